@@ -1,0 +1,26 @@
+/* options: the operator's command line and environment, parsed into a plain struct by a pure
+ * function so every flag and every bad-flag message is unit-tested without running anything. */
+#ifndef MP_APP_OPTIONS_H
+#define MP_APP_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct app_options {
+    const char *kubeconfig; /* --kubeconfig, else $KUBECONFIG, else in-cluster/~/.kube/config */
+    const char *context;    /* --context */
+    const char *namespace_; /* --namespace: watch one namespace; NULL = all */
+    int log_level;          /* -v N / --log-level N: 0 errors/info .. 4 trace */
+    bool help, version;
+} app_options;
+
+/* Parses argv (and the environment through getenv_fn, so tests pass their own). Returns 0, or -1
+ * with a one-line message in err (size errlen) naming the bad flag or value. Strings point into
+ * argv or the environment. */
+int app_options_parse(app_options *o, int argc, char **argv,
+                      const char *(*getenv_fn)(const char *), char *err, size_t errlen);
+
+/* The --help text. */
+const char *app_options_usage(void);
+
+#endif

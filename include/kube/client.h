@@ -1,0 +1,79 @@
+/* kube_client: asynchronous calls to the Kubernetes API server on the process's one event loop.
+ * One curl multi handle carries every call (connections are reused, HTTP keep-alive, TCP keepalive);
+ * callers get their answer in a callback from ev_run(), never by blocking. Nothing here knows
+ * about ModelPools, so the router can reuse it. */
+#ifndef MP_KUBE_CLIENT_H
+#define MP_KUBE_CLIENT_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#include "kube/config.h"
+#include "kube/error.h"
+#include "loop/ev.h"
+
+typedef struct kube_client kube_client;
+typedef struct kube_call kube_call;
+
+typedef enum {
+    KUBE_GET,
+    KUBE_POST,
+    KUBE_PUT,
+    KUBE_DELETE,
+    KUBE_PATCH_MERGE, /* application/merge-patch+json */
+    KUBE_PATCH_JSON,  /* application/json-patch+json */
+} kube_method;
+
+/* A query parameter. Arrays of them end with {NULL, NULL}; values are URL-encoded by the client. */
+typedef struct kube_query {
+    const char *key;
+    const char *value;
+} kube_query;
+
+typedef struct kube_request {
+    kube_method method;
+    const char *path;        /* e.g. "/api/v1/namespaces/default/pods"; see kube_path() */
+    const kube_query *query; /* may be NULL */
+    const char *body;        /* JSON for POST/PUT/PATCH, else NULL */
+    long timeout_ms;         /* whole-call timeout; 0 means the client default (30 s) */
+    int max_retries;         /* retries of 429, 5xx and transport errors; -1 means default (5) */
+} kube_request;
+
+/* The answer to a call. err->kind == KUBE_OK for 2xx. body is the parsed JSON answer (NULL when
+ * the answer was empty or not JSON); it is borrowed: valid during the callback only (detach or
+ * duplicate what you keep). For errors, err carries the Status reason and message. */
+typedef void (*kube_done_fn)(void *ud, const kube_error *err, long http_code, const cJSON *body);
+
+/* Watch stream events. type is "ADDED", "MODIFIED", "DELETED", "BOOKMARK" or "ERROR" (then object
+ * is a metav1.Status). The callee takes ownership of object (cJSON_Delete it or keep it). */
+typedef void (*kube_watch_event_fn)(void *ud, const char *type, cJSON *object);
+/* The stream ended. err->kind == KUBE_OK when the server closed it normally (timeoutSeconds);
+ * otherwise why. Called exactly once per watch unless the watch was cancelled. */
+typedef void (*kube_watch_end_fn)(void *ud, const kube_error *err);
+
+/* Creates a client on loop for cfg (copied). NULL on failure with err set. */
+kube_client *kube_client_new(ev_loop *loop, const kube_config *cfg, kube_error *err);
+/* Cancels every call still in flight (their callbacks are not called) and frees the client. */
+void kube_client_free(kube_client *c);
+
+/* Starts a call; done runs later from the loop, exactly once, unless the call is cancelled first.
+ * Returns NULL only if the call could not even be queued (err set, done never called). 429/5xx and
+ * transport errors are retried with backoff and jitter, honouring Retry-After; other 4xx are not. */
+kube_call *kube_call_start(kube_client *c, const kube_request *req, kube_done_fn done, void *ud,
+                           kube_error *err);
+/* Starts a watch: GET path?watch=1&<query>; events arrive as they are decoded. No retries here:
+ * resuming is the informer's job. NULL on immediate failure (err set). */
+kube_call *kube_watch_start(kube_client *c, const char *path, const kube_query *query,
+                            kube_watch_event_fn on_event, kube_watch_end_fn on_end, void *ud,
+                            kube_error *err);
+/* Cancels a call or watch in flight; its callbacks will not run. Safe to call from inside any
+ * callback, but not on a call whose done/end callback has already started. */
+void kube_call_cancel(kube_call *call);
+
+/* Builds an API path, escaping each segment: group "" means the core group (/api/v1).
+ * namespace, name and subresource may be NULL. Returns a malloc'd string or NULL. Example:
+ * kube_path("inference.llmkube.dev", "v1alpha1", "ns", "modelpools", "p", "status"). */
+char *kube_path(const char *group, const char *version, const char *namespace_,
+                const char *resource, const char *name, const char *subresource);
+
+#endif

@@ -1,0 +1,103 @@
+/* options: getopt_long over the flags users know from other operators; each flag may also come
+ * from an environment variable (flag wins), the habit in Kubernetes manifests. */
+#include "app/options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+const char *app_options_usage(void)
+{
+    return "Usage: modelpool-operator [flags]\n"
+           "\n"
+           "Runs the ModelPool controller: members of a pool share one exclusive GPU slot.\n"
+           "\n"
+           "Flags (environment variable in brackets):\n"
+           "  --kubeconfig PATH   kubeconfig to use [KUBECONFIG]; default: in-cluster,\n"
+           "                      then ~/.kube/config\n"
+           "  --context NAME      kubeconfig context (default: its current-context)\n"
+           "  --namespace NS      watch one namespace only [WATCH_NAMESPACE]; default: all\n"
+           "  -v, --log-level N   log verbosity 0-4 [LOG_LEVEL]; default 0\n"
+           "  -h, --help          print this help and exit\n"
+           "      --version       print the version and exit\n";
+}
+
+static int app_parse_level(const char *s, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 0 || v > 4)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+int app_options_parse(app_options *o, int argc, char **argv,
+                      const char *(*getenv_fn)(const char *), char *err, size_t errlen)
+{
+    enum { OPT_KUBECONFIG = 256, OPT_CONTEXT, OPT_NAMESPACE, OPT_VERSION };
+    static const struct option longopts[] = {
+        {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
+        {"context", required_argument, NULL, OPT_CONTEXT},
+        {"namespace", required_argument, NULL, OPT_NAMESPACE},
+        {"log-level", required_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    *o = (app_options){0};
+    o->kubeconfig = getenv_fn("KUBECONFIG");
+    o->namespace_ = getenv_fn("WATCH_NAMESPACE");
+    const char *level = getenv_fn("LOG_LEVEL");
+    if (level && *level && app_parse_level(level, &o->log_level) < 0) {
+        snprintf(err, errlen, "LOG_LEVEL=%s: want a number from 0 to 4", level);
+        return -1;
+    }
+
+    /* getopt keeps its cursor in globals; reset it so the parser can run more than once. */
+    optind = 0;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":hv:", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_KUBECONFIG:
+            o->kubeconfig = optarg;
+            break;
+        case OPT_CONTEXT:
+            o->context = optarg;
+            break;
+        case OPT_NAMESPACE:
+            o->namespace_ = optarg;
+            break;
+        case 'v':
+            if (app_parse_level(optarg, &o->log_level) < 0) {
+                snprintf(err, errlen, "--log-level %s: want a number from 0 to 4", optarg);
+                return -1;
+            }
+            break;
+        case 'h':
+            o->help = true;
+            break;
+        case OPT_VERSION:
+            o->version = true;
+            break;
+        case ':':
+            snprintf(err, errlen, "%s needs a value", argv[optind - 1]);
+            return -1;
+        default:
+            snprintf(err, errlen, "unknown flag %s (see --help)", argv[optind - 1]);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        snprintf(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
+        return -1;
+    }
+    if (o->kubeconfig && !*o->kubeconfig)
+        o->kubeconfig = NULL;
+    if (o->namespace_ && !*o->namespace_)
+        o->namespace_ = NULL;
+    return 0;
+}

@@ -1,0 +1,119 @@
+/* Tests of the event loop: timer order, cancel, timers added from callbacks, fd readiness, and
+ * clearing an fd from inside its own callback. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "loop/ev.h"
+
+typedef struct {
+    int order[16];
+    int n;
+    ev_loop *loop;
+    uint64_t victim;
+} test_rec;
+
+typedef struct {
+    test_rec *rec;
+    int tag;
+} test_tag;
+
+static void test_record(ev_loop *loop, void *ud)
+{
+    test_tag *t = ud;
+    t->rec->order[t->rec->n++] = t->tag;
+    if (t->tag == 99)
+        ev_stop(loop);
+}
+
+static void test_timer_order(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    assert_non_null(loop);
+    test_rec rec = {.loop = loop};
+    test_tag t3 = {&rec, 3}, t1 = {&rec, 1}, t2 = {&rec, 2}, tc = {&rec, 7}, stop = {&rec, 99};
+    assert_true(ev_timer_add(loop, 30, test_record, &t3) > 0);
+    assert_true(ev_timer_add(loop, 0, test_record, &t1) > 0);
+    assert_true(ev_timer_add(loop, 10, test_record, &t2) > 0);
+    uint64_t cancelled = ev_timer_add(loop, 5, test_record, &tc);
+    ev_timer_cancel(loop, cancelled);
+    ev_timer_cancel(loop, 12345); /* unknown ids are ignored */
+    assert_true(ev_timer_add(loop, 40, test_record, &stop) > 0);
+    assert_int_equal(ev_run(loop), 0);
+    assert_int_equal(rec.n, 4);
+    assert_int_equal(rec.order[0], 1);
+    assert_int_equal(rec.order[1], 2);
+    assert_int_equal(rec.order[2], 3);
+    assert_int_equal(rec.order[3], 99);
+    ev_free(loop);
+}
+
+static int test_chain_left;
+
+static void test_chain(ev_loop *loop, void *ud)
+{
+    (void)ud;
+    if (--test_chain_left == 0)
+        ev_stop(loop);
+    else
+        assert_true(ev_timer_add(loop, 0, test_chain, NULL) > 0);
+}
+
+static void test_timer_from_callback(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    test_chain_left = 100;
+    ev_timer_add(loop, 0, test_chain, NULL);
+    assert_int_equal(ev_run(loop), 0);
+    assert_int_equal(test_chain_left, 0);
+    ev_free(loop);
+}
+
+typedef struct {
+    int reads;
+    char got;
+} test_pipe;
+
+static void test_on_read(ev_loop *loop, int fd, int events, void *ud)
+{
+    test_pipe *p = ud;
+    assert_true(events & EV_READ);
+    assert_int_equal(read(fd, &p->got, 1), 1);
+    p->reads++;
+    ev_fd_clear(loop, fd);
+    ev_stop(loop);
+}
+
+static void test_fd_ready(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    test_pipe p = {0};
+    assert_int_equal(ev_fd_set(loop, fds[0], EV_READ, test_on_read, &p), 0);
+    assert_int_equal(write(fds[1], "x", 1), 1);
+    assert_int_equal(ev_run(loop), 0);
+    assert_int_equal(p.reads, 1);
+    assert_int_equal(p.got, 'x');
+    assert_true(ev_fd_set(loop, -1, EV_READ, test_on_read, &p) < 0);
+    close(fds[0]);
+    close(fds[1]);
+    ev_free(loop);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_timer_order),
+        cmocka_unit_test(test_timer_from_callback),
+        cmocka_unit_test(test_fd_ready),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,114 @@
+/* Tests of the command-line parser: every flag, the environment fallbacks, and that each bad
+ * input yields a message naming it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "app/options.h"
+
+static const char *test_env_kv[8];
+
+static const char *test_getenv(const char *name)
+{
+    for (int i = 0; test_env_kv[i]; i += 2)
+        if (strcmp(test_env_kv[i], name) == 0)
+            return test_env_kv[i + 1];
+    return NULL;
+}
+
+static int parse(app_options *o, char *err, size_t n, int argc, ...)
+{
+    char *argv[16] = {"modelpool-operator"};
+    va_list ap;
+    va_start(ap, argc);
+    for (int i = 1; i < argc; i++)
+        argv[i] = va_arg(ap, char *);
+    va_end(ap);
+    return app_options_parse(o, argc, argv, test_getenv, err, n);
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    memset(test_env_kv, 0, sizeof(test_env_kv));
+    app_options o;
+    char err[128];
+    assert_int_equal(parse(&o, err, sizeof(err), 1), 0);
+    assert_null(o.kubeconfig);
+    assert_null(o.namespace_);
+    assert_int_equal(o.log_level, 0);
+    assert_false(o.help);
+    assert_false(o.version);
+}
+
+static void test_flags(void **state)
+{
+    (void)state;
+    memset(test_env_kv, 0, sizeof(test_env_kv));
+    app_options o;
+    char err[128];
+    assert_int_equal(parse(&o, err, sizeof(err), 9, "--kubeconfig", "/k", "--context=c",
+                           "--namespace", "ns", "-v", "3", "--version"),
+                     0);
+    assert_string_equal(o.kubeconfig, "/k");
+    assert_string_equal(o.context, "c");
+    assert_string_equal(o.namespace_, "ns");
+    assert_int_equal(o.log_level, 3);
+    assert_true(o.version);
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "-h"), 0);
+    assert_true(o.help);
+}
+
+static void test_env_and_precedence(void **state)
+{
+    (void)state;
+    memset(test_env_kv, 0, sizeof(test_env_kv));
+    test_env_kv[0] = "KUBECONFIG";
+    test_env_kv[1] = "/env/k";
+    test_env_kv[2] = "WATCH_NAMESPACE";
+    test_env_kv[3] = "envns";
+    test_env_kv[4] = "LOG_LEVEL";
+    test_env_kv[5] = "2";
+    app_options o;
+    char err[128];
+    assert_int_equal(parse(&o, err, sizeof(err), 1), 0);
+    assert_string_equal(o.kubeconfig, "/env/k");
+    assert_string_equal(o.namespace_, "envns");
+    assert_int_equal(o.log_level, 2);
+    assert_int_equal(parse(&o, err, sizeof(err), 3, "--kubeconfig", "/flag/k"), 0);
+    assert_string_equal(o.kubeconfig, "/flag/k");
+    test_env_kv[5] = "loud";
+    assert_int_equal(parse(&o, err, sizeof(err), 1), -1);
+    assert_non_null(strstr(err, "LOG_LEVEL=loud"));
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    memset(test_env_kv, 0, sizeof(test_env_kv));
+    app_options o;
+    char err[128];
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "--bogus"), -1);
+    assert_non_null(strstr(err, "--bogus"));
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "--kubeconfig"), -1);
+    assert_non_null(strstr(err, "--kubeconfig needs a value"));
+    assert_int_equal(parse(&o, err, sizeof(err), 3, "-v", "9"), -1);
+    assert_non_null(strstr(err, "--log-level 9"));
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "stray"), -1);
+    assert_non_null(strstr(err, "stray"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_flags),
+        cmocka_unit_test(test_env_and_precedence),
+        cmocka_unit_test(test_bad_input),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
