@@ -1,12 +1,13 @@
 /* kube_client: asynchronous calls to the Kubernetes API server on the process's one event loop.
- * One curl multi handle carries every call (connections are reused, HTTP keep-alive, TCP keepalive);
- * callers get their answer in a callback from ev_run(), never by blocking. Nothing here knows
- * about ModelPools, so the router can reuse it. */
+ * One curl multi handle carries every call (connections are reused, HTTP keep-alive, TCP
+ * keepalive); callers get their answer in a callback from ev_run(), never by blocking. Nothing here
+ * knows about ModelPools, so the router can reuse it. */
 #ifndef MP_KUBE_CLIENT_H
 #define MP_KUBE_CLIENT_H
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kube/config.h"
 #include "kube/error.h"
@@ -35,7 +36,7 @@ typedef struct kube_request {
     const char *path;        /* e.g. "/api/v1/namespaces/default/pods"; see kube_path() */
     const kube_query *query; /* may be NULL */
     const char *body;        /* JSON for POST/PUT/PATCH, else NULL */
-    long timeout_ms;         /* whole-call timeout; 0 means the client default (30 s) */
+    long timeout_ms;         /* whole-call timeout of each attempt; 0 means the default (30 s) */
     int max_retries;         /* retries of 429, 5xx and transport errors; -1 means default (5) */
 } kube_request;
 
@@ -53,16 +54,20 @@ typedef void (*kube_watch_end_fn)(void *ud, const kube_error *err);
 
 /* Creates a client on loop for cfg (copied). NULL on failure with err set. */
 kube_client *kube_client_new(ev_loop *loop, const kube_config *cfg, kube_error *err);
-/* Cancels every call still in flight (their callbacks are not called) and frees the client. */
+/* Cancels every call still in flight (their callbacks are not called) and frees the client.
+ * Not from inside one of the client's own callbacks. */
 void kube_client_free(kube_client *c);
 
 /* Starts a call; done runs later from the loop, exactly once, unless the call is cancelled first.
- * Returns NULL only if the call could not even be queued (err set, done never called). 429/5xx and
- * transport errors are retried with backoff and jitter, honouring Retry-After; other 4xx are not. */
+ * Returns NULL only if the call could not even be queued (err set, done never called). 429/5xx
+ * and transport errors are retried with backoff and jitter, honouring Retry-After; other 4xx
+ * are not. */
 kube_call *kube_call_start(kube_client *c, const kube_request *req, kube_done_fn done, void *ud,
                            kube_error *err);
 /* Starts a watch: GET path?watch=1&<query>; events arrive as they are decoded. No retries here:
- * resuming is the informer's job. NULL on immediate failure (err set). */
+ * resuming is the informer's job. NULL on immediate failure (err set). Without a timeoutSeconds
+ * in query, timeoutSeconds=300 is added; the watch is abandoned (transport error) 30 s after
+ * timeoutSeconds if the server has not ended it, so a silently dead connection is noticed. */
 kube_call *kube_watch_start(kube_client *c, const char *path, const kube_query *query,
                             kube_watch_event_fn on_event, kube_watch_end_fn on_end, void *ud,
                             kube_error *err);
@@ -70,8 +75,14 @@ kube_call *kube_watch_start(kube_client *c, const char *path, const kube_query *
  * callback, but not on a call whose done/end callback has already started. */
 void kube_call_cancel(kube_call *call);
 
+/* The wait before retry number attempt (0 for the first retry): exponential from 200 ms up to
+ * 10 s with the upper half random (rnd: any random value), or the server's Retry-After seconds
+ * when longer (honoured up to 30 s). Exposed for tests. */
+uint64_t kube_retry_delay_ms(int attempt, long retry_after_s, uint32_t rnd);
+
 /* Builds an API path, escaping each segment: group "" means the core group (/api/v1).
- * namespace, name and subresource may be NULL. Returns a malloc'd string or NULL. Example:
+ * namespace, name and subresource may be NULL (namespace "" too: all namespaces); an empty
+ * resource, name or subresource gives NULL. Returns a malloc'd string or NULL. Example:
  * kube_path("inference.llmkube.dev", "v1alpha1", "ns", "modelpools", "p", "status"). */
 char *kube_path(const char *group, const char *version, const char *namespace_,
                 const char *resource, const char *name, const char *subresource);

@@ -4,7 +4,9 @@
 #ifndef MP_KUBE_ERROR_H
 #define MP_KUBE_ERROR_H
 
+#include <cjson/cJSON.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 typedef enum {
     KUBE_OK = 0,
@@ -24,12 +26,26 @@ typedef struct kube_error {
 
 /* Frees the strings and resets to KUBE_OK. Safe on a zeroed or already-cleared error. */
 void kube_error_clear(kube_error *err);
-/* Replaces err's content (printf-style message). Returns -1 so callers can `return kube_error_set(...)`. */
+/* Replaces err's content (printf-style message). Returns -1 so callers can `return
+ * kube_error_set(...)`. */
 int kube_error_set(kube_error *err, kube_errkind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* True when err is an HTTP error with that Status reason (e.g. "Conflict"). */
 bool kube_error_is(const kube_error *err, const char *reason);
 /* Deep copy; returns 0 or -1 on allocation failure (dst then holds KUBE_ERR_NOMEM). */
 int kube_error_copy(kube_error *dst, const kube_error *src);
+
+/* Fills err (KUBE_ERR_HTTP) from an error answer: a metav1.Status body gives its reason and
+ * message; any other body gives "HTTP <code>: <start of the body>". When the server sent no
+ * reason, the usual one for the code is used (404 -> "NotFound", 409 -> "Conflict", ...). */
+void kube_error_from_http(kube_error *err, long http_code, const char *body, size_t len);
+/* Same from an already parsed metav1.Status (a watch ERROR event: its "code" field, if any,
+ * wins over http_code). */
+void kube_error_from_status(kube_error *err, const cJSON *status, long http_code);
+/* True for errors worth retrying as they are: transport errors, 429 and 5xx. */
+bool kube_error_retryable(const kube_error *err);
+/* A Retry-After header value in seconds (surrounding blanks allowed), or -1 when it is not a
+ * plain number of seconds (the API server never sends HTTP dates). */
+long kube_retry_after_parse(const char *value);
 
 #endif

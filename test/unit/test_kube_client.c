@@ -1,0 +1,898 @@
+/* Tests of the kube client's transport behaviour against a tiny scripted HTTP responder on
+ * loopback, for what a real API server cannot be made to do on demand: 503 with Retry-After,
+ * 429, a reset connection, a chunked watch cut at odd points, cancels from inside callbacks.
+ * Everything else is tested against a real kube-apiserver by the end-to-end suite. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "kube/client.h"
+
+/* ---- the scripted responder ---- */
+
+#define SRV_GAP_MS 30 /* between pieces, so each reaches the client on its own */
+#define SRV_MAX 16
+
+typedef enum { SRV_KEEP, SRV_CLOSE, SRV_RESET } srv_then;
+
+typedef struct {
+    const char *match;      /* substring of the request line that picks this reply */
+    const char *pieces[12]; /* raw bytes written in turn; NULL ends */
+    srv_then then;          /* after the last piece */
+    int delay_ms;           /* before the first piece */
+    bool used;
+} srv_reply;
+
+typedef struct srv srv;
+
+typedef struct {
+    srv *s;
+    int fd;
+    char *in;
+    size_t inlen;
+    srv_reply *reply; /* being written */
+    int piece;
+    uint64_t timer;
+} srv_conn;
+
+struct srv {
+    ev_loop *loop;
+    int lfd, port;
+    srv_reply *replies;
+    size_t nreplies;
+    char *requests[SRV_MAX];
+    int nrequests, naccepts;
+    srv_conn conns[SRV_MAX];
+    char *owned[SRV_MAX]; /* strings built for replies */
+    int nowned;
+};
+
+static void srv_close(srv_conn *k, bool reset)
+{
+    if (k->fd < 0)
+        return;
+    if (reset) {
+        struct linger lg = {1, 0}; /* close with RST */
+        setsockopt(k->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    }
+    ev_fd_clear(k->s->loop, k->fd);
+    ev_timer_cancel(k->s->loop, k->timer);
+    close(k->fd);
+    free(k->in);
+    *k = (srv_conn){.s = k->s, .fd = -1};
+}
+
+static void srv_try_request(srv_conn *k);
+
+static void srv_write_next(ev_loop *loop, void *ud)
+{
+    srv_conn *k = ud;
+    k->timer = 0;
+    const char *p = k->reply->pieces[k->piece];
+    if (p) {
+        size_t len = strlen(p);
+        assert_int_equal(send(k->fd, p, len, MSG_NOSIGNAL), (ssize_t)len);
+        k->piece++;
+    }
+    if (k->reply->pieces[k->piece]) {
+        k->timer = ev_timer_add(loop, SRV_GAP_MS, srv_write_next, k);
+        return;
+    }
+    srv_then then = k->reply->then;
+    k->reply = NULL;
+    if (then == SRV_KEEP)
+        srv_try_request(k);
+    else
+        srv_close(k, then == SRV_RESET);
+}
+
+/* Answers the next complete request in the connection's buffer, if any. */
+static void srv_try_request(srv_conn *k)
+{
+    srv *s = k->s;
+    if (!k->in)
+        return;
+    char *end = strstr(k->in, "\r\n\r\n");
+    if (!end)
+        return;
+    size_t head = (size_t)(end - k->in) + 4, body = 0;
+    const char *cl = strcasestr(k->in, "\r\nContent-Length:");
+    if (cl && cl < end)
+        body = strtoul(cl + 17, NULL, 10);
+    if (k->inlen < head + body)
+        return;
+    assert_true(s->nrequests < SRV_MAX);
+    char *req = strndup(k->in, head + body);
+    s->requests[s->nrequests++] = req;
+    memmove(k->in, k->in + head + body, k->inlen - head - body + 1);
+    k->inlen -= head + body;
+    size_t line = strcspn(req, "\r");
+    for (size_t i = 0; i < s->nreplies && !k->reply; i++) {
+        srv_reply *r = &s->replies[i];
+        char *hit = strstr(req, r->match);
+        if (!r->used && hit && (size_t)(hit - req) < line) {
+            r->used = true;
+            k->reply = r;
+        }
+    }
+    if (!k->reply)
+        fail_msg("no scripted reply for %.*s", (int)line, req);
+    k->piece = 0;
+    k->timer = ev_timer_add(s->loop, (uint64_t)k->reply->delay_ms, srv_write_next, k);
+}
+
+static void srv_on_read(ev_loop *loop, int fd, int events, void *ud)
+{
+    (void)loop;
+    (void)fd;
+    (void)events;
+    srv_conn *k = ud;
+    char tmp[4096];
+    ssize_t n = recv(k->fd, tmp, sizeof(tmp), 0);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0) {
+        srv_close(k, false);
+        return;
+    }
+    k->in = realloc(k->in, k->inlen + (size_t)n + 1);
+    assert_non_null(k->in);
+    memcpy(k->in + k->inlen, tmp, (size_t)n);
+    k->inlen += (size_t)n;
+    k->in[k->inlen] = '\0';
+    if (!k->reply)
+        srv_try_request(k);
+}
+
+static void srv_on_accept(ev_loop *loop, int fd, int events, void *ud)
+{
+    (void)events;
+    srv *s = ud;
+    int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (c < 0)
+        return;
+    int one = 1;
+    setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    for (int i = 0; i < SRV_MAX; i++) {
+        if (s->conns[i].fd < 0) {
+            s->conns[i] = (srv_conn){.s = s, .fd = c};
+            s->naccepts++;
+            assert_int_equal(ev_fd_set(loop, c, EV_READ, srv_on_read, &s->conns[i]), 0);
+            return;
+        }
+    }
+    fail_msg("too many connections");
+}
+
+static void srv_start(srv *s, ev_loop *loop, srv_reply *replies, size_t n)
+{
+    *s = (srv){.loop = loop, .replies = replies, .nreplies = n};
+    for (int i = 0; i < SRV_MAX; i++)
+        s->conns[i] = (srv_conn){.s = s, .fd = -1};
+    s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    assert_true(s->lfd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof(a);
+    assert_int_equal(bind(s->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(s->lfd, 16), 0);
+    assert_int_equal(getsockname(s->lfd, (struct sockaddr *)&a, &alen), 0);
+    s->port = ntohs(a.sin_port);
+    assert_int_equal(ev_fd_set(loop, s->lfd, EV_READ, srv_on_accept, s), 0);
+}
+
+static void srv_stop(srv *s)
+{
+    for (int i = 0; i < SRV_MAX; i++)
+        srv_close(&s->conns[i], false);
+    ev_fd_clear(s->loop, s->lfd);
+    close(s->lfd);
+    for (int i = 0; i < s->nrequests; i++)
+        free(s->requests[i]);
+    for (int i = 0; i < s->nowned; i++)
+        free(s->owned[i]);
+}
+
+static const char *srv_own(srv *s, char *str)
+{
+    assert_non_null(str);
+    assert_true(s->nowned < SRV_MAX);
+    s->owned[s->nowned++] = str;
+    return str;
+}
+
+/* A whole HTTP/1.1 answer with its Content-Length. */
+static char *srv_http(const char *status, const char *headers, const char *body)
+{
+    char *r;
+    assert_true(asprintf(&r,
+                         "HTTP/1.1 %s\r\nContent-Type: application/json\r\n%sContent-Length: "
+                         "%zu\r\n\r\n%s",
+                         status, headers, strlen(body), body) > 0);
+    return r;
+}
+
+static char *srv_chunk(const char *data, size_t len)
+{
+    char *r;
+    assert_true(asprintf(&r, "%zx\r\n%.*s\r\n", len, (int)len, data) > 0);
+    return r;
+}
+
+/* ---- the client side ---- */
+
+typedef struct {
+    ev_loop *loop;
+    kube_client *client;
+    int done;
+    kube_error err;
+    long code;
+    char *body; /* printed JSON of the answer */
+    int events;
+    char types[16][16];
+    char names[16][16];
+    int ends;
+    kube_error end_err;
+    kube_call *other;   /* a call for a callback to cancel */
+    kube_call *self;    /* the watch itself */
+    const char *follow; /* a path for a callback to call next */
+    int follow_done;
+    bool timed_out;
+} tc;
+
+static void tc_guard(ev_loop *loop, void *ud)
+{
+    tc *t = ud;
+    t->timed_out = true;
+    ev_stop(loop);
+}
+
+static kube_client *tc_client(tc *t, ev_loop *loop, int port)
+{
+    kube_config cfg = {0};
+    kube_error err = {0};
+    assert_true(asprintf(&cfg.server, "http://127.0.0.1:%d", port) > 0);
+    cfg.token = strdup("test-token");
+    cfg.user_agent = strdup("kube-test/1");
+    kube_client *c = kube_client_new(loop, &cfg, &err);
+    kube_config_clear(&cfg);
+    assert_non_null(c);
+    t->loop = loop;
+    t->client = c;
+    return c;
+}
+
+static void tc_clear(tc *t)
+{
+    kube_error_clear(&t->err);
+    kube_error_clear(&t->end_err);
+    free(t->body);
+}
+
+static void tc_done(void *ud, const kube_error *err, long code, const cJSON *body)
+{
+    tc *t = ud;
+    t->done++;
+    kube_error_copy(&t->err, err);
+    t->code = code;
+    free(t->body);
+    t->body = body ? cJSON_PrintUnformatted(body) : NULL;
+    ev_stop(t->loop);
+}
+
+static void tc_run(tc *t)
+{
+    uint64_t guard = ev_timer_add(t->loop, 10000, tc_guard, t);
+    ev_run(t->loop);
+    ev_timer_cancel(t->loop, guard);
+    assert_false(t->timed_out);
+}
+
+static kube_request tc_get(const char *path)
+{
+    return (kube_request){.method = KUBE_GET, .path = path, .max_retries = -1};
+}
+
+static void test_get_ok(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    srv_reply replies[] = {{.match = "/pods/p?"}};
+    srv_start(&s, loop, replies, 1);
+    replies[0].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{\"kind\":\"Pod\"}"));
+    tc t = {0};
+    kube_client *c = tc_client(&t, loop, s.port);
+    kube_query q[] = {{"labelSelector", "app in (a,b)&x=y"}, {"limit", "5"}, {NULL, NULL}};
+    kube_request req = tc_get("/api/v1/namespaces/default/pods/p");
+    req.query = q;
+    kube_error err = {0};
+    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
+    tc_run(&t);
+    assert_int_equal(t.done, 1);
+    assert_int_equal(t.err.kind, KUBE_OK);
+    assert_int_equal(t.code, 200);
+    assert_string_equal(t.body, "{\"kind\":\"Pod\"}");
+    assert_int_equal(s.nrequests, 1);
+    const char *r = s.requests[0];
+    assert_non_null(strstr(r, "GET /api/v1/namespaces/default/pods/p?labelSelector=app%20in%20%28a%"
+                              "2Cb%29%26x%3Dy&limit=5 HTTP/1.1\r\n"));
+    assert_non_null(strstr(r, "\r\nAuthorization: Bearer test-token\r\n"));
+    assert_non_null(strstr(r, "\r\nAccept: application/json\r\n"));
+    assert_non_null(strstr(r, "\r\nUser-Agent: kube-test/1\r\n"));
+    kube_client_free(c);
+    srv_stop(&s);
+    tc_clear(&t);
+    ev_free(loop);
+}
+
+/* The first answer's callback starts the next call: it goes out on the same connection. */
+static void tc_done_then_follow(void *ud, const kube_error *err, long code, const cJSON *body)
+{
+    tc *t = ud;
+    (void)err;
+    (void)code;
+    (void)body;
+    t->done++;
+    kube_request req = {.method = KUBE_PATCH_MERGE,
+                        .path = t->follow,
+                        .body = "{\"spec\":{\"replicas\":0}}",
+                        .max_retries = -1};
+    kube_error e = {0};
+    assert_non_null(kube_call_start(t->client, &req, tc_done, t, &e));
+}
+
+static void test_body_and_keepalive(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    srv_reply replies[] = {{.match = "POST /a"}, {.match = "PATCH /b"}};
+    srv_start(&s, loop, replies, 2);
+    replies[0].pieces[0] = srv_own(&s, srv_http("201 Created", "", "{}"));
+    replies[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{\"ok\":true}"));
+    tc t = {.follow = "/b"};
+    kube_client *c = tc_client(&t, loop, s.port);
+    kube_request req = {.method = KUBE_POST, .path = "/a", .body = "{\"kind\":\"Event\"}"};
+    kube_error err = {0};
+    assert_non_null(kube_call_start(c, &req, tc_done_then_follow, &t, &err));
+    tc_run(&t);
+    assert_int_equal(t.done, 2);
+    assert_int_equal(t.err.kind, KUBE_OK);
+    assert_string_equal(t.body, "{\"ok\":true}");
+    assert_int_equal(s.nrequests, 2);
+    assert_non_null(strstr(s.requests[0], "\r\nContent-Type: application/json\r\n"));
+    assert_non_null(strstr(s.requests[0], "\r\n\r\n{\"kind\":\"Event\"}"));
+    assert_non_null(strstr(s.requests[1], "\r\nContent-Type: application/merge-patch+json\r\n"));
+    assert_non_null(strstr(s.requests[1], "\r\n\r\n{\"spec\":{\"replicas\":0}}"));
+    assert_int_equal(s.naccepts, 1); /* kept alive and reused */
+    kube_client_free(c);
+    srv_stop(&s);
+    tc_clear(&t);
+    ev_free(loop);
+}
+
+static void test_retry_503_retry_after(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    srv_reply replies[] = {{.match = "/x"}, {.match = "/x"}};
+    srv_start(&s, loop, replies, 2);
+    replies[0].pieces[0] = srv_own(
+        &s, srv_http("503 Service Unavailable", "Retry-After: 1\r\n",
+                     "{\"kind\":\"Status\",\"reason\":\"ServiceUnavailable\",\"code\":503}"));
+    replies[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{}"));
+    tc t = {0};
+    kube_client *c = tc_client(&t, loop, s.port);
+    kube_request req = tc_get("/x");
+    kube_error err = {0};
+    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
+    tc_run(&t);
+    assert_int_equal(t.done, 1);
+    assert_int_equal(t.err.kind, KUBE_OK);
+    assert_int_equal(s.nrequests, 2);
+    kube_client_free(c);
+    srv_stop(&s);
+    tc_clear(&t);
+    ev_free(loop);
+}
+
+static void test_retry_429(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    srv_reply replies[] = {{.match = "/x"}, {.match = "/x"}, {.match = "/x"}};
+    srv_start(&s, loop, replies, 3);
+    replies[0].pieces[0] = srv_own(&s, srv_http("429 Too Many Requests", "", "slow down"));
+    replies[1].pieces[0] = replies[0].pieces[0];
+    replies[2].pieces[0] = srv_own(&s, srv_http("200 OK", "", "[1]"));
+    tc t = {0};
+    kube_client *c = tc_client(&t, loop, s.port);
+    kube_request req = tc_get("/x");
+    kube_error err = {0};
+    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
+    tc_run(&t);
+    assert_int_equal(t.done, 1);
+    assert_int_equal(t.err.kind, KUBE_OK);
+    assert_string_equal(t.body, "[1]");
+    assert_int_equal(s.nrequests, 3);
+    kube_client_free(c);
+    srv_stop(&s);
+    tc_clear(&t);
+    ev_free(loop);
+}
+
+static void test_no_retry_404_and_retries_exhausted(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    srv_reply replies[] = {{.match = "/missing"}, {.match = "/boom"}, {.match = "/boom"}};
+    srv_start(&s, loop, replies, 3);
+    replies[0].pieces[0] =
+        srv_own(&s, srv_http("404 Not Found", "",
+                             "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"pods "
+                             "\\\"p\\\" not found\",\"reason\":\"NotFound\",\"code\":404}"));
+    replies[1].pieces[0] = srv_own(&s, srv_http("500 Internal Server Error", "", "boom"));
+    replies[2].pieces[0] = replies[1].pieces[0];
+    tc t = {0};
+    kube_client *c = tc_client(&t, loop, s.port);
+    kube_request req = tc_get("/missing");
+    kube_error err = {0};
+    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
+    tc_run(&t);
+    assert_int_equal(t.done, 1);
+    assert_true(kube_error_is(&t.err, "NotFound"));
+    assert_string_equal(t.err.message, "pods \"p\" not found");
+    assert_int_equal(t.code, 404);
+    assert_non_null(t.body); /* the Status itself is handed over too */
+    assert_int_equal(s.nrequests, 1);
+
+    req = tc_get("/boom");
+    req.max_retries = 1;
+    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
+    tc_run(&t);
+    assert_int_equal(t.done, 2);
+    assert_int_equal(t.err.kind, KUBE_ERR_HTTP);
+    assert_int_equal(t.err.http_code, 500);
+    assert_string_equal(t.err.message, "HTTP 500: boom");
+    assert_int_equal(s.nrequests, 3);
+    kube_client_free(c);
+    srv_stop(&s);
+    tc_clear(&t);
+    ev_free(loop);
+}
+
+static void test_connection_reset(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    srv_reply replies[] = {{.match = "/x", .then = SRV_RESET}, {.match = "/x"}};
+    srv_start(&s, loop, replies, 2);
+    replies[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{}"));
+    tc t = {0};
+    kube_client *c = tc_client(&t, loop, s.port);
+    kube_request req = tc_get("/x");
+    kube_error err = {0};
+    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
+    tc_run(&t);
+    assert_int_equal(t.done, 1);
+    assert_int_equal(t.err.kind, KUBE_OK);
+    assert_int_equal(s.nrequests, 2);
+    assert_int_equal(s.naccepts, 2);
+    kube_client_free(c);
+    srv_stop(&s);
+    tc_clear(&t);
+    ev_free(loop);
+}
+
+static void test_transport_error(void **state)
+{
+    (void)state;
+    /* A port nobody listens on: bind one, then close it. */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof(a);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+    close(fd);
+    ev_loop *loop = ev_new();
+    tc t = {0};
+    kube_client *c = tc_client(&t, loop, ntohs(a.sin_port));
+    kube_request req = tc_get("/api/v1/nodes");
+    req.max_retries = 1;
+    kube_error err = {0};
+    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
+    tc_run(&t);
+    assert_int_equal(t.done, 1);
+    assert_int_equal(t.err.kind, KUBE_ERR_TRANSPORT);
+    assert_int_equal(t.err.http_code, 0);
+    assert_non_null(strstr(t.err.message, "GET /api/v1/nodes: "));
+    assert_non_null(strstr(t.err.message, "(after 2 attempts)"));
+    kube_client_free(c);
+    tc_clear(&t);
+    ev_free(loop);
+}
+
+static const char *tc_name(const cJSON *obj)
+{
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const char *n = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "name"));
+    return n ? n : "";
+}
+
+static void tc_event(void *ud, const char *type, cJSON *object)
+{
+    tc *t = ud;
+    assert_true(t->events < 16);
+    snprintf(t->types[t->events], sizeof(t->types[0]), "%s", type);
+    snprintf(t->names[t->events], sizeof(t->names[0]), "%s", tc_name(object));
+    t->events++;
+    cJSON_Delete(object);
+}
+
+static void tc_end(void *ud, const kube_error *err)
+{
+    tc *t = ud;
+    t->ends++;
+    kube_error_copy(&t->end_err, err);
+    ev_stop(t->loop);
+}
+
+static const char tc_watch_head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                    "Transfer-Encoding: chunked\r\n\r\n";
+
+/* Builds a chunked body from text cut into chunks at chunk_cuts, then cuts the raw bytes into
+ * pieces at piece_cuts: events, chunks and TCP writes all end at different places. */
+static void tc_chunked(srv *s, srv_reply *r, const char *text, const size_t *chunk_cuts,
+                       size_t nchunk, const size_t *piece_cuts, size_t npiece, bool terminate)
+{
+    char *raw = NULL;
+    size_t rawlen = 0;
+    FILE *f = open_memstream(&raw, &rawlen);
+    fputs(tc_watch_head, f);
+    size_t at = 0, len = strlen(text);
+    for (size_t i = 0; i <= nchunk; i++) {
+        size_t to = i < nchunk ? chunk_cuts[i] : len;
+        char *ch = srv_chunk(text + at, to - at);
+        fputs(ch, f);
+        free(ch);
+        at = to;
+    }
+    if (terminate)
+        fputs("0\r\n\r\n", f);
+    fclose(f);
+    at = 0;
+    int p = 0;
+    for (size_t i = 0; i <= npiece; i++) {
+        size_t to = i < npiece ? strlen(tc_watch_head) + piece_cuts[i] : rawlen;
+        r->pieces[p++] = srv_own(s, strndup(raw + at, to - at));
+        at = to;
+    }
+    free(raw);
+}
+
+static const char tc_events[] =
+    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\"}}}\n"
+    "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"b\"}}}\n"
+    "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"7\"}}}\n"
+    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\"}}\n";
+
+static void test_watch_chunked(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    srv_reply replies[] = {{.match = "/api/v1/pods?watch=1"}};
+    srv_start(&s, loop, replies, 1);
+    size_t chunk_cuts[] = {1, 30, 31, 60, 130, 200};
+    size_t piece_cuts[] = {2, 3, 40, 41, 90, 150, 151, 230};
+    tc_chunked(&s, &replies[0], tc_events, chunk_cuts, 6, piece_cuts, 8, true);
+    tc t = {0};
+    kube_client *c = tc_client(&t, loop, s.port);
+    kube_query q[] = {{"resourceVersion", "5"}, {"allowWatchBookmarks", "true"}, {NULL, NULL}};
+    kube_error err = {0};
+    assert_non_null(kube_watch_start(c, "/api/v1/pods", q, tc_event, tc_end, &t, &err));
+    tc_run(&t);
+    assert_int_equal(t.events, 4);
+    assert_string_equal(t.types[0], "ADDED");
+    assert_string_equal(t.names[0], "a");
+    assert_string_equal(t.types[1], "MODIFIED");
+    assert_string_equal(t.names[1], "b");
+    assert_string_equal(t.types[2], "BOOKMARK");
+    assert_string_equal(t.types[3], "ERROR");
+    assert_int_equal(t.ends, 1);
+    assert_int_equal(t.end_err.kind, KUBE_OK);
+    assert_non_null(strstr(s.requests[0], "GET /api/v1/pods?watch=1&resourceVersion=5&"
+                                          "allowWatchBookmarks=true&timeoutSeconds=300 "));
+    kube_client_free(c);
+    srv_stop(&s);
+    tc_clear(&t);
+    ev_free(loop);
+}
+
+static void test_watch_http_error_and_garbage(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    srv_reply replies[] = {{.match = "/gone"}, {.match = "/garbage", .then = SRV_CLOSE}};
+    srv_start(&s, loop, replies, 2);
+    replies[0].pieces[0] =
+        srv_own(&s, srv_http("410 Gone", "",
+                             "{\"kind\":\"Status\",\"message\":\"too old resource version\","
+                             "\"reason\":\"Expired\",\"code\":410}"));
+    static const char garbage[] = "{\"type\":\"ADDED\",\"object\":{}}\nthis is not json\n";
+    tc_chunked(&s, &replies[1], garbage, NULL, 0, NULL, 0, false);
+    tc t = {0};
+    kube_client *c = tc_client(&t, loop, s.port);
+    kube_query q[] = {{"timeoutSeconds", "60"}, {NULL, NULL}};
+    kube_error err = {0};
+    assert_non_null(kube_watch_start(c, "/gone", q, tc_event, tc_end, &t, &err));
+    tc_run(&t);
+    assert_int_equal(t.events, 0);
+    assert_int_equal(t.ends, 1);
+    assert_int_equal(t.end_err.kind, KUBE_ERR_HTTP);
+    assert_int_equal(t.end_err.http_code, 410);
+    assert_true(kube_error_is(&t.end_err, "Expired"));
+    assert_string_equal(t.end_err.message, "too old resource version");
+    assert_non_null(strstr(s.requests[0], "watch=1&timeoutSeconds=60 "));
+
+    assert_non_null(kube_watch_start(c, "/garbage", NULL, tc_event, tc_end, &t, &err));
+    tc_run(&t);
+    assert_int_equal(t.events, 1);
+    assert_int_equal(t.ends, 2);
+    assert_int_equal(t.end_err.kind, KUBE_ERR_DECODE);
+    kube_client_free(c);
+    srv_stop(&s);
+    tc_clear(&t);
+    ev_free(loop);
+}
+
+/* From inside a watch event: cancel another call, cancel the watch itself, start a new call. */
+static void tc_event_cancels(void *ud, const char *type, cJSON *object)
+{
+    tc *t = ud;
+    tc_event(ud, type, object);
+    kube_call_cancel(t->other);
+    kube_call_cancel(t->self);
+    kube_call_cancel(t->self); /* twice is harmless */
+    kube_request req = tc_get(t->follow);
+    kube_error err = {0};
+    assert_non_null(kube_call_start(t->client, &req, tc_done, t, &err));
+}
+
+static void tc_never(void *ud, const kube_error *err, long code, const cJSON *body)
+{
+    (void)ud;
+    (void)err;
+    (void)code;
+    (void)body;
+    fail_msg("a cancelled call's callback ran");
+}
+
+static void test_cancel_inside_callbacks(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    srv_reply replies[] = {
+        {.match = "/w?"},
+        {.match = "/slow", .delay_ms = 2000},
+        {.match = "/next"},
+    };
+    srv_start(&s, loop, replies, 3);
+    static const char two[] = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\"}}}\n"
+                              "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"b\"}}}\n";
+    tc_chunked(&s, &replies[0], two, NULL, 0, NULL, 0, false); /* both in one chunk, then idle */
+    replies[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{}"));
+    replies[2].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{\"next\":1}"));
+    tc t = {.follow = "/next"};
+    kube_client *c = tc_client(&t, loop, s.port);
+    kube_error err = {0};
+    kube_request slow = tc_get("/slow");
+    t.other = kube_call_start(c, &slow, tc_never, &t, &err);
+    assert_non_null(t.other);
+    t.self = kube_watch_start(c, "/w", NULL, tc_event_cancels, tc_end, &t, &err);
+    assert_non_null(t.self);
+    tc_run(&t);
+    assert_int_equal(t.events, 1); /* the second event of the chunk was never delivered */
+    assert_int_equal(t.ends, 0);
+    assert_int_equal(t.done, 1);
+    assert_string_equal(t.body, "{\"next\":1}");
+    kube_client_free(c);
+    srv_stop(&s);
+    tc_clear(&t);
+    ev_free(loop);
+}
+
+/* Two calls; whichever answers first cancels the other, even when both finished in the same
+ * turn of the loop. */
+typedef struct {
+    ev_loop *loop;
+    kube_call *calls[2];
+    int done;
+} tc_pair;
+
+static void tc_pair_done(void *ud, const kube_error *err, long code, const cJSON *body)
+{
+    (void)code;
+    (void)body;
+    tc_pair *p = ud;
+    assert_int_equal(err->kind, KUBE_OK);
+    p->done++;
+    kube_call_cancel(p->calls[0]);
+    kube_call_cancel(p->calls[1]);
+    ev_stop(p->loop);
+}
+
+static void test_done_cancels_sibling(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    srv_reply replies[] = {{.match = "/one"}, {.match = "/two"}};
+    srv_start(&s, loop, replies, 2);
+    replies[0].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{}"));
+    replies[1].pieces[0] = replies[0].pieces[0];
+    tc t = {0};
+    kube_client *c = tc_client(&t, loop, s.port);
+    tc_pair p = {.loop = loop};
+    kube_error err = {0};
+    kube_request r1 = tc_get("/one"), r2 = tc_get("/two");
+    p.calls[0] = kube_call_start(c, &r1, tc_pair_done, &p, &err);
+    p.calls[1] = kube_call_start(c, &r2, tc_pair_done, &p, &err);
+    uint64_t guard = ev_timer_add(loop, 10000, tc_guard, &t);
+    ev_run(loop);
+    /* Give the other answer time to arrive: its callback must still not run. */
+    ev_timer_add(loop, 200, tc_guard, &t);
+    ev_run(loop);
+    ev_timer_cancel(loop, guard);
+    assert_int_equal(p.done, 1);
+    kube_client_free(c);
+    srv_stop(&s);
+    tc_clear(&t);
+    ev_free(loop);
+}
+
+static void tc_stop_on_event(void *ud, const char *type, cJSON *object)
+{
+    tc_event(ud, type, object);
+    ev_stop(((tc *)ud)->loop);
+}
+
+static void tc_never_end(void *ud, const kube_error *err)
+{
+    (void)ud;
+    (void)err;
+    fail_msg("a freed client's watch ended");
+}
+
+static void tc_never_fd(ev_loop *loop, int fd, int events, void *ud)
+{
+    (void)loop;
+    (void)fd;
+    (void)events;
+    (void)ud;
+}
+
+/* Freeing the client with a watch and a call in flight runs no callback, leaks nothing and
+ * leaves no socket registered in the loop. */
+static void test_free_in_flight(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    srv_reply replies[] = {{.match = "/w?"}, {.match = "/slow", .delay_ms = 5000}};
+    srv_start(&s, loop, replies, 2);
+    tc_chunked(&s, &replies[0], "{\"type\":\"ADDED\",\"object\":{}}\n", NULL, 0, NULL, 0, false);
+    replies[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{}"));
+    tc t = {0};
+    kube_client *c = tc_client(&t, loop, s.port);
+    kube_error err = {0};
+    kube_request slow = tc_get("/slow");
+    assert_non_null(kube_call_start(c, &slow, tc_never, &t, &err));
+    assert_non_null(kube_watch_start(c, "/w", NULL, tc_stop_on_event, tc_never_end, &t, &err));
+    tc_run(&t);
+    assert_int_equal(t.events, 1);
+    kube_client_free(c);
+    srv_stop(&s);
+    /* The fds the client used are closed; new ones reuse their numbers and must register
+     * cleanly, which fails if the loop still thought it watched them. */
+    int fds[8];
+    for (int i = 0; i < 8; i += 2) {
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, fds + i), 0);
+        assert_int_equal(ev_fd_set(loop, fds[i], EV_READ, tc_never_fd, NULL), 0);
+        assert_int_equal(ev_fd_set(loop, fds[i + 1], EV_READ, tc_never_fd, NULL), 0);
+    }
+    for (int i = 0; i < 8; i++) {
+        ev_fd_clear(loop, fds[i]);
+        close(fds[i]);
+    }
+    tc_clear(&t);
+    ev_free(loop);
+}
+
+static void test_retry_delay(void **state)
+{
+    (void)state;
+    assert_int_equal(kube_retry_delay_ms(0, -1, 0), 100);
+    assert_int_equal(kube_retry_delay_ms(0, -1, 100), 200);
+    assert_int_equal(kube_retry_delay_ms(1, -1, 0), 200);
+    for (uint32_t r = 0; r < 5000; r += 7) {
+        uint64_t d = kube_retry_delay_ms(3, -1, r);
+        assert_true(d >= 800 && d <= 1600);
+        d = kube_retry_delay_ms(40, -1, r * 104729u);
+        assert_true(d >= 5000 && d <= 10000);
+    }
+    assert_int_equal(kube_retry_delay_ms(0, 3, 0), 3000);
+    assert_int_equal(kube_retry_delay_ms(0, 0, 0), 100);
+    assert_int_equal(kube_retry_delay_ms(0, 3600, 0), 30000); /* Retry-After is capped */
+}
+
+static void test_path(void **state)
+{
+    (void)state;
+    struct {
+        const char *g, *v, *ns, *res, *name, *sub, *want;
+    } cases[] = {
+        {"", "v1", "default", "pods", "p", NULL, "/api/v1/namespaces/default/pods/p"},
+        {NULL, "v1", NULL, "nodes", NULL, NULL, "/api/v1/nodes"},
+        {"inference.llmkube.dev", "v1alpha1", "ns", "modelpools", "p", "status",
+         "/apis/inference.llmkube.dev/v1alpha1/namespaces/ns/modelpools/p/status"},
+        {"apps", "v1", "", "deployments", NULL, NULL, "/apis/apps/v1/deployments"},
+        {"rbac.authorization.k8s.io", "v1", NULL, "clusterroles", "system:x y/z", NULL,
+         "/apis/rbac.authorization.k8s.io/v1/clusterroles/system%3Ax%20y%2Fz"},
+        {"", "v1", NULL, NULL, NULL, NULL, "/api/v1"},
+        {"", "v1", "ns", "pods", "", NULL, NULL},
+        {"", "v1", "ns", NULL, "p", NULL, NULL},
+        {"", "v1", "ns", "pods", NULL, "status", NULL},
+        {"", "", "ns", "pods", NULL, NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        char *p = kube_path(cases[i].g, cases[i].v, cases[i].ns, cases[i].res, cases[i].name,
+                            cases[i].sub);
+        if (cases[i].want)
+            assert_string_equal(p, cases[i].want);
+        else
+            assert_null(p);
+        free(p);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_get_ok),
+        cmocka_unit_test(test_body_and_keepalive),
+        cmocka_unit_test(test_retry_503_retry_after),
+        cmocka_unit_test(test_retry_429),
+        cmocka_unit_test(test_no_retry_404_and_retries_exhausted),
+        cmocka_unit_test(test_connection_reset),
+        cmocka_unit_test(test_transport_error),
+        cmocka_unit_test(test_watch_chunked),
+        cmocka_unit_test(test_watch_http_error_and_garbage),
+        cmocka_unit_test(test_cancel_inside_callbacks),
+        cmocka_unit_test(test_done_cancels_sibling),
+        cmocka_unit_test(test_free_in_flight),
+        cmocka_unit_test(test_retry_delay),
+        cmocka_unit_test(test_path),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
