@@ -1,0 +1,105 @@
+/* informer: keeps a store in step with one resource on the API server (LIST in pages, then WATCH
+ * from the list's resourceVersion with bookmarks, resuming where it left off and relisting on
+ * 410 Gone) and tells the caller what changed. Nothing here knows about ModelPools. */
+#ifndef MP_INFORMER_INFORMER_H
+#define MP_INFORMER_INFORMER_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "informer/store.h"
+#include "kube/client.h"
+#include "loop/ev.h"
+
+typedef struct informer informer;
+
+typedef struct informer_config {
+    const char *group;          /* "" for the core group */
+    const char *version;        /* e.g. "v1" */
+    const char *resource;       /* plural, e.g. "pods" */
+    const char *namespace_;     /* NULL: all namespaces */
+    const char *label_selector; /* NULL: none */
+    const char *field_selector; /* NULL: none */
+    long page_size;             /* LIST limit; 0 means 500 */
+    store_trim_fn trim;         /* applied to every object stored; NULL keeps them whole */
+    void *trim_ud;
+    uint64_t seed; /* for the jitter; 0 picks one from the clock and the pid */
+} informer_config;
+
+/* Callbacks run from the loop after the store has changed. Objects are borrowed for the call
+ * (the old one of an update is freed right after it). Any may be NULL. A callback may call
+ * informer_stop but must not free the informer. */
+typedef struct informer_handlers {
+    void (*on_add)(void *ud, const cJSON *obj);
+    void (*on_update)(void *ud, const cJSON *old_obj, const cJSON *new_obj);
+    void (*on_delete)(void *ud, const cJSON *obj);     /* the last state seen */
+    void (*on_synced)(void *ud);                       /* once, after the first complete list */
+    void (*on_error)(void *ud, const kube_error *err); /* a list or watch failed; it retries */
+    void *ud;
+} informer_handlers;
+
+typedef struct informer_stats {
+    uint64_t lists;          /* complete lists, the first included */
+    uint64_t relists;        /* complete lists after the first (410 Gone, errors) */
+    uint64_t watch_restarts; /* watches that ended and were resumed or replaced by a relist */
+    uint64_t watch_events;   /* events received, bookmarks included */
+    uint64_t errors;         /* failed lists and watches (each one reported to on_error) */
+} informer_stats;
+
+/* Copies cfg's strings and h. NULL when out of memory or cfg lacks version or resource. The
+ * client and the loop must outlive the informer. */
+informer *informer_new(ev_loop *loop, kube_client *client, const informer_config *cfg,
+                       const informer_handlers *h);
+/* Stops and frees the informer and its store. */
+void informer_free(informer *inf);
+
+/* The cache. Register indexes on it before informer_start; otherwise read it only. */
+store *informer_store(informer *inf);
+
+/* Starts listing, then watching, from the loop. 0, -EALREADY or -ENOMEM; list and watch
+ * failures are retried (and reported to on_error), never returned. */
+int informer_start(informer *inf);
+/* Cancels the call in flight and any timer; the store keeps its (now unwatched) contents and a
+ * later informer_start relists and delivers the difference. */
+void informer_stop(informer *inf);
+
+/* True once the first complete list is in the store. */
+bool informer_synced(const informer *inf);
+/* The last resourceVersion seen (list, event or bookmark); NULL before the first list. */
+const char *informer_resource_version(const informer *inf);
+void informer_stats_get(const informer *inf, informer_stats *out);
+
+/* The pure parts, exposed for tests. */
+
+/* One change between the cache and a fresh list. */
+typedef enum { INFORMER_ADDED, INFORMER_UPDATED, INFORMER_DELETED } informer_change_kind;
+typedef struct informer_change {
+    informer_change_kind kind;
+    char *key;        /* owned by the change array */
+    const cJSON *obj; /* ADDED, UPDATED: the listed item; DELETED: the cached object */
+} informer_change;
+
+/* The events that turn cached into items (a JSON array, e.g. a relist): listed keys not cached
+ * are ADDED, cached keys not listed are DELETED, and keys whose metadata.resourceVersion differs
+ * are UPDATED; listed order first, then the deletions. Items without a name are skipped.
+ * *out is malloc'd (free with informer_changes_free); 0 or -ENOMEM. */
+int informer_diff(const store *cached, const cJSON *items, informer_change **out, size_t *n);
+void informer_changes_free(informer_change *changes, size_t n);
+
+/* Exponential backoff with jitter, as client-go's reflector: 0.8 s doubling to a 30 s step, the
+ * delay uniform in [step, 2*step), back to 0.8 s after two minutes without a failure. */
+typedef struct informer_backoff {
+    uint64_t initial_ms, cap_ms, reset_ms;
+    uint64_t step_ms; /* the current step; 0 before the first failure */
+    uint64_t last_ms; /* when the last delay was handed out */
+} informer_backoff;
+
+void informer_backoff_init(informer_backoff *b);
+/* The delay before the next attempt after a failure at now_ms; r is uniform in [0, 1). */
+uint64_t informer_backoff_next(informer_backoff *b, uint64_t now_ms, double r);
+
+/* The watch timeoutSeconds for a uniform r in [0, 1): [300, 600], as client-go. */
+long informer_watch_timeout_s(double r);
+
+#endif

@@ -1,0 +1,607 @@
+/* informer: a small state machine on the loop. One call is in flight at a time (a list page or the
+ * watch) and one timer holds the next step (next page, resumed watch, or a retry after backoff).
+ * Every step that runs user callbacks checks a generation number afterwards, because a callback
+ * may have stopped (and even restarted) the informer under it. */
+#include "informer/informer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "strmap.h"
+
+enum { INFORMER_PAGE_DEFAULT = 500 };
+
+typedef enum { INFORMER_NEXT_LIST, INFORMER_NEXT_WATCH } informer_next;
+
+struct informer {
+    ev_loop *loop;
+    kube_client *client;
+    char *path;
+    char *label_selector, *field_selector;
+    long page_size;
+    informer_handlers h;
+    store *store;
+    uint64_t rng;
+    bool running, synced;
+    unsigned gen;    /* bumped by informer_stop */
+    kube_call *call; /* the list page or the watch in flight */
+    uint64_t timer;  /* the pending step */
+    informer_next next;
+    cJSON *pending; /* items of the list pages received so far */
+    char *cont;     /* continue token of the next page */
+    char *rv;       /* last resourceVersion seen */
+    informer_backoff backoff;
+    informer_stats stats;
+};
+
+/* splitmix64: tiny, and good enough for jitter. */
+static double informer_rand(informer *inf)
+{
+    uint64_t z = (inf->rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0; /* 2^53 */
+}
+
+void informer_backoff_init(informer_backoff *b)
+{
+    *b = (informer_backoff){.initial_ms = 800, .cap_ms = 30 * 1000, .reset_ms = 2 * 60 * 1000};
+}
+
+uint64_t informer_backoff_next(informer_backoff *b, uint64_t now_ms, double r)
+{
+    if (b->step_ms && now_ms - b->last_ms >= b->reset_ms)
+        b->step_ms = 0;
+    if (!b->step_ms)
+        b->step_ms = b->initial_ms;
+    else
+        b->step_ms = b->step_ms * 2 < b->cap_ms ? b->step_ms * 2 : b->cap_ms;
+    b->last_ms = now_ms;
+    return b->step_ms + (uint64_t)(r * (double)b->step_ms);
+}
+
+long informer_watch_timeout_s(double r)
+{
+    long s = 300 + (long)(r * 301.0);
+    return s > 600 ? 600 : s;
+}
+
+static const char *informer_meta_string(const cJSON *obj, const char *field)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, field));
+    return v && *v ? v : NULL;
+}
+
+/* ---- the diff of a relist ---- */
+
+typedef struct informer_listed {
+    strmap_node node;
+    char *key;
+} informer_listed;
+
+typedef struct informer_diff_ctx {
+    const strmap *listed;
+    informer_change *changes;
+    size_t n;
+    int err;
+} informer_diff_ctx;
+
+static bool informer_diff_deleted(const char *key, const cJSON *obj, void *ud)
+{
+    informer_diff_ctx *d = ud;
+    if (strmap_get(d->listed, key))
+        return true;
+    informer_change *c = &d->changes[d->n];
+    *c = (informer_change){.kind = INFORMER_DELETED, .key = strdup(key), .obj = obj};
+    if (!c->key) {
+        d->err = -ENOMEM;
+        return false;
+    }
+    d->n++;
+    return true;
+}
+
+static bool informer_same_version(const cJSON *a, const cJSON *b)
+{
+    const char *ra = informer_meta_string(a, "resourceVersion");
+    const char *rb = informer_meta_string(b, "resourceVersion");
+    return ra && rb && strcmp(ra, rb) == 0;
+}
+
+int informer_diff(const store *cached, const cJSON *items, informer_change **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    size_t nitems = (size_t)cJSON_GetArraySize(items);
+    informer_diff_ctx d = {0};
+    strmap listed = {0};
+    informer_listed *keys = calloc(nitems + 1, sizeof(*keys));
+    size_t nkeys = 0;
+    d.changes = calloc(nitems + store_count(cached) + 1, sizeof(*d.changes));
+    d.listed = &listed;
+    if (!keys || !d.changes || strmap_init(&listed) < 0)
+        d.err = -ENOMEM;
+
+    const cJSON *item;
+    cJSON_ArrayForEach(item, items)
+    {
+        if (d.err)
+            break;
+        if (!informer_meta_string(item, "name"))
+            continue;
+        char *key = store_key_of(item);
+        if (!key) {
+            d.err = -ENOMEM;
+            break;
+        }
+        if (strmap_get(&listed, key)) { /* a duplicate: the first one counts */
+            free(key);
+            continue;
+        }
+        keys[nkeys].key = key;
+        strmap_insert(&listed, &keys[nkeys++].node, key);
+        const cJSON *old = store_get(cached, key);
+        if (old && informer_same_version(old, item))
+            continue;
+        informer_change *c = &d.changes[d.n];
+        *c = (informer_change){
+            .kind = old ? INFORMER_UPDATED : INFORMER_ADDED, .key = strdup(key), .obj = item};
+        if (!c->key)
+            d.err = -ENOMEM;
+        else
+            d.n++;
+    }
+    if (!d.err)
+        store_each(cached, informer_diff_deleted, &d);
+
+    for (size_t i = 0; i < nkeys; i++)
+        free(keys[i].key);
+    free(keys);
+    strmap_fini(&listed);
+    if (d.err) {
+        informer_changes_free(d.changes, d.n);
+        return d.err;
+    }
+    *out = d.changes;
+    *n = d.n;
+    return 0;
+}
+
+void informer_changes_free(informer_change *changes, size_t n)
+{
+    for (size_t i = 0; changes && i < n; i++)
+        free(changes[i].key);
+    free(changes);
+}
+
+/* ---- the state machine ---- */
+
+static void informer_list_page(informer *inf);
+static void informer_watch_begin(informer *inf);
+
+static void informer_step(ev_loop *loop, void *ud)
+{
+    (void)loop;
+    informer *inf = ud;
+    inf->timer = 0;
+    if (inf->next == INFORMER_NEXT_LIST)
+        informer_list_page(inf);
+    else
+        informer_watch_begin(inf);
+}
+
+static void informer_report(informer *inf, const kube_error *err)
+{
+    inf->stats.errors++;
+    if (inf->h.on_error)
+        inf->h.on_error(inf->h.ud, err);
+}
+
+/* Without a timer the informer would stall silently; at least say so. */
+static void informer_schedule(informer *inf, informer_next next, uint64_t delay_ms)
+{
+    ev_timer_cancel(inf->loop, inf->timer);
+    inf->next = next;
+    inf->timer = ev_timer_add(inf->loop, delay_ms, informer_step, inf);
+    if (!inf->timer) {
+        kube_error err = {0};
+        kube_error_set(&err, KUBE_ERR_NOMEM, "informer %s: stalled: cannot arm a timer", inf->path);
+        informer_report(inf, &err);
+        kube_error_clear(&err);
+    }
+}
+
+/* Reports err, then retries next after the backoff. */
+static void informer_fail(informer *inf, const kube_error *err, informer_next next)
+{
+    unsigned gen = inf->gen;
+    informer_report(inf, err);
+    if (gen != inf->gen)
+        return;
+    informer_schedule(inf, next,
+                      informer_backoff_next(&inf->backoff, ev_now_ms(), informer_rand(inf)));
+}
+
+static void informer_fail_errno(informer *inf, int rc, const char *what, informer_next next)
+{
+    kube_error err = {0};
+    kube_error_set(&err, rc == -ENOMEM ? KUBE_ERR_NOMEM : KUBE_ERR_DECODE, "informer %s: %s: %s",
+                   inf->path, what, strerror(-rc));
+    informer_fail(inf, &err, next);
+    kube_error_clear(&err);
+}
+
+static void informer_list_reset(informer *inf)
+{
+    cJSON_Delete(inf->pending);
+    inf->pending = NULL;
+    free(inf->cont);
+    inf->cont = NULL;
+}
+
+/* Stores obj (taken) and tells the handlers. 0, or the store's error (obj freed). */
+static int informer_upsert(informer *inf, cJSON *obj)
+{
+    cJSON *old = NULL;
+    int rc = store_put(inf->store, obj, &old);
+    if (rc < 0) {
+        cJSON_Delete(obj);
+        return rc;
+    }
+    if (old && inf->h.on_update)
+        inf->h.on_update(inf->h.ud, old, obj);
+    else if (!old && inf->h.on_add)
+        inf->h.on_add(inf->h.ud, obj);
+    cJSON_Delete(old);
+    return 0;
+}
+
+/* Drops key and tells the handlers, with last (the final state) if given, else what was cached. */
+static void informer_remove(informer *inf, const char *key, const cJSON *last)
+{
+    cJSON *old = NULL;
+    if (store_delete(inf->store, key, &old) < 0)
+        return; /* never delivered as added: nothing to take back */
+    if (inf->h.on_delete)
+        inf->h.on_delete(inf->h.ud, last ? last : old);
+    cJSON_Delete(old);
+}
+
+static int informer_apply(informer *inf, cJSON *items, const informer_change *ch, size_t n)
+{
+    unsigned gen = inf->gen;
+    for (size_t i = 0; i < n && gen == inf->gen; i++) {
+        if (ch[i].kind == INFORMER_DELETED) {
+            informer_remove(inf, ch[i].key, NULL);
+            continue;
+        }
+        int rc = informer_upsert(inf, cJSON_DetachItemViaPointer(items, (cJSON *)ch[i].obj));
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static void informer_list_done(informer *inf, const char *rv)
+{
+    cJSON *items = inf->pending;
+    inf->pending = NULL;
+    char *list_rv = strdup(rv);
+    informer_change *ch = NULL;
+    size_t n = 0;
+    int rc = list_rv ? informer_diff(inf->store, items, &ch, &n) : -ENOMEM;
+    unsigned gen = inf->gen;
+    if (rc == 0) {
+        free(inf->rv);
+        inf->rv = list_rv;
+        list_rv = NULL;
+        rc = informer_apply(inf, items, ch, n);
+    }
+    free(list_rv);
+    informer_changes_free(ch, n);
+    cJSON_Delete(items);
+    if (gen != inf->gen)
+        return;
+    if (rc < 0) {
+        informer_fail_errno(inf, rc, "cannot cache the list", INFORMER_NEXT_LIST);
+        return;
+    }
+    if (inf->stats.lists++)
+        inf->stats.relists++;
+    if (!inf->synced) {
+        inf->synced = true;
+        if (inf->h.on_synced)
+            inf->h.on_synced(inf->h.ud);
+        if (gen != inf->gen)
+            return;
+    }
+    informer_watch_begin(inf);
+}
+
+/* List items come without kind and apiVersion (the list has them); watch events carry them, so
+ * fill them in to make every cached object look the same. */
+static int informer_take_items(informer *inf, const cJSON *body, cJSON *items)
+{
+    const char *api = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(body, "apiVersion"));
+    const char *list_kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(body, "kind"));
+    char kind[256] = "";
+    size_t kl = list_kind ? strlen(list_kind) : 0;
+    if (kl > 4 && kl < sizeof(kind) && strcmp(list_kind + kl - 4, "List") == 0)
+        snprintf(kind, sizeof(kind), "%.*s", (int)(kl - 4), list_kind);
+    cJSON *item;
+    while (items && (item = cJSON_DetachItemFromArray(items, 0))) {
+        cJSON_AddItemToArray(inf->pending, item);
+        if (api && !cJSON_HasObjectItem(item, "apiVersion") &&
+            !cJSON_AddStringToObject(item, "apiVersion", api))
+            return -ENOMEM;
+        if (*kind && !cJSON_HasObjectItem(item, "kind") &&
+            !cJSON_AddStringToObject(item, "kind", kind))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+static void informer_on_page(void *ud, const kube_error *err, long http_code, const cJSON *body)
+{
+    (void)http_code;
+    informer *inf = ud;
+    inf->call = NULL;
+    if (err->kind != KUBE_OK) {
+        /* A 410 here is an expired continue token: start over from the first page. */
+        informer_list_reset(inf);
+        informer_fail(inf, err, INFORMER_NEXT_LIST);
+        return;
+    }
+    const char *rv = informer_meta_string(body, "resourceVersion");
+    const char *cont = informer_meta_string(body, "continue");
+    cJSON *items = cJSON_GetObjectItemCaseSensitive(body, "items");
+    int rc = 0;
+    if (!rv || (items && !cJSON_IsArray(items) && !cJSON_IsNull(items)))
+        rc = -EBADMSG;
+    else if (!inf->pending && !(inf->pending = cJSON_CreateArray()))
+        rc = -ENOMEM;
+    /* The client lets us take parts of the answer instead of copying them. */
+    if (rc == 0)
+        rc = informer_take_items(inf, body, cJSON_IsArray(items) ? items : NULL);
+    free(inf->cont);
+    inf->cont = NULL;
+    if (rc == 0 && cont && !(inf->cont = strdup(cont)))
+        rc = -ENOMEM;
+    if (rc < 0) {
+        informer_list_reset(inf);
+        informer_fail_errno(inf, rc, "bad list answer", INFORMER_NEXT_LIST);
+    } else if (inf->cont) {
+        informer_schedule(inf, INFORMER_NEXT_LIST, 0);
+    } else {
+        informer_list_done(inf, rv);
+    }
+}
+
+static void informer_list_page(informer *inf)
+{
+    char limit[24];
+    snprintf(limit, sizeof(limit), "%ld", inf->page_size);
+    kube_query q[5];
+    size_t n = 0;
+    q[n++] = (kube_query){"limit", limit};
+    if (inf->cont)
+        q[n++] = (kube_query){"continue", inf->cont};
+    if (inf->label_selector)
+        q[n++] = (kube_query){"labelSelector", inf->label_selector};
+    if (inf->field_selector)
+        q[n++] = (kube_query){"fieldSelector", inf->field_selector};
+    q[n] = (kube_query){NULL, NULL};
+    kube_request req = {.method = KUBE_GET, .path = inf->path, .query = q, .max_retries = -1};
+    kube_error err = {0};
+    inf->call = kube_call_start(inf->client, &req, informer_on_page, inf, &err);
+    if (!inf->call) {
+        informer_list_reset(inf);
+        informer_fail(inf, &err, INFORMER_NEXT_LIST);
+    }
+    kube_error_clear(&err);
+}
+
+static void informer_watch_ended(informer *inf)
+{
+    inf->call = NULL;
+    inf->stats.watch_restarts++;
+}
+
+static void informer_watch_abort(informer *inf)
+{
+    kube_call_cancel(inf->call);
+    informer_watch_ended(inf);
+}
+
+/* An ERROR event: 410 Expired/Gone means our resourceVersion is compacted away; anything else
+ * leaves the stream in doubt. Either way only a relist is safe (client-go does the same). */
+static void informer_on_watch_error(informer *inf, const cJSON *status)
+{
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(status, "code");
+    const char *reason = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(status, "reason"));
+    const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(status, "message"));
+    informer_watch_abort(inf);
+    kube_error err = {0};
+    kube_error_set(&err, KUBE_ERR_HTTP, "watch %s: %s", inf->path, msg ? msg : "error event");
+    err.http_code = cJSON_IsNumber(code) ? (long)code->valuedouble : 0;
+    err.reason = reason ? strdup(reason) : NULL;
+    informer_fail(inf, &err, INFORMER_NEXT_LIST);
+    kube_error_clear(&err);
+}
+
+static void informer_on_event(void *ud, const char *type, cJSON *obj)
+{
+    informer *inf = ud;
+    inf->stats.watch_events++;
+    if (strcmp(type, "ERROR") == 0) {
+        informer_on_watch_error(inf, obj);
+        cJSON_Delete(obj);
+        return;
+    }
+    const char *ev_rv = informer_meta_string(obj, "resourceVersion");
+    char *rv = ev_rv ? strdup(ev_rv) : NULL;
+    unsigned gen = inf->gen;
+    int rc = ev_rv && !rv ? -ENOMEM : 0;
+    if (rc == 0 && (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)) {
+        rc = informer_upsert(inf, obj);
+        obj = NULL;
+    } else if (rc == 0 && strcmp(type, "DELETED") == 0) {
+        char *key = store_key_of(obj);
+        if (key)
+            informer_remove(inf, key, obj);
+        else if (informer_meta_string(obj, "name"))
+            rc = -ENOMEM;
+        free(key);
+    }
+    cJSON_Delete(obj);
+    if (gen != inf->gen || rc < 0) {
+        free(rv);
+        if (gen == inf->gen) {
+            informer_watch_abort(inf);
+            informer_fail_errno(inf, rc, "cannot cache a watch event", INFORMER_NEXT_LIST);
+        }
+        return;
+    }
+    if (rv) {
+        free(inf->rv);
+        inf->rv = rv;
+    }
+}
+
+static void informer_on_end(void *ud, const kube_error *err)
+{
+    informer *inf = ud;
+    informer_watch_ended(inf);
+    if (err->kind == KUBE_OK) { /* the server's timeoutSeconds: resume where we were */
+        informer_schedule(inf, INFORMER_NEXT_WATCH, 0);
+        return;
+    }
+    bool gone =
+        err->http_code == 410 || kube_error_is(err, "Expired") || kube_error_is(err, "Gone");
+    bool transient =
+        err->kind == KUBE_ERR_TRANSPORT || err->http_code == 429 || err->http_code >= 500;
+    informer_fail(inf, err, !gone && transient ? INFORMER_NEXT_WATCH : INFORMER_NEXT_LIST);
+}
+
+static void informer_watch_begin(informer *inf)
+{
+    long timeout = informer_watch_timeout_s(informer_rand(inf));
+    char ts[24];
+    snprintf(ts, sizeof(ts), "%ld", timeout);
+    kube_query q[6];
+    size_t n = 0;
+    q[n++] = (kube_query){"resourceVersion", inf->rv};
+    q[n++] = (kube_query){"allowWatchBookmarks", "true"};
+    q[n++] = (kube_query){"timeoutSeconds", ts};
+    if (inf->label_selector)
+        q[n++] = (kube_query){"labelSelector", inf->label_selector};
+    if (inf->field_selector)
+        q[n++] = (kube_query){"fieldSelector", inf->field_selector};
+    q[n] = (kube_query){NULL, NULL};
+    kube_error err = {0};
+    inf->call =
+        kube_watch_start(inf->client, inf->path, q, informer_on_event, informer_on_end, inf, &err);
+    if (!inf->call)
+        informer_fail(inf, &err, INFORMER_NEXT_WATCH);
+    kube_error_clear(&err);
+}
+
+/* ---- lifecycle ---- */
+
+static bool informer_dup(char **dst, const char *src)
+{
+    *dst = src ? strdup(src) : NULL;
+    return !src || *dst;
+}
+
+informer *informer_new(ev_loop *loop, kube_client *client, const informer_config *cfg,
+                       const informer_handlers *h)
+{
+    if (!cfg->version || !cfg->resource)
+        return NULL;
+    informer *inf = calloc(1, sizeof(*inf));
+    if (!inf)
+        return NULL;
+    inf->loop = loop;
+    inf->client = client;
+    inf->h = h ? *h : (informer_handlers){0};
+    inf->page_size = cfg->page_size > 0 ? cfg->page_size : INFORMER_PAGE_DEFAULT;
+    inf->rng =
+        cfg->seed ? cfg->seed : ev_now_ms() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)inf;
+    informer_backoff_init(&inf->backoff);
+    inf->path = kube_path(cfg->group ? cfg->group : "", cfg->version, cfg->namespace_,
+                          cfg->resource, NULL, NULL);
+    inf->store = store_new(cfg->trim, cfg->trim_ud);
+    if (!inf->path || !inf->store || !informer_dup(&inf->label_selector, cfg->label_selector) ||
+        !informer_dup(&inf->field_selector, cfg->field_selector)) {
+        informer_free(inf);
+        return NULL;
+    }
+    return inf;
+}
+
+void informer_free(informer *inf)
+{
+    if (!inf)
+        return;
+    informer_stop(inf);
+    store_free(inf->store);
+    free(inf->path);
+    free(inf->label_selector);
+    free(inf->field_selector);
+    free(inf->rv);
+    free(inf);
+}
+
+store *informer_store(informer *inf)
+{
+    return inf->store;
+}
+
+int informer_start(informer *inf)
+{
+    if (inf->running)
+        return -EALREADY;
+    inf->running = true;
+    inf->next = INFORMER_NEXT_LIST;
+    inf->timer = ev_timer_add(inf->loop, 0, informer_step, inf);
+    if (!inf->timer) {
+        inf->running = false;
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+void informer_stop(informer *inf)
+{
+    if (!inf->running)
+        return;
+    inf->running = false;
+    inf->gen++;
+    if (inf->call)
+        kube_call_cancel(inf->call);
+    inf->call = NULL;
+    ev_timer_cancel(inf->loop, inf->timer);
+    inf->timer = 0;
+    informer_list_reset(inf);
+}
+
+bool informer_synced(const informer *inf)
+{
+    return inf->synced;
+}
+
+const char *informer_resource_version(const informer *inf)
+{
+    return inf->rv;
+}
+
+void informer_stats_get(const informer *inf, informer_stats *out)
+{
+    *out = inf->stats;
+}
