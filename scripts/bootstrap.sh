@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
 	build-essential cmake pkg-config
-	libcurl4-openssl-dev libcjson-dev libyaml-dev libssl-dev libcmocka-dev
+	libcurl4-openssl-dev libcjson-dev libyaml-dev libssl-dev libcmocka-dev libmicrohttpd-dev
 	clang libclang-rt-14-dev clang-format valgrind
 	openssl curl ca-certificates procps
 )

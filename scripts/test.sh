@@ -1,14 +1,44 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds the test control plane (cached), builds the
-# operator with ASan+UBSan and -Werror, and runs every test through ctest (unit, CLI, end to end).
-# Extra arguments go to ctest, e.g. `scripts/test.sh -L unit` or `-R e2e.swap`.
+# The test command: installs what is missing, builds the test control plane (cached), then
+#  1. builds with ASan+UBSan and -Werror and runs every ctest test (unit, CLI, end to end);
+#  2. runs the unit tests under valgrind (a plain build), where a leak or bad read is a failure;
+#  3. builds the libFuzzer targets with clang and runs each for MP_FUZZ_SECONDS (default 30).
+# Steps 2 and 3 run only with MP_EXTENDED=1 (not yet in CI). With arguments, only step 1 runs and the arguments go to ctest (e.g. `-L unit`, `-R e2e.swap`).
 set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=${MP_BUILD_DIR:-$top/build/sanitize}
+out=${MP_BUILD_ROOT:-$top/build}
+jobs=$(nproc)
+
+step() { echo "=== test.sh: $*" >&2; }
 
 bash "$top/scripts/bootstrap.sh"
+step "test control plane (built once, then cached)"
 bash "$top/test/controlplane/build.sh" >/dev/null
-cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DMP_SANITIZE=ON -DMP_WERROR=ON >/dev/null
-cmake --build "$build" -j"$(nproc)"
-cd "$build"
-ctest --output-on-failure --no-tests=error "$@"
+
+step "sanitizer build and ctest"
+cmake -S "$top" -B "$out/sanitize" -DCMAKE_BUILD_TYPE=Debug -DMP_SANITIZE=ON -DMP_WERROR=ON >/dev/null
+cmake --build "$out/sanitize" -j"$jobs"
+(cd "$out/sanitize" && ctest --output-on-failure --no-tests=error "$@")
+[ $# -eq 0 ] && [ -n "${MP_EXTENDED:-}" ] || exit 0
+
+step "unit tests under valgrind"
+cmake -S "$top" -B "$out/valgrind" -DCMAKE_BUILD_TYPE=Debug -DMP_WERROR=ON >/dev/null
+cmake --build "$out/valgrind" -j"$jobs"
+for t in "$out"/valgrind/test_*; do
+	valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+		--show-leak-kinds=definite,indirect "$t" >"$t.valgrind.log" 2>&1 ||
+		{ cat "$t.valgrind.log" >&2; echo "valgrind: $(basename "$t") failed" >&2; exit 1; }
+	echo "valgrind: $(basename "$t") clean"
+done
+
+step "fuzzers, ${MP_FUZZ_SECONDS:-30} s each"
+CC=clang cmake -S "$top" -B "$out/fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMP_FUZZ=ON >/dev/null
+cmake --build "$out/fuzz" -j"$jobs"
+for f in "$out"/fuzz/fuzz_*; do
+	[ -x "$f" ] || continue
+	mkdir -p "$f.corpus"
+	"$f" -max_total_time="${MP_FUZZ_SECONDS:-30}" -print_final_stats=1 "$f.corpus" 2>"$f.log" ||
+		{ tail -n 40 "$f.log" >&2; echo "fuzz: $(basename "$f") found a crash" >&2; exit 1; }
+	echo "fuzz: $(basename "$f") clean ($(grep -o 'stat::number_of_executed_units: *[0-9]*' "$f.log" | grep -o '[0-9]*$' || echo '?') runs)"
+done
+step "all passed"

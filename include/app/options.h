@@ -10,7 +10,8 @@ typedef struct app_options {
     const char *kubeconfig; /* --kubeconfig, else $KUBECONFIG, else in-cluster/~/.kube/config */
     const char *context;    /* --context */
     const char *namespace_; /* --namespace: watch one namespace; NULL = all */
-    int log_level;          /* -v N / --log-level N: 0 errors/info .. 4 trace */
+    int log_level;          /* -v N / --log-level N: 0 info, 1 debug, 2-4 trace */
+    bool log_json;          /* --log-format json (default text) */
     bool help, version;
 } app_options;
 

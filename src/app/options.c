@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 const char *app_options_usage(void)
 {
@@ -18,9 +19,18 @@ const char *app_options_usage(void)
            "                      then ~/.kube/config\n"
            "  --context NAME      kubeconfig context (default: its current-context)\n"
            "  --namespace NS      watch one namespace only [WATCH_NAMESPACE]; default: all\n"
-           "  -v, --log-level N   log verbosity 0-4 [LOG_LEVEL]; default 0\n"
+           "  -v, --log-level N   0 info, 1 debug, 2-4 trace [LOG_LEVEL]; default 0\n"
+           "  --log-format F      text or json, one record a line [LOG_FORMAT]; default text\n"
            "  -h, --help          print this help and exit\n"
            "      --version       print the version and exit\n";
+}
+
+static int app_parse_format(const char *s, bool *json)
+{
+    if (strcmp(s, "text") != 0 && strcmp(s, "json") != 0)
+        return -1;
+    *json = strcmp(s, "json") == 0;
+    return 0;
 }
 
 static int app_parse_level(const char *s, int *out)
@@ -37,12 +47,13 @@ static int app_parse_level(const char *s, int *out)
 int app_options_parse(app_options *o, int argc, char **argv,
                       const char *(*getenv_fn)(const char *), char *err, size_t errlen)
 {
-    enum { OPT_KUBECONFIG = 256, OPT_CONTEXT, OPT_NAMESPACE, OPT_VERSION };
+    enum { OPT_KUBECONFIG = 256, OPT_CONTEXT, OPT_NAMESPACE, OPT_VERSION, OPT_LOG_FORMAT };
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
         {"context", required_argument, NULL, OPT_CONTEXT},
         {"namespace", required_argument, NULL, OPT_NAMESPACE},
         {"log-level", required_argument, NULL, 'v'},
+        {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -53,6 +64,11 @@ int app_options_parse(app_options *o, int argc, char **argv,
     const char *level = getenv_fn("LOG_LEVEL");
     if (level && *level && app_parse_level(level, &o->log_level) < 0) {
         snprintf(err, errlen, "LOG_LEVEL=%s: want a number from 0 to 4", level);
+        return -1;
+    }
+    const char *format = getenv_fn("LOG_FORMAT");
+    if (format && *format && app_parse_format(format, &o->log_json) < 0) {
+        snprintf(err, errlen, "LOG_FORMAT=%s: want text or json", format);
         return -1;
     }
 
@@ -74,6 +90,12 @@ int app_options_parse(app_options *o, int argc, char **argv,
         case 'v':
             if (app_parse_level(optarg, &o->log_level) < 0) {
                 snprintf(err, errlen, "--log-level %s: want a number from 0 to 4", optarg);
+                return -1;
+            }
+            break;
+        case OPT_LOG_FORMAT:
+            if (app_parse_format(optarg, &o->log_json) < 0) {
+                snprintf(err, errlen, "--log-format %s: want text or json", optarg);
                 return -1;
             }
             break;

@@ -1,8 +1,8 @@
 /* kube_client: HTTP calls to the API server on one curl multi handle driven by the ev loop
- * (curl's socket and timer callbacks become ev fds and timers). libcurl forbids calling back into
- * the multi handle from its own callbacks, so the write callback only buffers; every user
- * callback runs afterwards from kube_client_pump(), where adding, cancelling and freeing calls is
- * safe. A call cancelled while the pump runs is only marked dead and freed when the pump ends. */
+ * through evcurl. libcurl forbids calling back into the multi handle from its own callbacks, so
+ * the write callback only buffers; every user callback runs afterwards from kube_client_pump()
+ * (evcurl's progress callback), where adding, cancelling and freeing calls is safe. A call
+ * cancelled while the pump runs is only marked dead and freed when the pump ends. */
 #include "kube/client.h"
 
 #include <curl/curl.h>
@@ -15,6 +15,7 @@
 
 #include "buf.h"
 #include "kube/watchdec.h"
+#include "loop/evcurl.h"
 
 #define KUBE_DEFAULT_TIMEOUT_MS 30000
 #define KUBE_DEFAULT_RETRIES 5
@@ -61,9 +62,8 @@ struct kube_call {
 
 struct kube_client {
     ev_loop *loop;
-    CURLM *multi;
+    evcurl *ec;
     kube_config cfg;
-    uint64_t timer;
     kube_call *calls;
     int depth; /* > 0 while the pump runs user callbacks: frees are deferred */
     bool curl_global;
@@ -102,57 +102,7 @@ static uint32_t kube_client_rand(kube_client *c)
     return (uint32_t)(c->rng >> 32);
 }
 
-static void kube_client_pump(kube_client *c);
-
-static void kube_client_on_fd(ev_loop *loop, int fd, int events, void *ud)
-{
-    (void)loop;
-    kube_client *c = ud;
-    int action =
-        (events & EV_READ ? CURL_CSELECT_IN : 0) | (events & EV_WRITE ? CURL_CSELECT_OUT : 0);
-    int running;
-    curl_multi_socket_action(c->multi, fd, action, &running);
-    kube_client_pump(c);
-}
-
-static void kube_client_on_timer(ev_loop *loop, void *ud)
-{
-    (void)loop;
-    kube_client *c = ud;
-    c->timer = 0;
-    int running;
-    curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    kube_client_pump(c);
-}
-
-/* A failure to watch a socket or arm a timer would leave transfers hanging; returning -1 makes
- * curl fail them instead. */
-static int kube_client_socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *sockp)
-{
-    (void)easy;
-    (void)sockp;
-    kube_client *c = userp;
-    if (what == CURL_POLL_REMOVE) {
-        ev_fd_clear(c->loop, s);
-        return 0;
-    }
-    int events = (what & CURL_POLL_IN ? EV_READ : 0) | (what & CURL_POLL_OUT ? EV_WRITE : 0);
-    return ev_fd_set(c->loop, s, events, kube_client_on_fd, c) < 0 ? -1 : 0;
-}
-
-static int kube_client_timer_cb(CURLM *multi, long timeout_ms, void *userp)
-{
-    (void)multi;
-    kube_client *c = userp;
-    ev_timer_cancel(c->loop, c->timer);
-    c->timer = 0;
-    if (timeout_ms < 0)
-        return 0;
-    /* Even a 0 ms timeout goes through the loop: socket_action must not run inside this callback.
-     */
-    c->timer = ev_timer_add(c->loop, (uint64_t)timeout_ms, kube_client_on_timer, c);
-    return c->timer ? 0 : -1;
-}
+static void kube_client_pump(void *ud);
 
 kube_client *kube_client_new(ev_loop *loop, const kube_config *cfg, kube_error *err)
 {
@@ -180,11 +130,8 @@ kube_client *kube_client_new(ev_loop *loop, const kube_config *cfg, kube_error *
         return NULL;
     }
     c->curl_global = true;
-    c->multi = curl_multi_init();
-    if (!c->multi || curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, kube_client_socket_cb) ||
-        curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c) ||
-        curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, kube_client_timer_cb) ||
-        curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c)) {
+    c->ec = evcurl_new(loop, kube_client_pump, c);
+    if (!c->ec) {
         kube_client_free(c);
         kube_error_set(err, KUBE_ERR_NOMEM, "kube client: cannot set up libcurl");
         return NULL;
@@ -196,7 +143,7 @@ kube_client *kube_client_new(ev_loop *loop, const kube_config *cfg, kube_error *
 static void kube_call_detach(kube_call *call)
 {
     if (call->in_multi)
-        curl_multi_remove_handle(call->c->multi, call->easy);
+        curl_multi_remove_handle(evcurl_multi(call->c->ec), call->easy);
     call->in_multi = false;
     ev_timer_cancel(call->c->loop, call->retry_timer);
     call->retry_timer = 0;
@@ -250,14 +197,9 @@ void kube_client_free(kube_client *c)
         kube_call_unlink(call);
         kube_call_free(call);
     }
-    if (c->multi) {
-        /* Closing connections tells the socket callback, which clears our fds from the loop. */
-        curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, NULL);
-        curl_multi_cleanup(c->multi);
-    }
+    evcurl_free(c->ec); /* clears the fds of the connections it closes from the loop */
     if (c->curl_global)
         curl_global_cleanup();
-    ev_timer_cancel(c->loop, c->timer);
     kube_config_clear(&c->cfg);
     free(c);
 }
@@ -341,7 +283,7 @@ static int kube_call_attach(kube_call *call, kube_error *err)
     call->retry_after_s = -1;
     call->finished = false;
     call->attempts++;
-    if (curl_multi_add_handle(call->c->multi, call->easy) != CURLM_OK)
+    if (curl_multi_add_handle(evcurl_multi(call->c->ec), call->easy) != CURLM_OK)
         return kube_error_set(err, KUBE_ERR_NOMEM, "%s %s: cannot start the transfer",
                               kube_method_names[call->method], call->path);
     call->in_multi = true;
@@ -470,11 +412,13 @@ static void kube_watch_deliver(kube_call *call)
     kube_error_clear(&err);
 }
 
-static void kube_client_pump(kube_client *c)
+/* evcurl's progress callback, after every curl_multi_socket_action. */
+static void kube_client_pump(void *ud)
 {
+    kube_client *c = ud;
     CURLMsg *m;
     int left;
-    while ((m = curl_multi_info_read(c->multi, &left))) {
+    while ((m = curl_multi_info_read(evcurl_multi(c->ec), &left))) {
         char *priv = NULL;
         if (m->msg != CURLMSG_DONE)
             continue;

@@ -51,3 +51,156 @@ apply_crd() {
 		done
 	done
 }
+
+# ---- the operator, the member simulator and the slot invariant checker ----
+
+# install_operator_rbac: the operator's namespace, ServiceAccount and RBAC exactly as config/rbac ships
+# them, so the operator runs here with the rights it has in a cluster and no more.
+install_operator_rbac() {
+	kubectl_admin create namespace modelpool-system --dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
+	kubectl_admin apply -k "$MP_SOURCE_DIR/config/rbac" >/dev/null
+	wait_for 60 kubectl_operator auth can-i patch modelpools.inference.llmkube.dev --subresource=status --all-namespaces
+}
+
+# install_crds_and_samples: both CRDs, then the samples (a pool with two members in "default").
+install_crds_and_samples() {
+	apply_crd "$MP_SOURCE_DIR/crd/modelpools.inference.llmkube.dev.yaml" \
+		"$MP_SOURCE_DIR/test/crds/inferenceservices.inference.llmkube.dev.yaml"
+	kubectl_admin apply -f "$MP_SOURCE_DIR/config/samples/inferenceservices.yaml" >/dev/null
+	kubectl_admin apply -f "$MP_SOURCE_DIR/config/samples/modelpool.yaml" >/dev/null
+}
+
+# start_sim [ARGS...]: the member simulator, as admin (it plays the member controller and the kubelet).
+start_sim() {
+	"$MP_BUILD_DIR/member-sim" --kubeconfig "$KUBECONFIG" "$@" >>"$MP_STATE_DIR/sim.log" 2>&1 &
+	MP_SIM_PID=$!
+}
+
+# start_operator [ARGS...]: the operator with its own identity; its log is operator.log (or
+# operator-$MP_OPERATOR_LOG.log when that is set, for a second instance).
+start_operator() {
+	local logf="$MP_STATE_DIR/operator${MP_OPERATOR_LOG:+-$MP_OPERATOR_LOG}.log"
+	"$MP_BUILD_DIR/modelpool-operator" --kubeconfig "$MP_OPERATOR_KUBECONFIG" -v 1 "$@" >>"$logf" 2>&1 &
+	MP_OPERATOR_PID=$!
+}
+
+# stop_operator: SIGTERM, and the operator must exit 0 on its own (graceful shutdown).
+stop_operator() {
+	local rc=0
+	kill -TERM "$MP_OPERATOR_PID"
+	wait "$MP_OPERATOR_PID" || rc=$?
+	expect_eq "operator exit status after SIGTERM" 0 "$rc"
+}
+
+# start_slot_check / stop_slot_check: watches the whole test for two members of a pool holding the
+# slot (Running Pods) or reporting Ready at once; stop fails the test on any violation.
+start_slot_check() {
+	"$MP_BUILD_DIR/slot-check" "$KUBECONFIG" >"$MP_STATE_DIR/slot-check.log" 2>&1 &
+	MP_SLOT_CHECK_PID=$!
+	wait_for 60 grep -q "slot-check: synced" "$MP_STATE_DIR/slot-check.log"
+}
+stop_slot_check() {
+	local rc=0
+	kill -TERM "$MP_SLOT_CHECK_PID"
+	wait "$MP_SLOT_CHECK_PID" || rc=$?
+	cat "$MP_STATE_DIR/slot-check.log" >&2
+	expect_eq "slot-check exit status (0: no violation seen)" 0 "$rc"
+}
+
+# pool_get POOL JSONPATH [NS]: one field of a ModelPool's status or spec.
+pool_get() { kubectl_admin -n "${3:-default}" get modelpool "$1" -o "jsonpath=$2"; }
+isvc_get() { kubectl_admin -n "${3:-default}" get inferenceservice "$1" -o "jsonpath=$2"; }
+
+# pool_is POOL PHASE RESIDENT [NS]: succeeds when the pool shows that phase and resident member.
+pool_is() {
+	local got
+	got="$(pool_get "$1" '{.status.phase}/{.status.residentMember}' "${4:-default}")"
+	echo "$got"
+	[ "$got" == "$2/$3" ]
+}
+
+# pool_condition POOL TYPE [NS]: "Status/Reason" of one condition.
+pool_condition() {
+	pool_get "$1" "{.status.conditions[?(@.type==\"$2\")].status}/{.status.conditions[?(@.type==\"$2\")].reason}" "${3:-default}"
+}
+condition_is() {
+	local got
+	got=$(pool_condition "$1" "$2" "${4:-default}")
+	echo "$got"
+	[ "$got" == "$3" ]
+}
+
+# live_pods MEMBER [NS]: names of the member's Pods that are not Succeeded or Failed (terminating
+# ones included: they still hold the GPU).
+live_pods() {
+	kubectl_admin -n "${2:-default}" get pods -l "inference.llmkube.dev/service=$1" \
+		-o 'jsonpath={range .items[*]}{.metadata.name}{" "}{.status.phase}{"\n"}{end}' |
+		awk '$2 != "Succeeded" && $2 != "Failed" {print $1}'
+}
+no_live_pods() { [ -z "$(live_pods "$@")" ]; }
+
+# ---- kube-apiserver restarts ----
+
+# _proc_running PID: some thread of PID has not exited. A zombie leader is not enough: a Go server's other
+# threads can still be tearing down, and its sockets (its listening port) close only with the last one.
+_proc_running() {
+	local t s
+	for t in /proc/"$1"/task/*/stat; do
+		s=$(cat "$t" 2>/dev/null) || continue
+		s=${s##*) }
+		case ${s%% *} in Z | X) ;; *) return 0 ;; esac
+	done
+	return 1
+}
+
+# stop_apiserver [SIGNAL]: stops the kube-apiserver MP_APISERVER_PID and waits until it has exited, after
+# noting its argv, environment and working directory for start_apiserver. SIGKILL by default: a crash ends
+# every watch at once with a transport error; TERM is a graceful stop, which holds open watches up to the
+# server's 60 s shutdown timeout before it ends them.
+stop_apiserver() {
+	local sig=${1:-KILL} pid=$MP_APISERVER_PID deadline
+	[ -r "/proc/$pid/cmdline" ] || fail "stop_apiserver: no process $pid"
+	mapfile -d '' -t _mp_apiserver_argv <"/proc/$pid/cmdline"
+	mapfile -d '' -t _mp_apiserver_env <"/proc/$pid/environ"
+	_mp_apiserver_cwd=$(readlink "/proc/$pid/cwd")
+	[[ "${_mp_apiserver_argv[0]:-}" == */kube-apiserver ]] ||
+		fail "stop_apiserver: pid $pid is not a kube-apiserver: ${_mp_apiserver_argv[*]}"
+	kill -"$sig" "$pid"
+	# Usually not our child (run-one.sh started it), so `wait` cannot be used: poll /proc.
+	deadline=$((SECONDS + 90))
+	while _proc_running "$pid"; do
+		[ "$SECONDS" -lt "$deadline" ] || fail "stop_apiserver: kube-apiserver $pid runs 90 s after SIG$sig"
+		sleep 0.1
+	done
+	log "kube-apiserver $pid stopped (SIG$sig)"
+}
+
+# start_apiserver: starts the kube-apiserver stop_apiserver stopped, with the same argv, environment,
+# working directory and log file, so it serves on the same port with the same certificates and etcd. The
+# new pid goes to MP_APISERVER_PID and the state dir's pid file, where run-one.sh's cleanup (stop.sh) finds
+# it. Returns once /readyz answers.
+start_apiserver() {
+	local deadline out
+	[ "${#_mp_apiserver_argv[@]}" -gt 0 ] || fail "start_apiserver: no stop_apiserver before"
+	(cd "$_mp_apiserver_cwd" && exec env -i "${_mp_apiserver_env[@]}" "${_mp_apiserver_argv[@]}") \
+		</dev/null >>"$MP_STATE_DIR/kube-apiserver.log" 2>&1 &
+	MP_APISERVER_PID=$!
+	# Out of the job table: bash would otherwise print "Killed" when a later stop_apiserver kills it.
+	disown "$MP_APISERVER_PID"
+	export MP_APISERVER_PID
+	echo "$MP_APISERVER_PID" >"$MP_STATE_DIR/kube-apiserver.pid"
+	# Not wait_for: a server that died (its port taken, say) must fail now, not after the deadline.
+	deadline=$((SECONDS + 120))
+	until out=$(kubectl_admin get --raw /readyz 2>&1); do
+		_proc_running "$MP_APISERVER_PID" || fail "start_apiserver: kube-apiserver exited; see kube-apiserver.log"
+		[ "$SECONDS" -lt "$deadline" ] || fail "start_apiserver: not ready after 120 s; last answer: $out"
+		sleep 0.2
+	done
+	log "kube-apiserver ready again as pid $MP_APISERVER_PID"
+}
+
+# restart_apiserver [SIGNAL]: stop_apiserver SIGNAL, then start_apiserver.
+restart_apiserver() {
+	stop_apiserver "$@"
+	start_apiserver
+}

@@ -59,6 +59,9 @@ static void test_flags(void **state)
     assert_string_equal(o.namespace_, "ns");
     assert_int_equal(o.log_level, 3);
     assert_true(o.version);
+    assert_false(o.log_json);
+    assert_int_equal(parse(&o, err, sizeof(err), 3, "--log-format", "json"), 0);
+    assert_true(o.log_json);
     assert_int_equal(parse(&o, err, sizeof(err), 2, "-h"), 0);
     assert_true(o.help);
 }
@@ -98,6 +101,8 @@ static void test_bad_input(void **state)
     assert_non_null(strstr(err, "--kubeconfig needs a value"));
     assert_int_equal(parse(&o, err, sizeof(err), 3, "-v", "9"), -1);
     assert_non_null(strstr(err, "--log-level 9"));
+    assert_int_equal(parse(&o, err, sizeof(err), 3, "--log-format", "yaml"), -1);
+    assert_non_null(strstr(err, "--log-format yaml"));
     assert_int_equal(parse(&o, err, sizeof(err), 2, "stray"), -1);
     assert_non_null(strstr(err, "stray"));
 }

@@ -1,0 +1,33 @@
+/* controller: the ModelPool reconciler's runtime. Three informers (ModelPools, member
+ * InferenceServices, their Pods) feed a work queue of pool keys; each key is reconciled by
+ * snapshot -> plan -> actions (status patch, idle probes, scale patches, Events). */
+#ifndef MP_POOL_CONTROLLER_H
+#define MP_POOL_CONTROLLER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kube/client.h"
+#include "loop/ev.h"
+
+typedef struct pool_controller pool_controller;
+
+typedef struct pool_controller_opts {
+    const char *namespace_;  /* watch one namespace; NULL: all */
+    const char *instance;    /* who we are, for Events (e.g. the Pod name); NULL: hostname */
+    long probe_timeout_ms;   /* each idle probe request; 0: 2000 */
+    uint64_t resync_ms;      /* backstop re-reconcile of every pool; 0: 300000 */
+    uint64_t expect_ms;      /* how long to wait for the cache to show our own write; 0: 5000 */
+} pool_controller_opts;
+
+/* NULL when out of memory. loop and client must outlive the controller. */
+pool_controller *pool_controller_new(ev_loop *loop, kube_client *client,
+                                     const pool_controller_opts *opts);
+/* Starts the informers; reconciling begins once all three caches are synced. 0 or -errno. */
+int pool_controller_start(pool_controller *pc);
+bool pool_controller_synced(const pool_controller *pc);
+/* Stops taking new work; done runs (from the loop) once the reconcile in flight has finished. */
+void pool_controller_shutdown(pool_controller *pc, void (*done)(void *ud), void *ud);
+void pool_controller_free(pool_controller *pc);
+
+#endif

@@ -1,0 +1,160 @@
+/* plan: the ModelPool reconciler's decision core. A pure function from a snapshot of one pool
+ * (spec, status, members, their Pods, idle-probe results, the time) to an ordered plan of actions.
+ * No I/O, no globals, no clock: the rules of DESIGN.md live here and are unit-tested as tables. */
+#ifndef MP_POOL_PLAN_H
+#define MP_POOL_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A probe result justifies a scale-down for this long only: a member idle a minute ago may be busy
+ * now. Older results are probed again; a busy or failed result is re-probed once it is this old. */
+#define PLAN_PROBE_TTL_MS 2000
+/* swapBudget when the spec leaves it out (the seed schema's default). */
+#define PLAN_DEFAULT_SWAP_BUDGET_MS 300000
+/* plan_member.replicas when spec.replicas is absent; the InferenceService then runs 1 replica. */
+#define PLAN_REPLICAS_UNSET (-1)
+
+/* ---- Input: a snapshot the controller fills from its informer cache. Every pointer is
+ * borrowed: the plan copies what it keeps. NULL and "" are the same (absent) for strings. ---- */
+
+typedef enum {
+    PLAN_POD_PENDING = 0,
+    PLAN_POD_RUNNING,
+    PLAN_POD_SUCCEEDED, /* terminal: no longer holds the GPU */
+    PLAN_POD_FAILED,    /* terminal: no longer holds the GPU */
+    PLAN_POD_UNKNOWN,
+} plan_pod_phase;
+
+typedef enum {
+    PLAN_PROBE_NONE = 0, /* not probed yet */
+    PLAN_PROBE_IDLE,
+    PLAN_PROBE_BUSY,
+    PLAN_PROBE_ERROR,       /* probe_message says why */
+    PLAN_PROBE_UNSUPPORTED, /* the prober had no way to ask this pod; probe_message says why */
+} plan_probe_result;
+
+typedef struct {
+    const char *name;
+    plan_pod_phase phase;
+    bool terminating;       /* metadata.deletionTimestamp is set (still holds the GPU) */
+    bool container_running; /* some container is in state running */
+    const char *ip;         /* status.podIP */
+    /* The controller's last idle probe of this pod (key it by pod UID so a new pod starts over). */
+    plan_probe_result probe;
+    int64_t probed_at_ms; /* same clock as plan_snapshot.now_ms */
+    const char *probe_message;
+} plan_pod;
+
+/* One entry of spec.members, in declaration order, with what the cache knows about it. Duplicate
+ * or empty names are passed as given: rejecting them is the plan's job. */
+typedef struct {
+    const char *name;          /* inferenceServiceRef.name */
+    bool exists;               /* the InferenceService exists in the pool's namespace */
+    int32_t replicas;          /* spec.replicas, or PLAN_REPLICAS_UNSET */
+    const char *phase;         /* status.phase */
+    const char *runtime;       /* spec.runtime; absent means llamacpp */
+    const char *idle_endpoint; /* annotation inference.llmkube.dev/idle-endpoint */
+    int32_t endpoint_port;     /* spec.endpoint.port, 0 if unset */
+    int32_t container_port;    /* spec.containerPort, 0 if unset */
+    const char *claimed_by;    /* another ModelPool listing this member too, or NULL */
+    const plan_pod *pods;      /* Pods labelled inference.llmkube.dev/service=<name> */
+    size_t n_pods;
+} plan_member;
+
+/* metav1.Condition. Times are ms since the Unix epoch; the plan only ever stamps whole seconds,
+ * which is what the API server keeps, so a written status reads back equal. */
+typedef struct {
+    char *type;
+    char *status; /* "True", "False", "Unknown" */
+    char *reason;
+    char *message;
+    int64_t last_transition_ms;
+} plan_condition;
+
+typedef struct {
+    char *name;
+    char *phase; /* mirrors the member's status.phase; NULL when it has none or is missing */
+    bool resident;
+} plan_member_status;
+
+/* ModelPool status. In a snapshot it is borrowed (so a plan's status can be fed back as is); in a
+ * plan_result it is owned by the plan. */
+typedef struct {
+    char *phase; /* Pending | Ready | Swapping | Degraded */
+    char *resident_member;
+    char *pending_member;
+    int64_t observed_generation;
+    plan_member_status *members;
+    size_t n_members;
+    plan_condition *conditions;
+    size_t n_conditions;
+} plan_status;
+
+typedef struct {
+    const char *ns;
+    const char *name;
+    int64_t generation; /* metadata.generation */
+    const plan_member *members;
+    size_t n_members;
+    const char *default_member; /* spec.default */
+    const char *swap_budget;    /* spec.swapBudget, a Go duration; absent means 300s */
+    const char *swap_policy;    /* spec.swapPolicy; absent means sticky */
+    plan_status status;         /* the pool's current status (zeroed if it has none) */
+    int64_t now_ms;             /* wall clock, ms since the Unix epoch */
+} plan_snapshot;
+
+/* ---- Output: actions in the order the controller must apply them. It stops at the first that
+ * fails and re-plans; the status write is always first, so intent is persisted before acting. */
+
+typedef enum {
+    PLAN_WRITE_STATUS, /* write plan_result.status (PUT /status with resourceVersion) */
+    PLAN_EVENT,        /* emit an Event on the pool */
+    PLAN_PROBE,        /* probe these running pods of member, then re-plan */
+    PLAN_SCALE,        /* set member's spec.replicas (scale subresource) */
+} plan_action_kind;
+
+typedef struct {
+    char *name;
+    char *ip;
+} plan_probe_pod;
+
+typedef struct {
+    plan_action_kind kind;
+    char *member;     /* PROBE, SCALE */
+    int32_t replicas; /* SCALE */
+    /* PROBE: how to ask: runtime (normalized, e.g. "llamacpp"), the port to use, and for generic
+     * the annotation's path; the prober knows each runtime's endpoint and metric. */
+    char *runtime;
+    int32_t port;
+    char *idle_path;
+    plan_probe_pod *pods;
+    size_t n_pods;
+    /* EVENT */
+    bool warning; /* type Warning, else Normal */
+    char *reason;
+    char *message;
+} plan_action;
+
+typedef struct {
+    plan_status status; /* the full desired status; written only if a PLAN_WRITE_STATUS is listed */
+    plan_action *actions;
+    size_t n_actions;
+    int64_t requeue_after_ms; /* > 0: re-plan after this long even without an event */
+} plan_result;
+
+/* Decides what to do for one pool. Returns 0 with *out set (free with plan_free), -EINVAL for a
+ * NULL argument, -ENOMEM. Planning again on the same snapshot with the plan's status applied yields
+ * no new status write and no event. */
+int plan_build(const plan_snapshot *snap, plan_result **out);
+void plan_free(plan_result *p);
+
+/* Parses a Go duration ("300s", "5m", "1h30m", "1.5h", "250ms"; a leading '-' is rejected) into
+ * milliseconds, rounded down. 0 or -EINVAL. */
+int plan_parse_duration_ms(const char *s, int64_t *out_ms);
+
+/* Field-by-field equality of two statuses (NULL and "" alike): the test for "status changed". */
+bool plan_status_equal(const plan_status *a, const plan_status *b);
+
+#endif

@@ -1,0 +1,52 @@
+/* snapshot: fills the plan's input for one ModelPool from the informer caches (pools, member
+ * InferenceServices, their Pods) and the controller's memory of idle probes. Reads only; the
+ * index functions here are the ones the controller registers on those caches. */
+#ifndef MP_POOL_SNAPSHOT_H
+#define MP_POOL_SNAPSHOT_H
+
+#include <cjson/cJSON.h>
+
+#include "informer/store.h"
+#include "pool/plan.h"
+
+#define POOL_GROUP "inference.llmkube.dev"
+#define POOL_VERSION "v1alpha1"
+#define POOL_SERVICE_LABEL "inference.llmkube.dev/service"
+#define POOL_IDLE_ANNOTATION "inference.llmkube.dev/idle-endpoint"
+
+/* Index names: Pods by "namespace/<service label>", pools by "namespace/<member name>". */
+#define POOL_INDEX_SERVICE "service"
+#define POOL_INDEX_MEMBER "member"
+int pool_index_pod_service(const cJSON *pod, store_index_out *out, void *ud);
+int pool_index_pool_members(const cJSON *pool, store_index_out *out, void *ud);
+
+/* The controller's last idle probe of a Pod, looked up by the Pod's UID (a new Pod starts over). */
+typedef struct pool_probe_memo {
+    plan_probe_result result;
+    int64_t at_ms;
+    const char *message;
+} pool_probe_memo;
+typedef const pool_probe_memo *(*pool_probe_lookup_fn)(void *ud, const char *pod_uid);
+
+typedef struct pool_sources {
+    const store *pools; /* with the POOL_INDEX_MEMBER index */
+    const store *isvcs;
+    const store *pods; /* with the POOL_INDEX_SERVICE index */
+    pool_probe_lookup_fn probe;
+    void *probe_ud;
+} pool_sources;
+
+typedef struct pool_snapshot {
+    plan_snapshot snap; /* what plan_build takes */
+    plan_member *members;
+    plan_pod **pods; /* one array per member */
+    char **claims;   /* per member: the other pool claiming it, owned */
+} pool_snapshot;
+
+/* Fills out for pool at now_ms (wall clock, ms). Strings are borrowed from the caches: use out
+ * before the caches change, then pool_snapshot_release. 0 or -ENOMEM. */
+int pool_snapshot_build(const cJSON *pool, const pool_sources *src, int64_t now_ms,
+                        pool_snapshot *out);
+void pool_snapshot_release(pool_snapshot *s);
+
+#endif

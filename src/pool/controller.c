@@ -1,0 +1,706 @@
+/* controller: wires informers, the work queue, the plan and the API writes. One reconcile runs at
+ * a time; it walks the plan's actions in order and stops at the first failure (the key is then
+ * retried with backoff). After its own write, a pool is not planned again until the cache shows
+ * that write (or expect_ms passed), so a plan never acts on a view older than its last action. */
+#include "pool/controller.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "app/log.h"
+#include "informer/informer.h"
+#include "informer/workqueue.h"
+#include "kube/event.h"
+#include "pool/plan.h"
+#include "pool/prober.h"
+#include "pool/snapshot.h"
+#include "pool/status.h"
+
+#define PC_COMPONENT "modelpool-operator"
+/* Probes and re-plans in one reconcile before it yields to the queue. */
+#define PC_MAX_REPLANS 4
+
+/* A write of ours for pool that the cache has not shown yet: the object under key in cache had
+ * resourceVersion old_rv before it. */
+typedef struct pc_expect {
+    struct pc_expect *next;
+    char *pool;
+    const store *cache;
+    char *key;
+    char *old_rv;
+    uint64_t at_ms;
+} pc_expect;
+
+/* The last idle probe of a Pod, by UID. */
+typedef struct pc_memo {
+    struct pc_memo *next;
+    char *uid;
+    pool_probe_memo memo;
+    char *message;
+} pc_memo;
+
+/* The reconcile in flight. */
+typedef struct pc_run {
+    char *key;
+    char *ns, *name, *uid, *rv;
+    plan_result *plan;
+    size_t next;
+    int replans;
+    kube_call *call;
+    prober_batch *batch;
+} pc_run;
+
+struct pool_controller {
+    ev_loop *loop;
+    kube_client *client;
+    pool_controller_opts opts;
+    char *instance;
+    informer *pools, *isvcs, *pods;
+    wq *queue;
+    prober *prober;
+    pc_expect *expects;
+    pc_memo *memos;
+    pc_run *run;
+    bool synced;
+    void (*shutdown_done)(void *ud);
+    void *shutdown_ud;
+};
+
+static int64_t pc_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *pc_str(const cJSON *obj, const char *a, const char *b)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, a);
+    if (b)
+        v = cJSON_GetObjectItemCaseSensitive(v, b);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* ---- probe memory ---- */
+
+static const pool_probe_memo *pc_memo_lookup(void *ud, const char *uid)
+{
+    pool_controller *pc = ud;
+    for (pc_memo *m = pc->memos; m; m = m->next)
+        if (strcmp(m->uid, uid) == 0)
+            return &m->memo;
+    return NULL;
+}
+
+static void pc_memo_forget(pool_controller *pc, const char *uid)
+{
+    for (pc_memo **pp = &pc->memos; *pp; pp = &(*pp)->next) {
+        if (strcmp((*pp)->uid, uid) == 0) {
+            pc_memo *m = *pp;
+            *pp = m->next;
+            free(m->uid);
+            free(m->message);
+            free(m);
+            return;
+        }
+    }
+}
+
+static int pc_memo_set(pool_controller *pc, const char *uid, plan_probe_result r,
+                       const char *message)
+{
+    pc_memo_forget(pc, uid);
+    pc_memo *m = calloc(1, sizeof(*m));
+    if (!m || !(m->uid = strdup(uid)) || !(m->message = strdup(message ? message : ""))) {
+        if (m)
+            free(m->uid);
+        free(m);
+        return -ENOMEM;
+    }
+    m->memo = (pool_probe_memo){.result = r, .at_ms = pc_wall_ms(), .message = m->message};
+    m->next = pc->memos;
+    pc->memos = m;
+    return 0;
+}
+
+/* ---- expectations of our own writes ---- */
+
+static void pc_expect_free(pc_expect *e)
+{
+    free(e->pool);
+    free(e->key);
+    free(e->old_rv);
+    free(e);
+}
+
+static void pc_expect_add(pool_controller *pc, const char *pool, const store *cache,
+                          const char *key, const char *old_rv)
+{
+    pc_expect *e = calloc(1, sizeof(*e));
+    if (!e)
+        return;
+    e->cache = cache;
+    e->pool = strdup(pool);
+    e->key = strdup(key);
+    e->old_rv = strdup(old_rv ? old_rv : "");
+    if (!e->pool || !e->key || !e->old_rv) {
+        /* Without the record the next plan may read the cache before our write: the writes
+         * carry resourceVersion preconditions, so that costs a 409, not safety. */
+        pc_expect_free(e);
+        return;
+    }
+    e->at_ms = ev_now_ms();
+    e->next = pc->expects;
+    pc->expects = e;
+}
+
+/* True while a write of ours for pool is not yet in the cache. Expectations met or expired are
+ * dropped as a side effect. */
+static bool pc_expect_pending(pool_controller *pc, const char *pool)
+{
+    bool pending = false;
+    uint64_t now = ev_now_ms();
+    for (pc_expect **pp = &pc->expects; *pp;) {
+        pc_expect *e = *pp;
+        const cJSON *obj = store_get(e->cache, e->key);
+        const char *rv = obj ? pc_str(obj, "metadata", "resourceVersion") : NULL;
+        if (!rv || strcmp(rv, e->old_rv) != 0 || now - e->at_ms >= pc->opts.expect_ms) {
+            *pp = e->next;
+            pc_expect_free(e);
+            continue;
+        }
+        if (strcmp(e->pool, pool) == 0)
+            pending = true;
+        pp = &e->next;
+    }
+    return pending;
+}
+
+/* ---- one reconcile ---- */
+
+static void pc_run_free(pc_run *run)
+{
+    if (!run)
+        return;
+    kube_call_cancel(run->call);
+    prober_cancel(run->batch);
+    plan_free(run->plan);
+    free(run->key);
+    free(run->ns);
+    free(run->name);
+    free(run->uid);
+    free(run->rv);
+    free(run);
+}
+
+static void pc_finish(pool_controller *pc, wq_result result, uint64_t requeue_ms)
+{
+    pc_run *run = pc->run;
+    pc->run = NULL;
+    char *key = run->key;
+    run->key = NULL;
+    run->call = NULL; /* finished or never started: nothing to cancel */
+    run->batch = NULL;
+    pc_run_free(run);
+    wq_done(pc->queue, key, result);
+    if (result == WQ_SUCCESS)
+        wq_add_after(pc->queue, key, requeue_ms ? requeue_ms : pc->opts.resync_ms);
+    free(key);
+}
+
+static void pc_plan(pool_controller *pc);
+static void pc_next(pool_controller *pc);
+
+static void pc_fail(pool_controller *pc, const char *what, const kube_error *err)
+{
+    log_kv(LOG_ERROR, what, "pool", pc->run->key, "error", err && err->message ? err->message : "",
+           "reason", err && err->reason ? err->reason : "", NULL);
+    pc_finish(pc, WQ_FAILURE, 0);
+}
+
+static void pc_on_write(void *ud, const kube_error *err, long code, const cJSON *body)
+{
+    (void)code;
+    (void)body;
+    pool_controller *pc = ud;
+    pc->run->call = NULL;
+    if (err->kind != KUBE_OK) {
+        pc_fail(pc, kube_error_is(err, "Conflict") ? "write conflict, will re-plan"
+                                                   : "write failed",
+                err);
+        return;
+    }
+    pc->run->next++;
+    pc_next(pc);
+}
+
+static void pc_on_event(void *ud, const kube_error *err, long code, const cJSON *body)
+{
+    (void)ud;
+    (void)code;
+    (void)body;
+    if (err->kind != KUBE_OK)
+        log_kv(LOG_ERROR, "could not record event", "error", err->message, NULL);
+}
+
+static int pc_write_status(pool_controller *pc, kube_error *err)
+{
+    pc_run *run = pc->run;
+    char *body = pool_status_patch(&run->plan->status, run->rv);
+    char *path = kube_path(POOL_GROUP, POOL_VERSION, run->ns, "modelpools", run->name, "status");
+    int rc = -1;
+    if (!body || !path) {
+        kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
+    } else {
+        kube_request req = {.method = KUBE_PATCH_MERGE, .path = path, .body = body};
+        run->call = kube_call_start(pc->client, &req, pc_on_write, pc, err);
+        if (run->call) {
+            pc_expect_add(pc, run->key, informer_store(pc->pools), run->key, run->rv);
+            rc = 0;
+        }
+    }
+    log_kv(LOG_INFO, "status", "pool", run->key, "phase", run->plan->status.phase, "resident",
+           run->plan->status.resident_member, "pending", run->plan->status.pending_member, NULL);
+    free(body);
+    free(path);
+    return rc;
+}
+
+static int pc_scale(pool_controller *pc, const plan_action *a, kube_error *err)
+{
+    pc_run *run = pc->run;
+    char *key = NULL, *path = NULL, *body = NULL;
+    int rc = -1;
+    if (asprintf(&key, "%s/%s", run->ns, a->member) < 0) {
+        kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    const cJSON *isvc = store_get(informer_store(pc->isvcs), key);
+    const char *rv = isvc ? pc_str(isvc, "metadata", "resourceVersion") : NULL;
+    /* The resourceVersion precondition: replicas change only on the member we planned from. */
+    path = kube_path(POOL_GROUP, POOL_VERSION, run->ns, "inferenceservices", a->member, NULL);
+    if (!rv) {
+        kube_error_set(err, KUBE_ERR_CONFIG, "member %s is not in the cache", key);
+    } else if (!path || asprintf(&body,
+                                 "{\"metadata\":{\"resourceVersion\":\"%s\"},"
+                                 "\"spec\":{\"replicas\":%d}}",
+                                 rv, (int)a->replicas) < 0) {
+        kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
+    } else {
+        kube_request req = {.method = KUBE_PATCH_MERGE, .path = path, .body = body};
+        char replicas[16];
+        snprintf(replicas, sizeof(replicas), "%d", (int)a->replicas);
+        log_kv(LOG_INFO, "scale", "pool", run->key, "member", a->member, "replicas", replicas,
+               NULL);
+        run->call = kube_call_start(pc->client, &req, pc_on_write, pc, err);
+        if (run->call) {
+            pc_expect_add(pc, run->key, informer_store(pc->isvcs), key, rv);
+            rc = 0;
+        }
+    }
+    free(key);
+    free(path);
+    free(body);
+    return rc;
+}
+
+static void pc_event(pool_controller *pc, const plan_action *a)
+{
+    pc_run *run = pc->run;
+    kube_object_ref about = {.api_version = POOL_GROUP "/" POOL_VERSION,
+                             .kind = "ModelPool",
+                             .namespace_ = run->ns,
+                             .name = run->name,
+                             .uid = run->uid};
+    kube_event ev = {.warning = a->warning,
+                     .reason = a->reason,
+                     .message = a->message,
+                     .component = PC_COMPONENT,
+                     .instance = pc->instance};
+    log_kv(a->warning ? LOG_ERROR : LOG_INFO, "event", "pool", run->key, "reason", a->reason,
+           "message", a->message, NULL);
+    kube_error err = {0};
+    /* An Event is for people; a failure to record one must not hold up the slot. */
+    if (!kube_event_post(pc->client, &about, &ev, pc_on_event, pc, &err))
+        log_kv(LOG_ERROR, "could not record event", "error", err.message, NULL);
+    kube_error_clear(&err);
+}
+
+static plan_probe_result pc_probe_result(probe_verdict v)
+{
+    switch (v) {
+    case PROBE_IDLE:
+        return PLAN_PROBE_IDLE;
+    case PROBE_BUSY:
+        return PLAN_PROBE_BUSY;
+    case PROBE_UNSUPPORTED:
+        return PLAN_PROBE_UNSUPPORTED;
+    case PROBE_ERROR:
+        break;
+    }
+    return PLAN_PROBE_ERROR;
+}
+
+static void pc_on_probed(void *ud, const prober_verdict *results, size_t n)
+{
+    pool_controller *pc = ud;
+    pc_run *run = pc->run;
+    run->batch = NULL;
+    for (size_t i = 0; i < n; i++) {
+        char *key = NULL;
+        if (asprintf(&key, "%s/%s", run->ns, results[i].pod) < 0)
+            continue;
+        const cJSON *pod = store_get(informer_store(pc->pods), key);
+        const char *uid = pod ? pc_str(pod, "metadata", "uid") : NULL;
+        log_kv(LOG_DEBUG, "probed", "pool", run->key, "pod", key, "verdict",
+               probe_verdict_name(results[i].verdict), "message", results[i].message, NULL);
+        if (uid)
+            pc_memo_set(pc, uid, pc_probe_result(results[i].verdict), results[i].message);
+        free(key);
+    }
+    /* Probe results are inputs of the plan: plan again with them. */
+    if (++run->replans > PC_MAX_REPLANS) {
+        pc_finish(pc, WQ_SUCCESS, PLAN_PROBE_TTL_MS);
+        return;
+    }
+    pc_plan(pc);
+}
+
+static int pc_probe(pool_controller *pc, const plan_action *a)
+{
+    prober_target *targets = calloc(a->n_pods ? a->n_pods : 1, sizeof(*targets));
+    if (!targets)
+        return -1;
+    for (size_t i = 0; i < a->n_pods; i++)
+        targets[i] = (prober_target){.pod = a->pods[i].name, .ip = a->pods[i].ip};
+    pc->run->batch = prober_start(pc->prober, a->runtime, a->idle_path, a->port, targets,
+                                  a->n_pods, pc_on_probed, pc);
+    free(targets);
+    return pc->run->batch ? 0 : -1;
+}
+
+/* Applies the plan's actions from run->next on; each write continues here from its callback. */
+static void pc_next(pool_controller *pc)
+{
+    pc_run *run = pc->run;
+    kube_error err = {0};
+    while (run->next < run->plan->n_actions) {
+        const plan_action *a = &run->plan->actions[run->next];
+        switch (a->kind) {
+        case PLAN_EVENT:
+            pc_event(pc, a);
+            run->next++;
+            continue;
+        case PLAN_WRITE_STATUS:
+            if (pc_write_status(pc, &err) < 0)
+                break;
+            return;
+        case PLAN_SCALE:
+            if (pc_scale(pc, a, &err) < 0)
+                break;
+            return;
+        case PLAN_PROBE:
+            if (pc_probe(pc, a) < 0) {
+                kube_error_set(&err, KUBE_ERR_NOMEM, "could not start the idle probe");
+                break;
+            }
+            return;
+        }
+        pc_fail(pc, "action failed", &err);
+        kube_error_clear(&err);
+        return;
+    }
+    pc_finish(pc, WQ_SUCCESS, run->plan->requeue_after_ms > 0 ? (uint64_t)run->plan->requeue_after_ms
+                                                              : 0);
+}
+
+static void pc_plan(pool_controller *pc)
+{
+    pc_run *run = pc->run;
+    const cJSON *pool = store_get(informer_store(pc->pools), run->key);
+    if (!pool) {
+        pc_finish(pc, WQ_SUCCESS, 0);
+        return;
+    }
+    const char *ns = pc_str(pool, "metadata", "namespace");
+    if (pc_expect_pending(pc, run->key)) {
+        /* The watch event of our write will queue the pool again; the delay is a backstop. */
+        pc_finish(pc, WQ_SUCCESS, pc->opts.expect_ms);
+        return;
+    }
+    free(run->ns);
+    free(run->name);
+    free(run->uid);
+    free(run->rv);
+    run->ns = strdup(ns ? ns : "");
+    run->name = strdup(pc_str(pool, "metadata", "name"));
+    const char *uid = pc_str(pool, "metadata", "uid");
+    run->uid = uid ? strdup(uid) : NULL;
+    run->rv = strdup(pc_str(pool, "metadata", "resourceVersion"));
+    plan_free(run->plan);
+    run->plan = NULL;
+    run->next = 0;
+
+    pool_sources src = {.pools = informer_store(pc->pools),
+                        .isvcs = informer_store(pc->isvcs),
+                        .pods = informer_store(pc->pods),
+                        .probe = pc_memo_lookup,
+                        .probe_ud = pc};
+    pool_snapshot snap;
+    int rc = run->ns && run->name && run->rv ? pool_snapshot_build(pool, &src, pc_wall_ms(), &snap)
+                                             : -ENOMEM;
+    if (rc == 0) {
+        rc = plan_build(&snap.snap, &run->plan);
+        pool_snapshot_release(&snap);
+    }
+    if (rc < 0) {
+        kube_error err = {0};
+        kube_error_set(&err, KUBE_ERR_NOMEM, "could not plan: %s", strerror(-rc));
+        pc_fail(pc, "plan failed", &err);
+        kube_error_clear(&err);
+        return;
+    }
+    pc_next(pc);
+}
+
+static void pc_process(wq *q, const char *key, uint64_t waited_ms, void *ud)
+{
+    (void)waited_ms;
+    pool_controller *pc = ud;
+    pc->run = calloc(1, sizeof(*pc->run));
+    if (!pc->run || !(pc->run->key = strdup(key))) {
+        free(pc->run);
+        pc->run = NULL;
+        wq_done(q, key, WQ_FAILURE);
+        return;
+    }
+    pc_plan(pc);
+}
+
+/* ---- informer events -> queue ---- */
+
+static void pc_enqueue_pool(pool_controller *pc, const cJSON *pool)
+{
+    char *key = store_key_of(pool);
+    if (key)
+        wq_add(pc->queue, key);
+    free(key);
+}
+
+static bool pc_enqueue_each(const char *key, const cJSON *obj, void *ud)
+{
+    (void)obj;
+    wq_add(ud, key);
+    return true;
+}
+
+/* Queues every pool listing member name in ns. */
+static void pc_enqueue_member(pool_controller *pc, const char *ns, const char *name)
+{
+    if (!pc->synced || !name)
+        return;
+    char *v = NULL;
+    if (asprintf(&v, "%s/%s", ns ? ns : "", name) < 0)
+        return;
+    store_index_each(informer_store(pc->pools), POOL_INDEX_MEMBER, v, pc_enqueue_each, pc->queue);
+    free(v);
+}
+
+static void pc_on_synced(void *ud)
+{
+    pool_controller *pc = ud;
+    if (pc->synced || !informer_synced(pc->pools) || !informer_synced(pc->isvcs) ||
+        !informer_synced(pc->pods))
+        return;
+    pc->synced = true;
+    log_kv(LOG_INFO, "caches synced", NULL);
+    store_each(informer_store(pc->pools), pc_enqueue_each, pc->queue);
+}
+
+static void pc_pool_changed(void *ud, const cJSON *obj)
+{
+    pool_controller *pc = ud;
+    if (pc->synced)
+        pc_enqueue_pool(pc, obj);
+}
+
+static void pc_pool_updated(void *ud, const cJSON *old_obj, const cJSON *new_obj)
+{
+    pool_controller *pc = ud;
+    /* Members dropped from a pool's spec may now be free for another pool that claimed them. */
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(old_obj, "spec"), "members"))
+    {
+        pc_enqueue_member(pc, pc_str(old_obj, "metadata", "namespace"),
+                          pc_str(cJSON_GetObjectItemCaseSensitive(m, "inferenceServiceRef"),
+                                 "name", NULL));
+    }
+    pc_pool_changed(ud, new_obj);
+}
+
+static void pc_pool_deleted(void *ud, const cJSON *obj)
+{
+    pc_pool_updated(ud, obj, obj);
+}
+
+static void pc_isvc_changed(void *ud, const cJSON *obj)
+{
+    pc_enqueue_member(ud, pc_str(obj, "metadata", "namespace"), pc_str(obj, "metadata", "name"));
+}
+
+static void pc_isvc_updated(void *ud, const cJSON *old_obj, const cJSON *new_obj)
+{
+    (void)old_obj;
+    pc_isvc_changed(ud, new_obj);
+}
+
+static void pc_pod_changed(void *ud, const cJSON *obj)
+{
+    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "labels");
+    pc_enqueue_member(ud, pc_str(obj, "metadata", "namespace"),
+                      pc_str(labels, POOL_SERVICE_LABEL, NULL));
+}
+
+static void pc_pod_updated(void *ud, const cJSON *old_obj, const cJSON *new_obj)
+{
+    (void)old_obj;
+    pc_pod_changed(ud, new_obj);
+}
+
+static void pc_pod_deleted(void *ud, const cJSON *obj)
+{
+    const char *uid = pc_str(obj, "metadata", "uid");
+    if (uid)
+        pc_memo_forget(ud, uid);
+    pc_pod_changed(ud, obj);
+}
+
+static void pc_on_error(void *ud, const kube_error *err)
+{
+    (void)ud;
+    log_kv(LOG_ERROR, "list/watch failed, retrying", "error", err->message, "reason",
+           err->reason, NULL);
+}
+
+/* ---- lifecycle ---- */
+
+static informer *pc_informer(pool_controller *pc, const char *group, const char *resource,
+                             const char *selector, const informer_handlers *h)
+{
+    informer_config cfg = {.group = group,
+                           .version = *group ? POOL_VERSION : "v1",
+                           .resource = resource,
+                           .namespace_ = pc->opts.namespace_,
+                           .label_selector = selector,
+                           .trim = store_trim_default};
+    return informer_new(pc->loop, pc->client, &cfg, h);
+}
+
+pool_controller *pool_controller_new(ev_loop *loop, kube_client *client,
+                                     const pool_controller_opts *opts)
+{
+    pool_controller *pc = calloc(1, sizeof(*pc));
+    if (!pc)
+        return NULL;
+    pc->loop = loop;
+    pc->client = client;
+    pc->opts = *opts;
+    pc->opts.namespace_ = NULL;
+    if (opts->namespace_ && !(pc->opts.namespace_ = strdup(opts->namespace_)))
+        goto fail;
+    if (!pc->opts.probe_timeout_ms)
+        pc->opts.probe_timeout_ms = 2000;
+    if (!pc->opts.resync_ms)
+        pc->opts.resync_ms = 300000;
+    if (!pc->opts.expect_ms)
+        pc->opts.expect_ms = 5000;
+    char host[256] = "";
+    if (!opts->instance)
+        gethostname(host, sizeof(host) - 1);
+    if (!(pc->instance = strdup(opts->instance ? opts->instance : host)))
+        goto fail;
+
+    informer_handlers hp = {pc_pool_changed, pc_pool_updated, pc_pool_deleted, pc_on_synced,
+                            pc_on_error, pc};
+    informer_handlers hi = {pc_isvc_changed, pc_isvc_updated, pc_isvc_changed, pc_on_synced,
+                            pc_on_error, pc};
+    informer_handlers hd = {pc_pod_changed, pc_pod_updated, pc_pod_deleted, pc_on_synced,
+                            pc_on_error, pc};
+    pc->pools = pc_informer(pc, POOL_GROUP, "modelpools", NULL, &hp);
+    pc->isvcs = pc_informer(pc, POOL_GROUP, "inferenceservices", NULL, &hi);
+    pc->pods = pc_informer(pc, "", "pods", POOL_SERVICE_LABEL, &hd);
+    pc->queue = wq_new(loop, NULL, pc_process, pc);
+    pc->prober = prober_new(loop, pc->opts.probe_timeout_ms);
+    if (!pc->pools || !pc->isvcs || !pc->pods || !pc->queue || !pc->prober)
+        goto fail;
+    if (store_add_index(informer_store(pc->pools), POOL_INDEX_MEMBER, pool_index_pool_members,
+                        NULL) < 0 ||
+        store_add_index(informer_store(pc->pods), POOL_INDEX_SERVICE, pool_index_pod_service,
+                        NULL) < 0)
+        goto fail;
+    return pc;
+fail:
+    pool_controller_free(pc);
+    return NULL;
+}
+
+int pool_controller_start(pool_controller *pc)
+{
+    int rc = informer_start(pc->pools);
+    if (rc == 0)
+        rc = informer_start(pc->isvcs);
+    if (rc == 0)
+        rc = informer_start(pc->pods);
+    return rc;
+}
+
+bool pool_controller_synced(const pool_controller *pc)
+{
+    return pc->synced;
+}
+
+static void pc_drained(wq *q, void *ud)
+{
+    (void)q;
+    pool_controller *pc = ud;
+    informer_stop(pc->pools);
+    informer_stop(pc->isvcs);
+    informer_stop(pc->pods);
+    if (pc->shutdown_done)
+        pc->shutdown_done(pc->shutdown_ud);
+}
+
+void pool_controller_shutdown(pool_controller *pc, void (*done)(void *ud), void *ud)
+{
+    pc->shutdown_done = done;
+    pc->shutdown_ud = ud;
+    wq_shutdown(pc->queue, pc_drained, pc);
+}
+
+void pool_controller_free(pool_controller *pc)
+{
+    if (!pc)
+        return;
+    pc_run_free(pc->run);
+    wq_free(pc->queue);
+    prober_free(pc->prober);
+    informer_free(pc->pools);
+    informer_free(pc->isvcs);
+    informer_free(pc->pods);
+    while (pc->expects) {
+        pc_expect *e = pc->expects;
+        pc->expects = e->next;
+        pc_expect_free(e);
+    }
+    while (pc->memos)
+        pc_memo_forget(pc, pc->memos->uid);
+    free((char *)pc->opts.namespace_);
+    free(pc->instance);
+    free(pc);
+}

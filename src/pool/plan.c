@@ -1,0 +1,966 @@
+/* plan: decides what the ModelPool reconciler does next for one pool, from a snapshot alone.
+ * Pure and deterministic: all memory of a swap lives in the pool's status (pendingMember, and the
+ * Swapping condition whose reason says whether the target was started and whose time starts the
+ * swapBudget clock), so a crash or a stale cache re-plans to the same place. */
+#include "pool/plan.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FMT(a, b) __attribute__((format(printf, a, b)))
+
+/* ---- strings ---- */
+
+static bool is_empty(const char *s)
+{
+    return s == NULL || s[0] == '\0';
+}
+
+static const char *or_null(const char *s)
+{
+    return is_empty(s) ? NULL : s;
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+/* A growable message; an allocation failure is remembered and reported once at the end. */
+typedef struct {
+    char *s;
+    size_t len, cap;
+    bool oom;
+} plan_msg;
+
+FMT(2, 0) static void msg_vadd(plan_msg *m, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0) {
+        m->oom = true;
+        return;
+    }
+    size_t need = m->len + (size_t)n + 1;
+    if (need > m->cap) {
+        size_t cap = need * 2;
+        char *s = realloc(m->s, cap);
+        if (s == NULL) {
+            m->oom = true;
+            return;
+        }
+        m->s = s;
+        m->cap = cap;
+    }
+    vsnprintf(m->s + m->len, m->cap - m->len, fmt, ap);
+    m->len += (size_t)n;
+}
+
+FMT(2, 3) static void msg_add(plan_msg *m, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    msg_vadd(m, fmt, ap);
+    va_end(ap);
+}
+
+/* Starts a new clause of a message that lists several facts. */
+static void msg_sep(plan_msg *m)
+{
+    if (m->len > 0)
+        msg_add(m, "; ");
+}
+
+static const char *msg_str(const plan_msg *m)
+{
+    return m->s ? m->s : "";
+}
+
+/* ---- the builder ---- */
+
+typedef struct {
+    plan_action *v;
+    size_t n, cap;
+} plan_vec;
+
+typedef struct {
+    const plan_snapshot *s;
+    plan_result *p;
+    plan_vec events, work; /* assembled after the status write, in this order */
+    bool oom;
+    int64_t stamp_ms; /* now, rounded down to what a status timestamp holds */
+} plan_ctx;
+
+static char *copy(plan_ctx *c, const char *s)
+{
+    if (s == NULL)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d == NULL) {
+        c->oom = true;
+        return NULL;
+    }
+    memcpy(d, s, n);
+    return d;
+}
+
+static plan_action *push(plan_ctx *c, plan_vec *v, plan_action_kind kind)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 4;
+        plan_action *a = realloc(v->v, cap * sizeof *a);
+        if (a == NULL) {
+            c->oom = true;
+            return NULL;
+        }
+        v->v = a;
+        v->cap = cap;
+    }
+    plan_action *a = &v->v[v->n++];
+    memset(a, 0, sizeof *a);
+    a->kind = kind;
+    return a;
+}
+
+FMT(4, 5)
+static void push_event(plan_ctx *c, bool warning, const char *reason, const char *fmt, ...)
+{
+    plan_msg m = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    msg_vadd(&m, fmt, ap);
+    va_end(ap);
+    c->oom |= m.oom;
+    plan_action *a = push(c, &c->events, PLAN_EVENT);
+    if (a == NULL) {
+        free(m.s);
+        return;
+    }
+    a->warning = warning;
+    a->reason = copy(c, reason);
+    a->message = m.s;
+}
+
+static void push_scale(plan_ctx *c, const char *member, int32_t replicas)
+{
+    plan_action *a = push(c, &c->work, PLAN_SCALE);
+    if (a == NULL)
+        return;
+    a->member = copy(c, member);
+    a->replicas = replicas;
+}
+
+/* ---- facts about members and pods ---- */
+
+static int32_t replicas_of(const plan_member *m)
+{
+    return m->replicas < 0 ? 1 : m->replicas;
+}
+
+/* Succeeded and Failed Pods have released the GPU; every other Pod, terminating or not, holds it.
+ */
+static bool pod_live(const plan_pod *p)
+{
+    return p->phase != PLAN_POD_SUCCEEDED && p->phase != PLAN_POD_FAILED;
+}
+
+/* A Pod that may be serving a request right now, so it must be probed before an unload. */
+static bool pod_running(const plan_pod *p)
+{
+    return pod_live(p) && p->container_running;
+}
+
+static bool has_live_pod(const plan_member *m)
+{
+    for (size_t i = 0; i < m->n_pods; i++)
+        if (pod_live(&m->pods[i]))
+            return true;
+    return false;
+}
+
+/* Holds no claim on the GPU, now or soon. */
+static bool is_clear(const plan_member *m)
+{
+    return replicas_of(m) == 0 && !has_live_pod(m);
+}
+
+static bool is_serving(const plan_member *m)
+{
+    return replicas_of(m) >= 1 && str_eq(m->phase, "Ready") && has_live_pod(m);
+}
+
+static const plan_member *member_named(const plan_snapshot *s, const char *name)
+{
+    if (is_empty(name))
+        return NULL;
+    for (size_t i = 0; i < s->n_members; i++)
+        if (str_eq(s->members[i].name, name))
+            return &s->members[i];
+    return NULL;
+}
+
+/* The first entry of each distinct, non-empty name: what status.members[] lists. */
+static bool is_first_of_name(const plan_snapshot *s, size_t i)
+{
+    if (is_empty(s->members[i].name))
+        return false;
+    return member_named(s, s->members[i].name) == &s->members[i];
+}
+
+/* Every member but the target has replicas 0 and no live Pod (rule 1). */
+static bool others_clear(const plan_snapshot *s, const char *target)
+{
+    for (size_t i = 0; i < s->n_members; i++)
+        if (!str_eq(s->members[i].name, target) && !is_clear(&s->members[i]))
+            return false;
+    return true;
+}
+
+static const plan_condition *find_cond(const plan_status *st, const char *type)
+{
+    for (size_t i = 0; i < st->n_conditions; i++)
+        if (str_eq(st->conditions[i].type, type))
+            return &st->conditions[i];
+    return NULL;
+}
+
+/* ---- runtimes and the idle probe ---- */
+
+typedef enum { RT_LLAMACPP, RT_VLLM, RT_TGI, RT_SGLANG, RT_GENERIC, RT_NONE } plan_rt;
+
+static plan_rt runtime_kind(const plan_member *m)
+{
+    const char *r = m->runtime;
+    if (is_empty(r) || str_eq(r, "llamacpp") || str_eq(r, "llamacpp-router"))
+        return RT_LLAMACPP;
+    if (str_eq(r, "vllm"))
+        return RT_VLLM;
+    if (str_eq(r, "tgi"))
+        return RT_TGI;
+    if (str_eq(r, "sglang"))
+        return RT_SGLANG;
+    if (str_eq(r, "generic") && !is_empty(m->idle_endpoint))
+        return RT_GENERIC;
+    return RT_NONE; /* personaplex, generic without the annotation, or unknown: fail closed */
+}
+
+static int32_t probe_port(const plan_member *m)
+{
+    if (m->endpoint_port > 0)
+        return m->endpoint_port;
+    if (m->container_port > 0)
+        return m->container_port;
+    switch (runtime_kind(m)) {
+    case RT_VLLM:
+        return 8000;
+    case RT_TGI:
+        return 80;
+    case RT_SGLANG:
+        return 30000;
+    default:
+        return 8080;
+    }
+}
+
+static void push_probe(plan_ctx *c, const plan_member *m, size_t n_pods)
+{
+    plan_action *a = push(c, &c->work, PLAN_PROBE);
+    if (a == NULL)
+        return;
+    a->member = copy(c, m->name);
+    a->runtime = copy(c, is_empty(m->runtime) ? "llamacpp" : m->runtime);
+    a->port = probe_port(m);
+    a->idle_path = copy(c, runtime_kind(m) == RT_GENERIC ? m->idle_endpoint : NULL);
+    a->pods = calloc(n_pods, sizeof *a->pods);
+    if (a->pods == NULL) {
+        c->oom = true;
+        return;
+    }
+    for (size_t i = 0; i < m->n_pods; i++) {
+        const plan_pod *pod = &m->pods[i];
+        bool fresh =
+            pod->probe != PLAN_PROBE_NONE && c->s->now_ms - pod->probed_at_ms < PLAN_PROBE_TTL_MS;
+        if (!pod_running(pod) || fresh || a->n_pods == n_pods)
+            continue;
+        a->pods[a->n_pods].name = copy(c, pod->name);
+        a->pods[a->n_pods].ip = copy(c, pod->ip);
+        a->n_pods++;
+    }
+}
+
+/* Why a swap is held up: the first deferred member sets the reason, every one is named. */
+typedef struct {
+    const char *reason;
+    plan_msg msg;
+    int64_t requeue_ms;
+} plan_defer;
+
+FMT(3, 4) static void defer_add(plan_defer *d, const char *reason, const char *fmt, ...)
+{
+    if (d->reason == NULL)
+        d->reason = reason;
+    msg_sep(&d->msg);
+    va_list ap;
+    va_start(ap, fmt);
+    msg_vadd(&d->msg, fmt, ap);
+    va_end(ap);
+}
+
+/* Brings member m to 0 replicas if that is safe now (rule 2): no running Pod, or every running Pod
+ * freshly probed idle. Otherwise asks for probes, or records why the swap waits. */
+static void drain(plan_ctx *c, const plan_member *m, plan_defer *d)
+{
+    const int64_t now = c->s->now_ms;
+    size_t running = 0, need = 0, busy = 0, failed = 0, unsupported = 0;
+    int64_t bad_until = 0; /* when the last fresh busy/failed result goes stale */
+    plan_msg why = {0};
+
+    for (size_t i = 0; i < m->n_pods; i++) {
+        const plan_pod *pod = &m->pods[i];
+        if (!pod_running(pod))
+            continue;
+        running++;
+        bool fresh = pod->probe != PLAN_PROBE_NONE && now - pod->probed_at_ms < PLAN_PROBE_TTL_MS;
+        if (!fresh)
+            need++;
+        const char *detail = pod->probe_message;
+        switch (pod->probe) {
+        case PLAN_PROBE_BUSY:
+            busy++;
+            msg_sep(&why);
+            msg_add(&why, "pod %s is busy", pod->name ? pod->name : "");
+            break;
+        case PLAN_PROBE_ERROR:
+            failed++;
+            msg_sep(&why);
+            msg_add(&why, "pod %s: %s", pod->name ? pod->name : "",
+                    is_empty(detail) ? "idle probe failed" : detail);
+            break;
+        case PLAN_PROBE_UNSUPPORTED:
+            unsupported++;
+            msg_sep(&why);
+            msg_add(&why, "pod %s: %s", pod->name ? pod->name : "",
+                    is_empty(detail) ? "idle probe unsupported" : detail);
+            break;
+        default:
+            continue;
+        }
+        /* Stale bad results still explain the wait (no flapping condition) but are re-probed. */
+        if (fresh && pod->probed_at_ms + PLAN_PROBE_TTL_MS > bad_until)
+            bad_until = pod->probed_at_ms + PLAN_PROBE_TTL_MS;
+    }
+    c->oom |= why.oom;
+
+    if (running == 0) {
+        push_scale(c, m->name, 0);
+    } else if (runtime_kind(m) == RT_NONE) {
+        if (str_eq(m->runtime, "generic"))
+            defer_add(d, "IdleCheckUnsupported",
+                      "member %s: runtime generic without annotation "
+                      "inference.llmkube.dev/idle-endpoint cannot be probed",
+                      m->name);
+        else
+            defer_add(d, "IdleCheckUnsupported", "member %s: runtime %s has no idle probe", m->name,
+                      m->runtime);
+    } else {
+        if (bad_until == 0 && need > 0)
+            push_probe(c, m, need);
+        if (busy + failed + unsupported > 0) {
+            defer_add(d,
+                      busy     ? "PodsBusy"
+                      : failed ? "IdleCheckFailed"
+                               : "IdleCheckUnsupported",
+                      "member %s: %s", m->name, msg_str(&why));
+            int64_t wait = bad_until - now;
+            if (bad_until > 0 && (d->requeue_ms == 0 || wait < d->requeue_ms))
+                d->requeue_ms = wait > 0 ? wait : 1;
+        } else if (need == 0) {
+            push_scale(c, m->name, 0);
+        }
+    }
+    free(why.s);
+}
+
+/* ---- the desired status ---- */
+
+typedef struct {
+    const char *status, *reason;
+    plan_msg msg;
+    bool keep; /* carry the current condition over unchanged (spec invalid: nothing was judged) */
+} plan_cond_want;
+
+typedef struct {
+    const char *phase, *resident, *pending;
+    plan_cond_want valid, slot, deferred, swapping;
+} plan_want;
+
+FMT(4, 5)
+static void want(plan_cond_want *w, const char *status, const char *reason, const char *fmt, ...)
+{
+    w->status = status;
+    w->reason = reason;
+    w->msg.len = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    msg_vadd(&w->msg, fmt, ap);
+    va_end(ap);
+}
+
+static const char *const plan_cond_types[4] = {"MembersValid", "SlotAllocated", "SwapDeferred",
+                                               "Swapping"};
+
+static void fill_status(plan_ctx *c, const plan_want *w)
+{
+    const plan_snapshot *s = c->s;
+    plan_status *st = &c->p->status;
+
+    st->phase = copy(c, w->phase);
+    st->resident_member = copy(c, or_null(w->resident));
+    st->pending_member = copy(c, or_null(w->pending));
+    st->observed_generation = s->generation;
+
+    /* members[] is a list-map keyed by name: one entry per distinct name, never an empty one. */
+    st->members = calloc(s->n_members ? s->n_members : 1, sizeof *st->members);
+    if (st->members == NULL) {
+        c->oom = true;
+        return;
+    }
+    for (size_t i = 0; i < s->n_members; i++) {
+        const plan_member *m = &s->members[i];
+        if (!is_first_of_name(s, i))
+            continue;
+        plan_member_status *ms = &st->members[st->n_members++];
+        ms->name = copy(c, m->name);
+        ms->phase = copy(c, m->exists ? or_null(m->phase) : NULL);
+        ms->resident = str_eq(m->name, w->resident);
+    }
+
+    const plan_cond_want *wants[4] = {&w->valid, &w->slot, &w->deferred, &w->swapping};
+    st->conditions = calloc(4, sizeof *st->conditions);
+    if (st->conditions == NULL) {
+        c->oom = true;
+        return;
+    }
+    for (size_t i = 0; i < 4; i++) {
+        const plan_condition *cur = find_cond(&s->status, plan_cond_types[i]);
+        const plan_cond_want *cw = wants[i];
+        if (cw->keep && cur == NULL)
+            continue;
+        plan_condition *nc = &st->conditions[st->n_conditions++];
+        nc->type = copy(c, plan_cond_types[i]);
+        if (cw->keep) {
+            nc->status = copy(c, cur->status);
+            nc->reason = copy(c, cur->reason);
+            nc->message = copy(c, cur->message);
+            nc->last_transition_ms = cur->last_transition_ms;
+            continue;
+        }
+        nc->status = copy(c, cw->status);
+        nc->reason = copy(c, cw->reason);
+        nc->message = copy(c, msg_str(&cw->msg));
+        /* The time moves only when the status does (metav1 convention), so a swap's start time
+         * survives reason changes and superseding targets. */
+        nc->last_transition_ms =
+            cur && str_eq(cur->status, cw->status) ? cur->last_transition_ms : c->stamp_ms;
+    }
+}
+
+/* Events mark transitions of the status, so re-planning an applied plan repeats none of them. */
+static void emit_events(plan_ctx *c, const plan_want *w)
+{
+    const plan_status *cur = &c->s->status;
+    const char *cur_res = or_null(cur->resident_member), *cur_pend = or_null(cur->pending_member);
+    const char *res = or_null(w->resident), *pend = or_null(w->pending);
+
+    const plan_condition *cv = find_cond(cur, "MembersValid");
+    if (!w->valid.keep && str_eq(w->valid.status, "False") &&
+        (cv == NULL || !str_eq(cv->status, "False") || !str_eq(cv->reason, w->valid.reason) ||
+         !str_eq(cv->message, msg_str(&w->valid.msg))))
+        push_event(c, true, w->valid.reason, "%s", msg_str(&w->valid.msg));
+
+    if (pend && !str_eq(pend, cur_pend)) {
+        if (cur_pend)
+            push_event(c, false, "SwapStarted", "swapping to %s (supersedes %s)", pend, cur_pend);
+        else if (res)
+            push_event(c, false, "SwapStarted", "swapping from %s to %s", res, pend);
+        else
+            push_event(c, false, "SwapStarted", "warming %s", pend);
+    }
+    if (cur_pend && !pend && res && str_eq(res, cur_pend) && !str_eq(res, cur_res))
+        push_event(c, false, "SwapCompleted", "%s is resident", res);
+    if (!cur_res && !cur_pend && res && !pend)
+        push_event(c, false, "Adopted", "%s was already serving and is now resident", res);
+
+    const plan_condition *cd = find_cond(cur, "SwapDeferred");
+    if (!w->deferred.keep && str_eq(w->deferred.status, "True") &&
+        (cd == NULL || !str_eq(cd->status, "True") || !str_eq(cd->reason, w->deferred.reason)))
+        push_event(c, !str_eq(w->deferred.reason, "PodsBusy"), w->deferred.reason, "%s",
+                   msg_str(&w->deferred.msg));
+
+    const plan_condition *cs = find_cond(cur, "SlotAllocated");
+    const char *r = w->slot.reason;
+    if (!w->slot.keep && str_eq(w->slot.status, "False") &&
+        (str_eq(r, "TargetFailed") || str_eq(r, "TargetSuspended") ||
+         str_eq(r, "TargetWaitingForGPU") || str_eq(r, "MultipleMembersServing")) &&
+        (cs == NULL || !str_eq(cs->reason, r)))
+        push_event(c, true, r, "%s", msg_str(&w->slot.msg));
+}
+
+/* ---- validation (rule 5) ---- */
+
+FMT(4, 5)
+static void fault(const char **reason, plan_msg *msg, const char *r, const char *fmt, ...)
+{
+    if (*reason == NULL)
+        *reason = r;
+    msg_sep(msg);
+    va_list ap;
+    va_start(ap, fmt);
+    msg_vadd(msg, fmt, ap);
+    va_end(ap);
+}
+
+/* Returns the reason of the first fault (NULL if the spec is valid), each fault named in msg. */
+static const char *validate(const plan_snapshot *s, int64_t *budget_ms, plan_msg *msg)
+{
+    const char *reason = NULL;
+
+    if (s->n_members == 0)
+        fault(&reason, msg, "NoMembers", "spec.members is empty");
+    for (size_t i = 0; i < s->n_members; i++)
+        if (is_empty(s->members[i].name))
+            fault(&reason, msg, "EmptyMemberName", "spec.members[%zu] has an empty name", i);
+    for (size_t i = 0; i < s->n_members; i++) {
+        if (!is_first_of_name(s, i))
+            continue;
+        size_t n = 0;
+        for (size_t j = i; j < s->n_members; j++)
+            n += str_eq(s->members[j].name, s->members[i].name);
+        if (n > 1)
+            fault(&reason, msg, "DuplicateMember", "member %s is listed %zu times",
+                  s->members[i].name, n);
+    }
+    if (!is_empty(s->default_member) && member_named(s, s->default_member) == NULL)
+        fault(&reason, msg, "DefaultNotMember", "default %s is not in spec.members",
+              s->default_member);
+    *budget_ms = PLAN_DEFAULT_SWAP_BUDGET_MS;
+    if (!is_empty(s->swap_budget) &&
+        (plan_parse_duration_ms(s->swap_budget, budget_ms) != 0 || *budget_ms <= 0))
+        fault(&reason, msg, "InvalidSwapBudget",
+              "swapBudget \"%s\" is not a positive duration such as 300s or 5m", s->swap_budget);
+    if (!is_empty(s->swap_policy) && !str_eq(s->swap_policy, "sticky"))
+        fault(&reason, msg, "UnsupportedSwapPolicy", "swapPolicy %s is not supported (sticky is)",
+              s->swap_policy);
+    /* A member dropped from the spec mid-flight would hold the GPU out of our sight. */
+    const char *res = or_null(s->status.resident_member), *pend = or_null(s->status.pending_member);
+    if (res && member_named(s, res) == NULL)
+        fault(&reason, msg, "ResidentNotMember",
+              "residentMember %s was removed from spec.members (add it back, move the slot to "
+              "another member, then remove it)",
+              res);
+    if (pend && member_named(s, pend) == NULL)
+        fault(&reason, msg, "PendingNotMember",
+              "pendingMember %s was removed from spec.members (add it back until the swap ends)",
+              pend);
+    for (size_t i = 0; i < s->n_members; i++)
+        if (is_first_of_name(s, i) && !is_empty(s->members[i].claimed_by))
+            fault(&reason, msg, "MemberInMultiplePools", "member %s is also claimed by pool %s",
+                  s->members[i].name, s->members[i].claimed_by);
+    for (size_t i = 0; i < s->n_members; i++)
+        if (is_first_of_name(s, i) && !s->members[i].exists)
+            fault(&reason, msg, "MissingMembers", "InferenceService %s not found in namespace %s",
+                  s->members[i].name, s->ns ? s->ns : "");
+    return reason;
+}
+
+/* ---- decisions ---- */
+
+static void start_swap(plan_want *w, const char *from, const char *to)
+{
+    w->phase = "Swapping";
+    w->resident = from;
+    w->pending = to;
+    if (from)
+        want(&w->slot, "False", "SwapInProgress", "swapping from %s to %s", from, to);
+    else
+        want(&w->slot, "False", "SwapInProgress", "warming %s", to);
+    want(&w->swapping, "True", "Draining", "waiting for the other members to release the GPU");
+}
+
+static void settle(plan_want *w, const char *resident)
+{
+    w->phase = "Ready";
+    w->resident = resident;
+    w->pending = NULL;
+    want(&w->slot, "True", "Resident", "%s holds the slot", resident);
+}
+
+/* No owner yet: adopt a member that already serves, else warm default, else the first member
+ * scaled up. The choice is only persisted here (rule 3); acting on it is the next plan's job. */
+static void decide_cold(plan_ctx *c, plan_want *w)
+{
+    const plan_snapshot *s = c->s;
+    const plan_member *serving = NULL;
+    size_t n_serving = 0;
+    plan_msg names = {0};
+    for (size_t i = 0; i < s->n_members; i++) {
+        if (!is_serving(&s->members[i]))
+            continue;
+        if (n_serving++ == 0)
+            serving = &s->members[i];
+        msg_add(&names, "%s%s", n_serving > 1 ? ", " : "", s->members[i].name);
+    }
+    c->oom |= names.oom;
+
+    if (n_serving > 1) {
+        /* Two models already share the GPU: no safe owner to pick, so touch nothing. */
+        w->phase = "Degraded";
+        want(&w->slot, "False", "MultipleMembersServing",
+             "members %s are all serving; scale all but one to 0 and the pool adopts it",
+             msg_str(&names));
+    } else if (n_serving == 1) {
+        settle(w, serving->name);
+    } else {
+        const char *owner = or_null(s->default_member);
+        for (size_t i = 0; owner == NULL && i < s->n_members; i++)
+            if (replicas_of(&s->members[i]) >= 1)
+                owner = s->members[i].name;
+        if (owner) {
+            start_swap(w, NULL, owner);
+        } else {
+            w->phase = "Pending";
+            want(&w->slot, "False", "NoResident", "no member requested and no default");
+        }
+    }
+    free(names.s);
+}
+
+/* A target that cannot become Ready is reported (rule 7); only judged once it was started. */
+static void judge_target(plan_want *w, const plan_member *t, int64_t swap_start_ms,
+                         int64_t budget_ms, int64_t now_ms, int64_t *requeue_ms)
+{
+    const char *reason = NULL;
+    if (str_eq(t->phase, "Failed"))
+        reason = "TargetFailed";
+    else if (str_eq(t->phase, "Suspended"))
+        reason = "TargetSuspended";
+    else if (str_eq(t->phase, "WaitingForGPU")) {
+        if (now_ms - swap_start_ms >= budget_ms)
+            reason = "TargetWaitingForGPU";
+        else
+            *requeue_ms = swap_start_ms + budget_ms - now_ms;
+    }
+    if (reason == NULL)
+        return;
+    w->phase = "Degraded";
+    if (strcmp(reason, "TargetWaitingForGPU") == 0)
+        want(&w->slot, "False", reason,
+             "target %s is WaitingForGPU longer than swapBudget (%lld ms)", t->name,
+             (long long)budget_ms);
+    else
+        want(&w->slot, "False", reason, "target %s is %s", t->name, t->phase);
+}
+
+/* pendingMember is set: drain, hold, start, complete, or hand over to a newer request. */
+static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *pend,
+                        int64_t budget_ms)
+{
+    const plan_snapshot *s = c->s;
+    const plan_member *target = member_named(s, pend);
+    const plan_condition *sw = find_cond(&s->status, "Swapping");
+    bool swapping_now = sw && str_eq(sw->status, "True");
+    bool was_loading = swapping_now && str_eq(sw->reason, "Loading");
+    bool loading = was_loading;
+    int64_t swap_start = swapping_now ? sw->last_transition_ms : c->stamp_ms;
+    bool clear = others_clear(s, pend);
+
+    /* A newer request: a member neither resident nor pending scaled up. */
+    const char *newer = NULL;
+    for (size_t i = 0; newer == NULL && i < s->n_members; i++) {
+        const plan_member *m = &s->members[i];
+        if (!str_eq(m->name, res) && !str_eq(m->name, pend) && replicas_of(m) >= 1)
+            newer = m->name;
+    }
+
+    if (is_serving(target) && clear) {
+        settle(w, pend);
+        return;
+    }
+    /* Once the target was started every other member had been cleared, so any member scaled up
+     * since is a request. The started target becomes the incumbent (it holds the GPU) and is
+     * drained like one; keeping it as a plain member would make it look like a request itself. */
+    if (loading && newer) {
+        start_swap(w, replicas_of(target) > 0 ? pend : res, newer);
+        return;
+    }
+    /* While draining, a warm pool's other members were all at 0 when the swap began, so one
+     * scaled up is a request; it takes over once the current target is held at 0. A cold pool
+     * may still have members up from before it existed: they are drained, not obeyed. */
+    if (!loading && res && newer && replicas_of(target) == 0) {
+        start_swap(w, res, newer);
+        return;
+    }
+
+    plan_defer d = {0};
+    for (size_t i = 0; i < s->n_members; i++) {
+        const plan_member *m = &s->members[i];
+        if (str_eq(m->name, pend) || replicas_of(m) == 0)
+            continue;
+        if (!loading && res && !str_eq(m->name, res))
+            continue; /* a request waiting to supersede: see above */
+        drain(c, m, &d);
+    }
+    if (clear) {
+        loading = true;
+        if (replicas_of(target) == 0)
+            push_scale(c, pend, 1);
+    } else if (!loading && replicas_of(target) > 0) {
+        drain(c, target, &d); /* rule 3: held at 0 while anything else may hold the GPU */
+    }
+    c->oom |= d.msg.oom;
+
+    w->phase = "Swapping";
+    w->resident = res;
+    w->pending = pend;
+    if (res)
+        want(&w->slot, "False", "SwapInProgress", "swapping from %s to %s", res, pend);
+    else
+        want(&w->slot, "False", "SwapInProgress", "warming %s", pend);
+    if (loading)
+        want(&w->swapping, "True", "Loading", "loading %s", pend);
+    else
+        want(&w->swapping, "True", "Draining", "waiting for the other members to release the GPU");
+    if (d.reason)
+        want(&w->deferred, "True", d.reason, "%s", msg_str(&d.msg));
+    free(d.msg.s);
+
+    int64_t requeue = d.requeue_ms;
+    if (was_loading) { /* a phase seen before the scale-up would be stale */
+        int64_t gpu_wait = 0;
+        judge_target(w, target, swap_start, budget_ms, s->now_ms, &gpu_wait);
+        if (gpu_wait > 0 && (requeue == 0 || gpu_wait < requeue))
+            requeue = gpu_wait;
+    }
+    c->p->requeue_after_ms = requeue;
+}
+
+static void decide(plan_ctx *c, plan_want *w, int64_t budget_ms)
+{
+    const plan_snapshot *s = c->s;
+    const char *res = or_null(s->status.resident_member);
+    const char *pend = or_null(s->status.pending_member);
+    if (res && pend && str_eq(res, pend))
+        pend = NULL; /* a swap to the resident is already done */
+
+    size_t n = 0;
+    for (size_t i = 0; i < s->n_members; i++)
+        n += is_first_of_name(s, i);
+    want(&w->valid, "True", "Valid", "all %zu members found", n);
+    want(&w->deferred, "False", "NotDeferred", "no swap is waiting on a member");
+    want(&w->swapping, "False", "NotSwapping", "no swap in progress");
+
+    if (!res && !pend) {
+        decide_cold(c, w);
+    } else if (!pend) {
+        /* Sticky (rule 4): the resident stays until another member is scaled up. */
+        const char *req = NULL;
+        for (size_t i = 0; req == NULL && i < s->n_members; i++)
+            if (!str_eq(s->members[i].name, res) && replicas_of(&s->members[i]) >= 1)
+                req = s->members[i].name;
+        if (req)
+            start_swap(w, res, req);
+        else
+            settle(w, res);
+    } else {
+        decide_swap(c, w, res, pend, budget_ms);
+    }
+}
+
+/* ---- entry points ---- */
+
+static void free_actions(plan_action *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        plan_action *a = &v[i];
+        free(a->member);
+        free(a->runtime);
+        free(a->idle_path);
+        for (size_t j = 0; j < a->n_pods; j++) {
+            free(a->pods[j].name);
+            free(a->pods[j].ip);
+        }
+        free(a->pods);
+        free(a->reason);
+        free(a->message);
+    }
+    free(v);
+}
+
+void plan_free(plan_result *p)
+{
+    if (p == NULL)
+        return;
+    plan_status *st = &p->status;
+    free(st->phase);
+    free(st->resident_member);
+    free(st->pending_member);
+    for (size_t i = 0; i < st->n_members; i++) {
+        free(st->members[i].name);
+        free(st->members[i].phase);
+    }
+    free(st->members);
+    for (size_t i = 0; i < st->n_conditions; i++) {
+        free(st->conditions[i].type);
+        free(st->conditions[i].status);
+        free(st->conditions[i].reason);
+        free(st->conditions[i].message);
+    }
+    free(st->conditions);
+    free_actions(p->actions, p->n_actions);
+    free(p);
+}
+
+int plan_build(const plan_snapshot *snap, plan_result **out)
+{
+    if (snap == NULL || out == NULL || (snap->members == NULL && snap->n_members > 0))
+        return -EINVAL;
+    *out = NULL;
+    plan_ctx c = {.s = snap};
+    c.p = calloc(1, sizeof *c.p);
+    if (c.p == NULL)
+        return -ENOMEM;
+    c.stamp_ms = snap->now_ms - snap->now_ms % 1000;
+
+    plan_want w = {0};
+    plan_msg faults = {0};
+    int64_t budget_ms = 0;
+    const char *bad = validate(snap, &budget_ms, &faults);
+    c.oom |= faults.oom;
+    if (bad) {
+        /* Rule 5: report, keep the intent in status as it is, change no replicas. */
+        w.phase = "Degraded";
+        w.resident = or_null(snap->status.resident_member);
+        w.pending = or_null(snap->status.pending_member);
+        want(&w.valid, "False", bad, "%s", msg_str(&faults));
+        w.slot.keep = w.deferred.keep = w.swapping.keep = true;
+    } else {
+        decide(&c, &w, budget_ms);
+    }
+    free(faults.s);
+
+    fill_status(&c, &w);
+    bool write = !plan_status_equal(&c.p->status, &snap->status);
+    if (write)
+        emit_events(&c, &w);
+    plan_cond_want *wants[4] = {&w.valid, &w.slot, &w.deferred, &w.swapping};
+    for (size_t i = 0; i < 4; i++) {
+        c.oom |= wants[i]->msg.oom;
+        free(wants[i]->msg.s);
+    }
+
+    size_t n = (write ? 1 : 0) + c.events.n + c.work.n;
+    if (!c.oom && n > 0) {
+        c.p->actions = calloc(n, sizeof *c.p->actions);
+        if (c.p->actions == NULL)
+            c.oom = true;
+    }
+    if (c.oom) {
+        free_actions(c.events.v, c.events.n);
+        free_actions(c.work.v, c.work.n);
+        plan_free(c.p);
+        return -ENOMEM;
+    }
+    if (write)
+        c.p->actions[c.p->n_actions++].kind = PLAN_WRITE_STATUS;
+    for (size_t i = 0; i < c.events.n; i++)
+        c.p->actions[c.p->n_actions++] = c.events.v[i];
+    for (size_t i = 0; i < c.work.n; i++)
+        c.p->actions[c.p->n_actions++] = c.work.v[i];
+    free(c.events.v); /* the actions moved; only the arrays go */
+    free(c.work.v);
+    *out = c.p;
+    return 0;
+}
+
+bool plan_status_equal(const plan_status *a, const plan_status *b)
+{
+    if (!str_eq(a->phase, b->phase) || !str_eq(a->resident_member, b->resident_member) ||
+        !str_eq(a->pending_member, b->pending_member) ||
+        a->observed_generation != b->observed_generation || a->n_members != b->n_members ||
+        a->n_conditions != b->n_conditions)
+        return false;
+    for (size_t i = 0; i < a->n_members; i++) {
+        const plan_member_status *x = &a->members[i], *y = &b->members[i];
+        if (!str_eq(x->name, y->name) || !str_eq(x->phase, y->phase) || x->resident != y->resident)
+            return false;
+    }
+    for (size_t i = 0; i < a->n_conditions; i++) {
+        const plan_condition *x = &a->conditions[i], *y = &b->conditions[i];
+        if (!str_eq(x->type, y->type) || !str_eq(x->status, y->status) ||
+            !str_eq(x->reason, y->reason) || !str_eq(x->message, y->message) ||
+            x->last_transition_ms != y->last_transition_ms)
+            return false;
+    }
+    return true;
+}
+
+int plan_parse_duration_ms(const char *s, int64_t *out_ms)
+{
+    static const struct {
+        const char *unit;
+        double ms;
+    } units[] = {{"ns", 1e-6}, {"us", 1e-3}, {"\xc2\xb5s", 1e-3}, {"\xce\xbcs", 1e-3},
+                 {"ms", 1},    {"s", 1e3},   {"m", 6e4},          {"h", 3.6e6}};
+    if (s == NULL || out_ms == NULL)
+        return -EINVAL;
+    if (*s == '+')
+        s++;
+    if (strcmp(s, "0") == 0) {
+        *out_ms = 0;
+        return 0;
+    }
+    if (*s == '\0')
+        return -EINVAL;
+    double total = 0;
+    while (*s) {
+        double v = 0, scale = 1;
+        bool digits = false, frac = false;
+        for (; (*s >= '0' && *s <= '9') || (*s == '.' && !frac); s++) {
+            if (*s == '.') {
+                frac = true;
+                continue;
+            }
+            digits = true;
+            if (frac)
+                v += (*s - '0') * (scale /= 10);
+            else
+                v = v * 10 + (*s - '0');
+            if (v > 1e15)
+                return -EINVAL;
+        }
+        if (!digits)
+            return -EINVAL;
+        size_t u = 0, ulen = 0;
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+            size_t l = strlen(units[i].unit);
+            if (strncmp(s, units[i].unit, l) == 0 && l > ulen) {
+                u = i;
+                ulen = l;
+            }
+        }
+        if (ulen == 0)
+            return -EINVAL;
+        s += ulen;
+        total += v * units[u].ms;
+        if (total > 1e15)
+            return -EINVAL;
+    }
+    *out_ms = (int64_t)total;
+    return 0;
+}

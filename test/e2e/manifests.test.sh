@@ -1,0 +1,270 @@
+#!/usr/bin/env bash
+# End to end on a real kube-apiserver: `kubectl apply -k config/default` installs the CRD, namespace, RBAC and
+# Deployment as the API server stores them, the Pod template passes the restricted Pod Security Standard, and
+# the operator's identity can do exactly what config/rbac grants it (each verb it uses) and nothing it must not.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=${MP_SOURCE_DIR:-$(cd "$here/../.." && pwd)}
+sys=modelpool-system
+
+# run-one.sh sources lib.sh (fail, expect_eq, expect_fail, wait_for, kubectl_admin, kubectl_operator); run by
+# hand, with KUBECONFIG and MP_OPERATOR_KUBECONFIG set for a disposable API server, the test sources it itself.
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+declare -F kubectl_operator >/dev/null || source "$here/lib.sh"
+
+# can VERB RESOURCE [ARGS...] / cannot ...: what the server answers the operator about itself
+# (SelfSubjectAccessReview). Resources are fully qualified so no discovery guess picks the group; bare
+# `events` and `pods` are the core group. A subresource goes in --subresource: `can-i patch modelpools/status`
+# would ask about a modelpool *named* "status". Warnings count as a wrong answer: an unknown resource or a
+# namespace on a cluster-scoped one would make a "no" prove nothing.
+can() {
+	local out
+	out=$(kubectl_operator auth can-i "$@" 2>&1) || fail "operator cannot: $* ($out)"
+	expect_eq "can-i $*" yes "$out"
+}
+cannot() {
+	local out
+	if out=$(kubectl_operator auth can-i "$@" 2>&1); then
+		fail "operator can, but must not: $* ($out)"
+	fi
+	# `no` is the answer; anything else (an error) would prove nothing.
+	expect_eq "can-i $*" no "$out"
+}
+# forbidden CMD...: the operator's real request must be refused by RBAC (not fail for another reason).
+forbidden() { expect_fail 'Forbidden|forbidden' kubectl_operator "$@"; }
+# dget KIND NAME JSONPATH: one field of an object in modelpool-system.
+dget() { kubectl_admin -n "$sys" get "$1" "$2" -o "jsonpath=$3"; }
+
+log "the kustomizations render, and config/default holds exactly the expected objects"
+for k in crd rbac manager default; do
+	kubectl kustomize "$top/config/$k" >"$MP_STATE_DIR/$k.yaml" || fail "kubectl kustomize config/$k"
+done
+expect_eq "objects in config/default" \
+	"ClusterRole/modelpool-operator ClusterRoleBinding/modelpool-operator CustomResourceDefinition/modelpools.inference.llmkube.dev Deployment/modelpool-operator Namespace/modelpool-system Role/modelpool-operator-leader-election RoleBinding/modelpool-operator-leader-election ServiceAccount/modelpool-operator" \
+	"$(kubectl_admin create --dry-run=client -f "$MP_STATE_DIR/default.yaml" -o 'jsonpath={.kind}/{.metadata.name}{"\n"}' |
+		sort | tr '\n' ' ' | sed 's/ $//')"
+# Namespaced objects all land in modelpool-system; the CRD and cluster RBAC carry no namespace.
+expect_eq "namespaces in config/default" "$sys" \
+	"$(kubectl_admin create --dry-run=client -f "$MP_STATE_DIR/default.yaml" -o 'jsonpath={.metadata.namespace}{"\n"}' |
+		grep -v '^$' | sort -u | tr '\n' ' ' | sed 's/ $//')"
+# config/crd is the top-level CRD, whole (the CRD file is the one copy; kustomize only drops comments).
+expect_eq "config/crd == crd/modelpools.inference.llmkube.dev.yaml" \
+	"$(kubectl_admin create --dry-run=client -o json -f "$top/crd/modelpools.inference.llmkube.dev.yaml")" \
+	"$(kubectl_admin create --dry-run=client -o json -f "$MP_STATE_DIR/crd.yaml")"
+
+log "an overlay's kustomize images: replaces the Deployment's image"
+overlay=$MP_STATE_DIR/overlay
+mkdir -p "$overlay"
+# kustomize refuses absolute resource paths; a relative one may climb out of the overlay's root.
+cat >"$overlay/kustomization.yaml" <<EOF
+resources:
+  - $(realpath --relative-to="$overlay" "$top/config/default")
+images:
+  - name: modelpool-operator
+    newName: modelpool-operator-test
+    newTag: v9.9.9
+EOF
+kubectl kustomize "$overlay" >"$MP_STATE_DIR/overlay.yaml"
+# Only the Deployment has a Pod template, so the other objects print nothing.
+expect_eq "overlay image" "modelpool-operator-test:v9.9.9" \
+	"$(kubectl_admin create --dry-run=client -f "$MP_STATE_DIR/overlay.yaml" \
+		-o 'jsonpath={.spec.template.spec.containers[*].image}')"
+
+log "server dry run on a cold cluster: cluster-scoped objects pass; namespaced ones fail only for the missing namespace"
+# A server dry run creates nothing, so objects for a namespace that the same apply would create are refused
+# (NotFound) by design. Any other error here would be a real fault in a manifest.
+out=$(kubectl_admin apply -k "$top/config/default" --dry-run=server 2>&1) && fail "dry run on a cold cluster unexpectedly passed"$'\n'"$out"
+grep -v -e '(server dry run)$' -e "namespaces \"$sys\" not found" <<<"$out" && fail "unexpected dry-run output above"
+expect_fail "NotFound" kubectl_admin get namespace "$sys"
+expect_fail "NotFound" kubectl_admin get crd modelpools.inference.llmkube.dev
+
+log "server dry run with the namespace present: succeeds, with no warning (strict field validation, Pod Security)"
+kubectl_admin create --save-config -f "$top/config/manager/namespace.yaml" >/dev/null
+out=$(kubectl_admin apply -k "$top/config/default" --dry-run=server 2>&1) || fail "server dry run failed:"$'\n'"$out"
+echo "$out" >&2
+grep -qi 'warning' <<<"$out" && fail "server dry run warned"
+expect_eq "objects the dry run would touch" 8 "$(grep -c '(server dry run)$' <<<"$out")"
+expect_fail "NotFound" kubectl_admin get crd modelpools.inference.llmkube.dev
+expect_fail "NotFound" kubectl_admin -n "$sys" get deployment modelpool-operator
+
+log "the real apply creates everything; applying again changes nothing"
+out=$(kubectl_admin apply -k "$top/config/default" 2>&1) || fail "kubectl apply -k config/default failed:"$'\n'"$out"
+echo "$out" >&2
+grep -qi 'warning' <<<"$out" && fail "apply warned"
+kubectl_admin wait --for=condition=Established --timeout=60s crd/modelpools.inference.llmkube.dev >/dev/null
+wait_for 60 kubectl_admin get modelpools --all-namespaces
+out=$(kubectl_admin apply -k "$top/config/default" 2>&1)
+expect_eq "objects unchanged by a second apply" 8 "$(grep -c ' unchanged$' <<<"$out")"
+kubectl_admin -n "$sys" get serviceaccount/modelpool-operator role/modelpool-operator-leader-election \
+	rolebinding/modelpool-operator-leader-election deployment/modelpool-operator >/dev/null
+kubectl_admin get clusterrole/modelpool-operator clusterrolebinding/modelpool-operator >/dev/null
+
+log "the Deployment as the API server stored it"
+d=deployment
+c='{.spec.template.spec.containers[0]'
+expect_eq "replicas" 2 "$(dget $d modelpool-operator '{.spec.replicas}')"
+expect_eq "serviceAccountName" modelpool-operator "$(dget $d modelpool-operator '{.spec.template.spec.serviceAccountName}')"
+expect_eq "automountServiceAccountToken" true "$(dget $d modelpool-operator '{.spec.template.spec.automountServiceAccountToken}')"
+expect_eq "terminationGracePeriodSeconds" 30 "$(dget $d modelpool-operator '{.spec.template.spec.terminationGracePeriodSeconds}')"
+expect_eq "image" "modelpool-operator:latest/IfNotPresent" "$(dget $d modelpool-operator "$c.image}/$c.imagePullPolicy}")"
+expect_eq "args" "--leader-elect --metrics-bind-address=:8080 --health-probe-bind-address=:8081" \
+	"$(dget $d modelpool-operator "$c.args[*]}")"
+expect_eq "ports" "metrics:8080 health:8081" \
+	"$(dget $d modelpool-operator "{range .spec.template.spec.containers[0].ports[*]}{.name}:{.containerPort} {end}" | sed 's/ $//')"
+expect_eq "probes" "/healthz:health /readyz:health" \
+	"$(dget $d modelpool-operator "$c.livenessProbe.httpGet.path}:$c.livenessProbe.httpGet.port} $c.readinessProbe.httpGet.path}:$c.readinessProbe.httpGet.port}")"
+expect_eq "resources" "10m/16Mi//64Mi" \
+	"$(dget $d modelpool-operator "$c.resources.requests.cpu}/$c.resources.requests.memory}/$c.resources.limits.cpu}/$c.resources.limits.memory}")"
+expect_eq "pod securityContext" "true/65532/RuntimeDefault" \
+	"$(dget $d modelpool-operator '{.spec.template.spec.securityContext.runAsNonRoot}/{.spec.template.spec.securityContext.runAsUser}/{.spec.template.spec.securityContext.seccompProfile.type}')"
+expect_eq "container securityContext" "false/true/ALL" \
+	"$(dget $d modelpool-operator "$c.securityContext.allowPrivilegeEscalation}/$c.securityContext.readOnlyRootFilesystem}/$c.securityContext.capabilities.drop[*]}")"
+expect_eq "POD_NAMESPACE" "metadata.namespace" \
+	"$(dget $d modelpool-operator "$c.env[?(@.name==\"POD_NAMESPACE\")].valueFrom.fieldRef.fieldPath}")"
+
+log "a Pod from the template is admitted under the namespace's enforced restricted Pod Security Standard"
+# No kubelet or controller-manager here, so the Deployment never makes Pods; create one from its template
+# (server dry run) to run Pod Security admission, which enforces on Pods only.
+pod_from_template() { # [JQ_FILTER]: the template as a Pod, with an optional edit.
+	kubectl_admin -n "$sys" get $d modelpool-operator -o json |
+		jq --arg ns "$sys" '{apiVersion: "v1", kind: "Pod",
+			metadata: (.spec.template.metadata + {name: "template-check", namespace: $ns}),
+			spec: .spec.template.spec}' | jq "${1:-.}"
+}
+pod_from_template | kubectl_admin create --dry-run=server -f - >/dev/null ||
+	fail "a Pod from the Deployment's template is refused in $sys"
+# The control: the same Pod with privilege escalation allowed must be refused, or the check above proved nothing.
+pod_from_template '.spec.containers[0].securityContext.allowPrivilegeEscalation = true' >"$MP_STATE_DIR/bad-pod.json"
+expect_fail 'violates PodSecurity "restricted' kubectl_admin create --dry-run=server -f "$MP_STATE_DIR/bad-pod.json"
+
+log "the operator identity can do each thing the operator does"
+# The members' kind, which its own controller installs in a real cluster: without it kubectl cannot map
+# inferenceservices.inference.llmkube.dev to a group and would ask about a resource nobody grants.
+apply_crd "$top/test/crds/inferenceservices.inference.llmkube.dev.yaml"
+g=inference.llmkube.dev
+can get modelpools.$g -A
+can list modelpools.$g -A
+can watch modelpools.$g -A
+for v in get patch update; do can "$v" modelpools.$g --subresource=status -A; done
+for v in get list watch patch; do can "$v" inferenceservices.$g -A; done
+for v in get patch update; do can "$v" inferenceservices.$g --subresource=scale -A; done
+for v in get list watch; do can "$v" pods -A; done
+for v in create patch; do
+	can "$v" events -n default
+	can "$v" events.events.k8s.io -n default
+done
+for v in get create update; do can "$v" leases.coordination.k8s.io -n "$sys"; done
+
+log "and cannot do what it must not"
+cannot delete pods -A
+cannot create pods -n default
+cannot patch pods -n default
+cannot update pods -n default
+cannot delete pods -n default --subresource=eviction
+cannot create pods -n default --subresource=eviction
+cannot get pods -n default --subresource=log
+cannot create pods -n default --subresource=exec
+cannot update inferenceservices.$g --subresource=status -A
+cannot patch inferenceservices.$g --subresource=status -A
+cannot update inferenceservices.$g -A
+cannot create inferenceservices.$g -n default
+cannot delete inferenceservices.$g -n default
+cannot delete modelpools.$g -A
+cannot create modelpools.$g -n default
+cannot patch modelpools.$g -n default
+cannot update modelpools.$g -n default
+cannot get secrets -A
+cannot get secrets -n "$sys"
+cannot list configmaps -A
+cannot delete events -n default
+cannot list leases.coordination.k8s.io -A
+cannot get leases.coordination.k8s.io -n default
+cannot create leases.coordination.k8s.io -n default
+cannot delete leases.coordination.k8s.io -n "$sys"
+cannot list leases.coordination.k8s.io -n "$sys"
+cannot create serviceaccounts --subresource=token -n "$sys"
+cannot escalate clusterroles.rbac.authorization.k8s.io -A
+cannot update clusterroles.rbac.authorization.k8s.io -A
+cannot impersonate serviceaccounts -A
+
+log "real requests with the operator identity: allowed ones go through, the rest are Forbidden"
+# A pool with one member, by admin.
+kubectl_admin -n default apply -f - >/dev/null <<'EOF'
+apiVersion: inference.llmkube.dev/v1alpha1
+kind: InferenceService
+metadata:
+  name: rbac-member
+spec:
+  modelRef: rbac-member
+  replicas: 0
+---
+apiVersion: inference.llmkube.dev/v1alpha1
+kind: ModelPool
+metadata:
+  name: rbac-pool
+spec:
+  members:
+    - inferenceServiceRef:
+        name: rbac-member
+EOF
+expect_eq "pools the operator lists" "default/rbac-pool" \
+	"$(kubectl_operator get modelpools -A -o 'jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}{end}')"
+kubectl_operator -n default patch modelpool rbac-pool --subresource=status --type=merge \
+	-p '{"status":{"phase":"Pending"}}' >/dev/null
+expect_eq "status written by the operator" Pending "$(kubectl_admin -n default get modelpool rbac-pool -o 'jsonpath={.status.phase}')"
+forbidden -n default patch modelpool rbac-pool --type=merge -p '{"spec":{"default":"rbac-member"}}'
+forbidden -n default delete modelpool rbac-pool
+# Replicas both ways the operator may set them: a merge patch on the member (with a resourceVersion
+# precondition, as the operator sends it) and the scale subresource.
+rv=$(kubectl_operator -n default get inferenceservice rbac-member -o 'jsonpath={.metadata.resourceVersion}')
+kubectl_operator -n default patch inferenceservice rbac-member --type=merge \
+	-p "{\"metadata\":{\"resourceVersion\":\"$rv\"},\"spec\":{\"replicas\":1}}" >/dev/null
+expect_eq "replicas after the operator's patch" 1 "$(kubectl_admin -n default get isvc rbac-member -o 'jsonpath={.spec.replicas}')"
+kubectl_operator -n default scale inferenceservice rbac-member --replicas=0 >/dev/null
+expect_eq "replicas after the operator's scale" 0 "$(kubectl_admin -n default get isvc rbac-member -o 'jsonpath={.spec.replicas}')"
+forbidden -n default patch inferenceservice rbac-member --subresource=status --type=merge -p '{"status":{"phase":"Ready"}}'
+forbidden -n default delete inferenceservice rbac-member
+out=$(kubectl_operator get pods -A -o name 2>&1) || fail "operator cannot list pods: $out"
+forbidden -n default run rbac-pod --image=busybox --restart=Never
+# An Event on the pool, in the pool's namespace, the way the operator posts them.
+kubectl_operator -n default create -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: Event
+metadata:
+  name: rbac-pool.manifests-test
+involvedObject:
+  apiVersion: inference.llmkube.dev/v1alpha1
+  kind: ModelPool
+  name: rbac-pool
+  namespace: default
+reason: ManifestsTest
+message: posted by the operator's identity
+type: Normal
+source:
+  component: modelpool-operator
+EOF
+forbidden get secrets -A
+forbidden -n "$sys" get secrets
+# The leader-election Lease: create, read, renew in modelpool-system; nowhere else, and never delete.
+lease() {
+	cat <<EOF
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata:
+  name: modelpool-operator-manifests-test
+  namespace: $1
+spec:
+  holderIdentity: $2
+  leaseDurationSeconds: 15
+EOF
+}
+lease "$sys" replica-a | kubectl_operator create -f - >/dev/null
+lease "$sys" replica-b | kubectl_operator replace -f - >/dev/null
+expect_eq "lease holder after the operator's update" replica-b \
+	"$(kubectl_operator -n "$sys" get lease modelpool-operator-manifests-test -o 'jsonpath={.spec.holderIdentity}')"
+forbidden -n "$sys" delete lease modelpool-operator-manifests-test
+lease default replica-a >"$MP_STATE_DIR/lease-default.yaml"
+forbidden create -f "$MP_STATE_DIR/lease-default.yaml"
+
+log "manifests: all checks passed"

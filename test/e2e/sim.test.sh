@@ -1,0 +1,263 @@
+#!/usr/bin/env bash
+# End to end on a real kube-apiserver: the member simulator (test/sim) plays the InferenceService controller and
+# the kubelet as the other e2e tests assume. Scaling creates and removes one labelled Pod, the status follows
+# (Creating, Ready, Stopped), the Pod serves its idle probe on its podIP as the annotations ask, failures and
+# evictions are reported, a Pod held by the finalizer is seen terminating, and a restarted simulator adopts it.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=${MP_SOURCE_DIR:-$(cd "$here/../.." && pwd)}
+declare -F apply_crd >/dev/null || source "$here/lib.sh"
+
+sim=${MP_BUILD_DIR:?}/member-sim
+[ -x "$sim" ] || fail "no simulator at $sim (build the member-sim target)"
+ns=sim-e2e
+# Not "out": lib.sh's wait_for has a local of that name, which the EXIT trap would see when wait_for fails.
+sim_out=$MP_STATE_DIR/sim-e2e.out
+sim_err=$MP_STATE_DIR/sim-e2e.err
+sim_pid=""
+
+show_sim_logs() {
+	local rc=$?
+	[ "$rc" -eq 0 ] && return 0
+	echo "----- simulator stdout -----" >&2
+	cat "$sim_out" >&2 2>/dev/null || true
+	echo "----- last 60 lines of the simulator's stderr -----" >&2
+	tail -n 60 "$sim_err" >&2 2>/dev/null || true
+}
+trap show_sim_logs EXIT
+
+k() { kubectl_admin -n "$ns" "$@"; }
+isvc() { k get isvc "$1" -o "jsonpath=$2"; }
+phase_is() { [ "$(isvc "$1" '{.status.phase}')" == "$2" ]; }
+pods_of() { k get pods -l "inference.llmkube.dev/service=$1" -o 'jsonpath={range .items[*]}{.metadata.name}{"\n"}{end}'; }
+no_pods() { [ -z "$(pods_of "$1")" ]; }
+pod() { k get pod "$1" -o "jsonpath=$2"; }
+has() { [ -n "$(pod "$1" "{$2}")" ]; } # has POD FIELD: the field is set (read anew on each call)
+# The member's one Pod in phase $2 (Running by default), or failure.
+pod_in_phase() {
+	k get pods -l "inference.llmkube.dev/service=$1" \
+		-o 'jsonpath={range .items[*]}{.metadata.name}{" "}{.status.phase}{"\n"}{end}' |
+		awk -v want="${2:-Running}" '$2 == want {print $1; n++} END {exit n == 1 ? 0 : 1}'
+}
+get() { curl -sS --max-time 5 "$@"; }
+# refused URL: the connection is refused (curl exit 7), not answered with an error.
+refused() {
+	local rc=0
+	curl -sS --max-time 5 -o /dev/null "$1" 2>/dev/null || rc=$?
+	[ "$rc" -eq 7 ]
+}
+# A TCP port that nothing on this machine uses, below the ephemeral range (as test/controlplane/start.sh).
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 12000))
+		grep -qi ":$(printf %04X "$p") " /proc/net/tcp /proc/net/tcp6 2>/dev/null || { echo "$p"; return; }
+	done
+}
+
+start() {
+	"$sim" --kubeconfig "$KUBECONFIG" --namespace "$ns" --finalizer --load-ms 200 -v "$@" >>"$sim_out" 2>>"$sim_err" &
+	sim_pid=$!
+}
+# stop: SIGTERM, and the simulator must exit 0 on its own.
+stop() {
+	local rc=0
+	kill -TERM "$sim_pid"
+	wait "$sim_pid" || rc=$?
+	expect_eq "simulator exit status after SIGTERM" 0 "$rc"
+}
+
+log "bad flags: a clear message and exit status 2"
+for bad in --no-such-flag "--load-ms=soon" "--terminate-ms=-1" "--namespace="; do
+	rc=0
+	msg=$("$sim" "$bad" 2>&1) || rc=$?
+	expect_eq "exit status for $bad" 2 "$rc"
+	grep -q "member-sim: " <<<"$msg" || fail "no message naming the fault for $bad: $msg"
+done
+"$sim" --help | grep -q -- "--finalizer" || fail "--help does not list the flags"
+
+apply_crd "$top/test/crds/inferenceservices.inference.llmkube.dev.yaml"
+kubectl_admin create namespace "$ns" >/dev/null
+pa=$(free_port)
+pb=$(free_port)
+pc=$(free_port)
+k apply -f - >/dev/null <<EOF
+apiVersion: inference.llmkube.dev/v1alpha1
+kind: InferenceService
+metadata: {name: alpha}
+spec: {runtime: llamacpp, replicas: 0, endpoint: {port: $pa}}
+---
+apiVersion: inference.llmkube.dev/v1alpha1
+kind: InferenceService
+metadata: {name: beta}
+spec: {runtime: vllm, replicas: 0, containerPort: $pb}
+---
+apiVersion: inference.llmkube.dev/v1alpha1
+kind: InferenceService
+metadata:
+  name: gamma
+  annotations: {inference.llmkube.dev/idle-endpoint: /idle}
+spec: {runtime: generic, replicas: 0, endpoint: {port: $pc}}
+EOF
+# Another process already listening on 127.0.0.2 at alpha's port: the simulator must pick another address.
+squatter=""
+if command -v python3 >/dev/null; then
+	python3 -m http.server --bind 127.0.0.2 "$pa" >/dev/null 2>&1 &
+	squatter=$!
+	wait_for 30 get -o /dev/null "http://127.0.0.2:$pa/"
+fi
+start
+
+log "members at 0 replicas are Stopped, without Pods"
+for m in alpha beta gamma; do
+	wait_for 60 phase_is "$m" Stopped
+	expect_eq "$m status.replicas" 0 "$(isvc "$m" '{.status.replicas}')"
+	no_pods "$m" || fail "$m has Pods at 0 replicas: $(pods_of "$m")"
+done
+
+log "scale alpha to 1: one labelled Pod, Running with a loopback podIP, status Ready, /slots idle"
+k scale isvc alpha --replicas=1 >/dev/null
+wait_for 60 phase_is alpha Ready
+expect_eq "alpha status.replicas" 1 "$(isvc alpha '{.status.replicas}')"
+a=$(pod_in_phase alpha) || fail "alpha has not exactly one Running Pod: $(pods_of alpha)"
+[[ $a =~ ^alpha-[a-z]{5}$ ]] || fail "Pod name $a is not alpha-<5 lowercase letters>"
+expect_eq "alpha Pod labels" "alpha/alpha" \
+	"$(pod "$a" '{.metadata.labels.app}/{.metadata.labels.inference\.llmkube\.dev/service}')"
+expect_eq "alpha Pod container" "server/sim" "$(pod "$a" '{.spec.containers[0].name}/{.spec.containers[0].image}')"
+expect_eq "alpha Pod finalizer" "sim.modelpool.test/hold" "$(pod "$a" '{.metadata.finalizers[*]}')"
+expect_eq "alpha Pod readiness" "True/true/" \
+	"$(pod "$a" '{.status.conditions[?(@.type=="Ready")].status}/{.status.containerStatuses[0].ready}/{.status.containerStatuses[0].state.running.startedAt}' | sed 's/[0-9TZ:-]*$//')"
+ipa=$(pod "$a" '{.status.podIP}')
+[[ $ipa =~ ^127\.0\.0\.[0-9]+$ ]] || fail "alpha podIP '$ipa' is not a loopback address"
+if [ -n "$squatter" ]; then
+	[ "$ipa" != 127.0.0.2 ] || fail "alpha was given 127.0.0.2 although another process listens there on $pa"
+	kill "$squatter"
+fi
+expect_eq "alpha /slots idle" '[{"id":0,"is_processing":false}]' "$(get "http://$ipa:$pa/slots")"
+expect_eq "alpha /metrics (not its runtime's)" 404 "$(get -o /dev/null -w '%{http_code}' "http://$ipa:$pa/metrics")"
+
+log "annotations change the answer at once: busy, error, refuse"
+k annotate isvc alpha sim.modelpool.test/busy=true >/dev/null
+expect_eq "alpha /slots busy" '[{"id":0,"is_processing":true}]' "$(get "http://$ipa:$pa/slots")"
+k annotate isvc alpha sim.modelpool.test/busy=false --overwrite >/dev/null
+expect_eq "alpha /slots idle again" '[{"id":0,"is_processing":false}]' "$(get "http://$ipa:$pa/slots")"
+k annotate isvc alpha sim.modelpool.test/probe=error >/dev/null
+expect_eq "alpha /slots with probe=error" 500 "$(get -o /dev/null -w '%{http_code}' "http://$ipa:$pa/slots")"
+k annotate isvc alpha sim.modelpool.test/probe=refuse --overwrite >/dev/null
+wait_for 30 refused "http://$ipa:$pa/slots"
+k annotate isvc alpha sim.modelpool.test/probe- >/dev/null
+wait_for 30 get -o /dev/null "http://$ipa:$pa/slots"
+n=$(get "http://$ipa:$pa/sim/requests")
+[ "$n" -ge 5 ] || fail "alpha counted $n requests, expected at least 5"
+
+log "beta (vllm, containerPort) and gamma (generic idle-endpoint) each get their own address"
+k scale isvc/beta isvc/gamma --replicas=1 >/dev/null
+wait_for 60 phase_is beta Ready
+wait_for 60 phase_is gamma Ready
+b=$(pod_in_phase beta) || fail "beta has not exactly one Running Pod"
+g=$(pod_in_phase gamma) || fail "gamma has not exactly one Running Pod"
+ipb=$(pod "$b" '{.status.podIP}')
+ipg=$(pod "$g" '{.status.podIP}')
+[ "$ipa" != "$ipb" ] && [ "$ipa" != "$ipg" ] && [ "$ipb" != "$ipg" ] || fail "addresses not distinct: $ipa $ipb $ipg"
+get "http://$ipb:$pb/metrics" | grep -Eq '^vllm:num_requests_running(\{[^}]*\})? 0$' ||
+	fail "beta /metrics idle: $(get "http://$ipb:$pb/metrics")"
+k annotate isvc beta sim.modelpool.test/busy=true >/dev/null
+get "http://$ipb:$pb/metrics" | grep -Eq '^vllm:num_requests_running(\{[^}]*\})? 1$' ||
+	fail "beta /metrics busy: $(get "http://$ipb:$pb/metrics")"
+expect_eq "gamma /idle idle" 200 "$(get -o /dev/null -w '%{http_code}' "http://$ipg:$pc/idle")"
+k annotate isvc gamma sim.modelpool.test/busy=true >/dev/null
+expect_eq "gamma /idle busy" 503 "$(get -o /dev/null -w '%{http_code}' "http://$ipg:$pc/idle")"
+
+log "scale alpha to 0, Pod held by the finalizer: seen terminating, not serving, status not yet Stopped"
+k annotate isvc alpha sim.modelpool.test/terminate-ms=600000 >/dev/null
+k scale isvc alpha --replicas=0 >/dev/null
+wait_for 60 has "$a" .metadata.deletionTimestamp
+wait_for 30 refused "http://$ipa:$pa/slots"
+wait_for 30 grep -q "^sim $ns/alpha pod=$a phase=Terminating ip=$ipa\$" "$sim_out"
+[ "$(isvc alpha '{.status.phase}')" != Stopped ] || fail "alpha reported Stopped while its Pod still terminates"
+log "released: the Pod goes, then alpha is Stopped"
+k annotate isvc alpha sim.modelpool.test/terminate-ms=0 --overwrite >/dev/null
+wait_for 60 no_pods alpha
+wait_for 60 phase_is alpha Stopped
+expect_eq "alpha status.replicas" 0 "$(isvc alpha '{.status.replicas}')"
+
+log "early-stopped: beta reports Stopped while its Pod still terminates"
+k annotate isvc beta sim.modelpool.test/early-stopped=true sim.modelpool.test/terminate-ms=600000 >/dev/null
+k scale isvc beta --replicas=0 >/dev/null
+wait_for 60 phase_is beta Stopped
+has "$b" .metadata.deletionTimestamp || fail "beta's Pod is not terminating"
+k annotate isvc beta sim.modelpool.test/terminate-ms- >/dev/null
+wait_for 60 no_pods beta
+
+log "fail: the Pod goes Failed instead of Running, status Failed"
+k annotate isvc alpha sim.modelpool.test/fail=true sim.modelpool.test/terminate-ms- >/dev/null
+k scale isvc alpha --replicas=1 >/dev/null
+wait_for 60 phase_is alpha Failed
+f=$(pod_in_phase alpha Failed) || fail "alpha has no Failed Pod: $(pods_of alpha)"
+expect_eq "alpha Pods while failed" "$f" "$(pods_of alpha)"
+expect_eq "failed Pod podIP" "" "$(pod "$f" '{.status.podIP}')"
+k annotate isvc alpha sim.modelpool.test/fail- >/dev/null
+wait_for 60 phase_is alpha Ready
+k scale isvc alpha --replicas=0 >/dev/null
+wait_for 60 no_pods alpha
+wait_for 60 phase_is alpha Stopped
+
+log "evict: the running Pod is left Failed (Evicted), status Failed, no new Pod"
+k annotate isvc beta sim.modelpool.test/early-stopped- sim.modelpool.test/busy- >/dev/null
+k scale isvc beta --replicas=1 >/dev/null
+wait_for 60 phase_is beta Ready
+b=$(pod_in_phase beta) || fail "beta has not exactly one Running Pod"
+ipb=$(pod "$b" '{.status.podIP}')
+k annotate isvc beta sim.modelpool.test/evict=true >/dev/null
+wait_for 60 phase_is beta Failed
+expect_eq "evicted Pod" "Failed/Evicted/false" \
+	"$(pod "$b" '{.status.phase}/{.status.reason}/{.status.containerStatuses[0].ready}')"
+expect_eq "beta Pods after the eviction" "$b" "$(pods_of beta)"
+wait_for 30 refused "http://$ipb:$pb/metrics"
+k scale isvc beta --replicas=0 >/dev/null
+wait_for 60 no_pods beta
+k annotate isvc beta sim.modelpool.test/evict- >/dev/null
+
+log "waiting-for-gpu: the Pod stays Pending, status WaitingForGPU, until the annotation goes"
+k annotate isvc alpha sim.modelpool.test/waiting-for-gpu=true >/dev/null
+k scale isvc alpha --replicas=1 >/dev/null
+wait_for 60 phase_is alpha WaitingForGPU
+w=$(pods_of alpha)
+expect_eq "alpha Pod while waiting for a GPU" "Pending/" "$(pod "$w" '{.status.phase}/{.status.podIP}')"
+k annotate isvc alpha sim.modelpool.test/waiting-for-gpu- >/dev/null
+wait_for 60 phase_is alpha Ready
+expect_eq "alpha Pod after the wait" "$w" "$(pod_in_phase alpha)"
+ipa=$(pod "$w" '{.status.podIP}')
+get -o /dev/null "http://$ipa:$pa/slots" || fail "alpha does not serve after the wait"
+
+log "restart: the simulator exits 0 on SIGTERM and a new one adopts the running Pods"
+stop
+grep -q "^sim $ns/alpha requests=" "$sim_out" || fail "no request counts at exit"
+refused "http://$ipa:$pa/slots" || fail "alpha still served after the simulator exited"
+start
+wait_for 60 get -o /dev/null "http://$ipa:$pa/slots"
+expect_eq "alpha Pod after the restart" "$w" "$(pod_in_phase alpha)"
+expect_eq "alpha phase after the restart" Ready "$(isvc alpha '{.status.phase}')"
+log "a Running Pod that lost its podIP gets one again"
+stop
+k patch pod "$g" --subresource=status --type=merge -p '{"status":{"podIP":null,"podIPs":null}}' >/dev/null
+expect_eq "gamma podIP removed" "" "$(pod "$g" '{.status.podIP}')"
+start
+wait_for 60 has "$g" .status.podIP
+wait_for 30 get -o /dev/null "http://$(pod "$g" '{.status.podIP}'):$pc/idle"
+
+log "the state lines tell the story in order"
+grep -Eq "^sim $ns/alpha pod=$a phase=Ready ip=127\.0\.0\.[0-9]+$" "$sim_out" || fail "no Ready line for $a"
+grep -q "^sim $ns/beta pod=- phase=Failed ip=-$" "$sim_out" || fail "no line for beta's eviction"
+lines=$(grep -n "^sim $ns/alpha pod=" "$sim_out" | grep -E "pod=$a |phase=Stopped" | cut -d: -f2-)
+grep -A1 "pod=$a phase=Terminating" <<<"$lines" | tail -n 1 | grep -q "pod=- phase=Stopped ip=-" ||
+	fail "alpha's Terminating line is not followed by pod=- phase=Stopped: $lines"
+
+log "scale everything to 0 and stop"
+k scale isvc/alpha isvc/beta isvc/gamma --replicas=0 >/dev/null
+for m in alpha beta gamma; do
+	wait_for 60 no_pods "$m"
+	wait_for 60 phase_is "$m" Stopped
+done
+stop

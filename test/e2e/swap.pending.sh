@@ -1,0 +1,58 @@
+# A swap as a user sees it: the cold sample pool warms its default; a request for the other member
+# while the incumbent is busy is recorded (pendingMember) and deferred with SwapDeferred=PodsBusy,
+# the incumbent keeps serving and the target is held at 0 replicas; once the incumbent is idle it
+# is stopped, its Pod is gone, and only then the target starts and becomes resident. A checker
+# watches the whole test for two members holding the slot at once.
+install_crds_and_samples
+install_operator_rbac
+start_slot_check
+start_sim --load-ms 300
+start_operator
+
+log "a cold pool warms its default member"
+wait_for 90 pool_is shared-gpu Ready llama-8b
+wait_for 30 condition_is shared-gpu SlotAllocated True/Resident
+expect_eq "pending member" "" "$(pool_get shared-gpu '{.status.pendingMember}')"
+expect_eq "members[]" "llama-8b:Ready:true qwen-7b::false" \
+	"$(pool_get shared-gpu '{range .status.members[*]}{.name}:{.phase}:{.resident}{" "}{end}' | sed 's/ $//')"
+expect_eq "observedGeneration" "$(pool_get shared-gpu '{.metadata.generation}')" \
+	"$(pool_get shared-gpu '{.status.observedGeneration}')"
+kubectl_admin get modelpools | tee /dev/stderr | grep -Eq '^shared-gpu +sticky +llama-8b +Ready' ||
+	fail "kubectl get modelpools does not show Policy, Resident and Phase"
+
+log "a request for qwen-7b while llama-8b is busy is deferred, never forced"
+kubectl_admin annotate isvc llama-8b sim.modelpool.test/busy=true --overwrite >/dev/null
+kubectl_admin scale isvc qwen-7b --replicas=1 >/dev/null
+wait_for 60 condition_is shared-gpu SwapDeferred True/PodsBusy
+expect_eq "phase while deferred" Swapping "$(pool_get shared-gpu '{.status.phase}')"
+expect_eq "pending member" qwen-7b "$(pool_get shared-gpu '{.status.pendingMember}')"
+expect_eq "resident while deferred" llama-8b "$(pool_get shared-gpu '{.status.residentMember}')"
+expect_eq "incumbent replicas while busy" 1 "$(isvc_get llama-8b '{.spec.replicas}')"
+wait_for 30 test "$(isvc_get qwen-7b '{.spec.replicas}')" == 0
+[ -n "$(live_pods llama-8b)" ] || fail "the busy incumbent lost its Pod"
+kubectl_admin describe modelpool shared-gpu | grep -q SwapDeferred ||
+	fail "no SwapDeferred event in kubectl describe"
+
+log "once llama-8b is idle the swap completes: llama-8b stopped and gone, then qwen-7b resident"
+kubectl_admin annotate isvc llama-8b sim.modelpool.test/busy=false --overwrite >/dev/null
+wait_for 90 pool_is shared-gpu Ready qwen-7b
+expect_eq "incumbent replicas" 0 "$(isvc_get llama-8b '{.spec.replicas}')"
+expect_eq "target replicas" 1 "$(isvc_get qwen-7b '{.spec.replicas}')"
+no_live_pods llama-8b || fail "llama-8b still has Pods after the swap: $(live_pods llama-8b)"
+expect_eq "pending member after the swap" "" "$(pool_get shared-gpu '{.status.pendingMember}')"
+wait_for 30 condition_is shared-gpu SwapDeferred False/NotDeferred
+wait_for 30 condition_is shared-gpu SlotAllocated True/Resident
+events=$(kubectl_admin get events --field-selector involvedObject.name=shared-gpu -o 'jsonpath={range .items[*]}{.reason}{" "}{end}')
+for r in SwapStarted SwapDeferred SwapCompleted; do
+	grep -qw "$r" <<<"$events" || fail "no $r event on the pool (events: $events)"
+done
+
+log "sticky: a spec change re-plans the warm pool, and it does not go back to its default"
+kubectl_admin patch modelpool shared-gpu --type=merge -p '{"spec":{"swapBudget":"120s"}}' >/dev/null
+gen=$(pool_get shared-gpu '{.metadata.generation}')
+wait_for 30 test "$(pool_get shared-gpu '{.status.observedGeneration}')" == "$gen"
+expect_eq "resident after a spec change" qwen-7b "$(pool_get shared-gpu '{.status.residentMember}')"
+expect_eq "default member's replicas" 0 "$(isvc_get llama-8b '{.spec.replicas}')"
+
+stop_operator
+stop_slot_check

@@ -1,0 +1,185 @@
+/* slot-check: the end-to-end suite's invariant checker. It watches ModelPools, member
+ * InferenceServices and their Pods through the project's own informers and, after every event,
+ * checks each pool: at most one member with a Pod holding the slot (phase Running or Unknown; a
+ * terminating one counts) and at most one member reporting Ready. A Pending Pod does not count: a
+ * member scaled up by a user may get one before the operator holds it back, as it would in a
+ * cluster where it cannot be scheduled beside the incumbent. Each violation is printed; on
+ * SIGTERM it prints a summary line and exits 1 if it ever saw one, else 0. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "informer/informer.h"
+#include "kube/client.h"
+#include "kube/config.h"
+#include "loop/ev.h"
+#include "pool/snapshot.h"
+
+typedef struct check {
+    ev_loop *loop;
+    informer *pools, *isvcs, *pods;
+    unsigned long events, checks, violations;
+    bool synced;
+} check;
+
+static const char *check_str(const cJSON *o, const char *a, const char *b)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, a), b);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static bool check_live(const char *key, const cJSON *pod, void *ud)
+{
+    (void)key;
+    const char *phase = check_str(pod, "status", "phase");
+    if (phase && (strcmp(phase, "Running") == 0 || strcmp(phase, "Unknown") == 0))
+        *(int *)ud += 1;
+    return true;
+}
+
+static bool check_pool(const char *key, const cJSON *pool, void *ud)
+{
+    check *c = ud;
+    const char *ns = check_str(pool, "metadata", "namespace");
+    char live[1024] = "", ready[1024] = "";
+    int n_live = 0, n_ready = 0;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(pool, "spec"), "members"))
+    {
+        const char *name = check_str(m, "inferenceServiceRef", "name");
+        if (!name)
+            continue;
+        char mkey[600];
+        snprintf(mkey, sizeof(mkey), "%s/%s", ns ? ns : "", name);
+        int pods = 0;
+        store_index_each(informer_store(c->pods), POOL_INDEX_SERVICE, mkey, check_live, &pods);
+        if (pods > 0) {
+            n_live++;
+            strncat(live, " ", sizeof(live) - strlen(live) - 1);
+            strncat(live, name, sizeof(live) - strlen(live) - 1);
+        }
+        const cJSON *isvc = store_get(informer_store(c->isvcs), mkey);
+        const char *phase = isvc ? check_str(isvc, "status", "phase") : NULL;
+        if (phase && strcmp(phase, "Ready") == 0) {
+            n_ready++;
+            strncat(ready, " ", sizeof(ready) - strlen(ready) - 1);
+            strncat(ready, name, sizeof(ready) - strlen(ready) - 1);
+        }
+    }
+    c->checks++;
+    if (n_live > 1 || n_ready > 1) {
+        c->violations++;
+        printf("VIOLATION pool=%s live-pods:%s ready:%s\n", key, live, ready);
+        fflush(stdout);
+    }
+    return true;
+}
+
+static void check_all(check *c)
+{
+    c->events++;
+    if (c->synced)
+        store_each(informer_store(c->pools), check_pool, c);
+}
+
+static void check_add(void *ud, const cJSON *o)
+{
+    (void)o;
+    check_all(ud);
+}
+
+static void check_update(void *ud, const cJSON *a, const cJSON *b)
+{
+    (void)a;
+    (void)b;
+    check_all(ud);
+}
+
+static void check_synced(void *ud)
+{
+    check *c = ud;
+    if (informer_synced(c->pools) && informer_synced(c->isvcs) && informer_synced(c->pods)) {
+        c->synced = true;
+        printf("slot-check: synced\n");
+        fflush(stdout);
+        check_all(c);
+    }
+}
+
+static void check_error(void *ud, const kube_error *err)
+{
+    (void)ud;
+    fprintf(stderr, "slot-check: list/watch error: %s\n", err->message);
+}
+
+static void check_signal(ev_loop *loop, int fd, int events, void *ud)
+{
+    (void)fd;
+    (void)events;
+    (void)ud;
+    ev_stop(loop);
+}
+
+static informer *check_informer(check *c, kube_client *client, const char *group,
+                                const char *resource, const char *selector)
+{
+    informer_config cfg = {.group = group,
+                           .version = *group ? POOL_VERSION : "v1",
+                           .resource = resource,
+                           .label_selector = selector,
+                           .trim = store_trim_default};
+    informer_handlers h = {check_add, check_update, check_add, check_synced, check_error, c};
+    return informer_new(c->loop, client, &cfg, &h);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: slot-check KUBECONFIG\n");
+        return 2;
+    }
+    kube_config cfg = {0};
+    kube_error err = {0};
+    if (kube_config_load_file(&cfg, argv[1], NULL, &err) < 0) {
+        fprintf(stderr, "slot-check: %s\n", err.message);
+        return 2;
+    }
+    check c = {.loop = ev_new()};
+    kube_client *client = kube_client_new(c.loop, &cfg, &err);
+    if (!client) {
+        fprintf(stderr, "slot-check: %s\n", err.message);
+        return 2;
+    }
+    c.pools = check_informer(&c, client, POOL_GROUP, "modelpools", NULL);
+    c.isvcs = check_informer(&c, client, POOL_GROUP, "inferenceservices", NULL);
+    c.pods = check_informer(&c, client, "", "pods", POOL_SERVICE_LABEL);
+    if (!c.pools || !c.isvcs || !c.pods ||
+        store_add_index(informer_store(c.pods), POOL_INDEX_SERVICE, pool_index_pod_service,
+                        NULL) < 0)
+        return 2;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+    ev_fd_set(c.loop, sfd, EV_READ, check_signal, &c);
+    informer_start(c.pools);
+    informer_start(c.isvcs);
+    informer_start(c.pods);
+    ev_run(c.loop);
+    printf("slot-check: %lu events, %lu checks, %lu violations\n", c.events, c.checks,
+           c.violations);
+    close(sfd);
+    informer_free(c.pools);
+    informer_free(c.isvcs);
+    informer_free(c.pods);
+    kube_client_free(client);
+    ev_free(c.loop);
+    kube_config_clear(&cfg);
+    return c.violations ? 1 : (c.synced ? 0 : 3);
+}

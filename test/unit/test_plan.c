@@ -1,0 +1,1577 @@
+/* test_plan: table-driven tests of the ModelPool decision core (src/pool/plan.c): one table per
+ * rule of DESIGN.md, a small member simulator that runs whole swaps, and seeded random property
+ * tests. Every case also checks the safety rules and that re-planning an applied plan repeats
+ * nothing. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pool/plan.h"
+
+/* Table rows name members positionally and leave the trailing fields zero on purpose. */
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wmissing-field-initializers"
+#endif
+
+#define NOW 1700000000000LL /* whole seconds, like every status timestamp */
+#define U PLAN_REPLICAS_UNSET
+#define MAXM 8
+#define MAXP 8
+
+/* ---- fixtures: a compact description of a pool turned into a plan_snapshot ---- */
+
+/* Pods as space-separated tokens, one a Pod: state letter, then an optional probe result.
+ * State: R running, N phase Running without a running container, P pending, T terminating and
+ * running, t terminating and stopped, S succeeded, F failed.
+ * Probe: i idle, b busy, e error, u unsupported (fresh); I B E U the same but stale. */
+typedef struct {
+    const char *name;
+    int32_t replicas;
+    const char *phase;
+    const char *pods;
+    const char *runtime;
+    const char *idle_endpoint;
+    int32_t port; /* spec.endpoint.port */
+    bool missing;
+    const char *claimed_by;
+} t_member;
+
+typedef struct {
+    plan_member members[MAXM];
+    plan_pod pods[MAXM][MAXP];
+    char pod_names[MAXM][MAXP][32];
+    char pod_ips[MAXM][MAXP][32];
+    plan_condition conds[4];
+    plan_snapshot s;
+} t_fix;
+
+static void fix_pods(t_fix *f, size_t mi, const char *member, const char *dsl)
+{
+    size_t n = 0;
+    for (const char *c = dsl; c && *c;) {
+        if (*c == ' ') {
+            c++;
+            continue;
+        }
+        assert_true(n < MAXP);
+        plan_pod *p = &f->pods[mi][n];
+        memset(p, 0, sizeof *p);
+        snprintf(f->pod_names[mi][n], sizeof f->pod_names[mi][n], "%s-%zu", member, n);
+        snprintf(f->pod_ips[mi][n], sizeof f->pod_ips[mi][n], "127.0.%zu.%zu", mi, n + 1);
+        p->name = f->pod_names[mi][n];
+        p->ip = f->pod_ips[mi][n];
+        switch (*c++) {
+        case 'R':
+            p->phase = PLAN_POD_RUNNING, p->container_running = true;
+            break;
+        case 'N':
+            p->phase = PLAN_POD_RUNNING;
+            break;
+        case 'P':
+            p->phase = PLAN_POD_PENDING;
+            break;
+        case 'T':
+            p->phase = PLAN_POD_RUNNING, p->container_running = p->terminating = true;
+            break;
+        case 't':
+            p->phase = PLAN_POD_RUNNING, p->terminating = true;
+            break;
+        case 'S':
+            p->phase = PLAN_POD_SUCCEEDED;
+            break;
+        case 'F':
+            p->phase = PLAN_POD_FAILED;
+            break;
+        default:
+            fail_msg("bad pod token in \"%s\"", dsl);
+        }
+        if (*c && *c != ' ') {
+            const char *codes = "ibeuIBEU";
+            const char *k = strchr(codes, *c);
+            assert_non_null(k);
+            size_t idx = (size_t)(k - codes);
+            p->probe = (plan_probe_result)(PLAN_PROBE_IDLE + idx % 4);
+            p->probed_at_ms = idx < 4 ? NOW - 500 : NOW - 10000;
+            p->probe_message = p->probe == PLAN_PROBE_ERROR ? "connection refused" : NULL;
+            c++;
+        }
+        n++;
+    }
+    f->members[mi].pods = f->pods[mi];
+    f->members[mi].n_pods = n;
+}
+
+typedef struct {
+    const char *title;
+    t_member m[MAXM]; /* up to the first entry with name NULL */
+    const char *dflt, *budget, *policy;
+    /* current status: resident, pending, and the Swapping condition's reason and age */
+    const char *resident, *pending, *stage;
+    int64_t stage_age_s;
+    /* expected; NULL means "not checked", "" means "empty" */
+    const char *phase, *want_resident, *want_pending;
+    const char *conds;   /* space-separated Type=Status/Reason that must all be present */
+    const char *actions; /* exact rendering of the action list, see render() */
+    const char *msg_has; /* a substring of some condition's message */
+    int64_t requeue_ms;
+} t_case;
+
+static void fix_build(t_fix *f, const t_case *tc)
+{
+    memset(f, 0, sizeof *f);
+    size_t n = 0;
+    for (; n < MAXM && tc->m[n].name; n++) {
+        const t_member *tm = &tc->m[n];
+        plan_member *m = &f->members[n];
+        m->name = tm->name;
+        m->exists = !tm->missing;
+        m->replicas = tm->replicas;
+        m->phase = tm->phase;
+        m->runtime = tm->runtime;
+        m->idle_endpoint = tm->idle_endpoint;
+        m->endpoint_port = tm->port;
+        m->claimed_by = tm->claimed_by;
+        fix_pods(f, n, tm->name, tm->pods);
+    }
+    f->s.ns = "ml";
+    f->s.name = "pool";
+    f->s.generation = 3;
+    f->s.members = f->members;
+    f->s.n_members = n;
+    f->s.default_member = tc->dflt;
+    f->s.swap_budget = tc->budget;
+    f->s.swap_policy = tc->policy;
+    f->s.now_ms = NOW + 250; /* not a whole second: stamps must still be */
+    f->s.status.resident_member = (char *)tc->resident;
+    f->s.status.pending_member = (char *)tc->pending;
+    if (tc->stage) {
+        f->conds[0] = (plan_condition){"Swapping", "True", (char *)tc->stage, "",
+                                       NOW - tc->stage_age_s * 1000};
+        f->s.status.conditions = f->conds;
+        f->s.status.n_conditions = 1;
+    }
+}
+
+/* "status event:N:SwapStarted probe:a[a-0,a-1]@8080 scale:b=1", in plan order. */
+static void render(const plan_result *p, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+#define OUT(...) len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, __VA_ARGS__)
+    for (size_t i = 0; i < p->n_actions; i++) {
+        const plan_action *a = &p->actions[i];
+        if (i)
+            OUT(" ");
+        switch (a->kind) {
+        case PLAN_WRITE_STATUS:
+            OUT("status");
+            break;
+        case PLAN_EVENT:
+            OUT("event:%c:%s", a->warning ? 'W' : 'N', a->reason);
+            break;
+        case PLAN_SCALE:
+            OUT("scale:%s=%d", a->member, a->replicas);
+            break;
+        case PLAN_PROBE:
+            OUT("probe:%s[", a->member);
+            for (size_t j = 0; j < a->n_pods; j++)
+                OUT("%s%s", j ? "," : "", a->pods[j].name);
+            OUT("]@%d", a->port);
+            if (a->idle_path)
+                OUT("%s", a->idle_path);
+            break;
+        }
+    }
+#undef OUT
+}
+
+static const plan_condition *cond_of(const plan_status *st, const char *type)
+{
+    for (size_t i = 0; i < st->n_conditions; i++)
+        if (strcmp(st->conditions[i].type, type) == 0)
+            return &st->conditions[i];
+    return NULL;
+}
+
+static bool cond_is(const plan_status *st, const char *type, const char *status, const char *reason)
+{
+    const plan_condition *c = cond_of(st, type);
+    return c && strcmp(c->status, status) == 0 && (!reason || strcmp(c->reason, reason) == 0);
+}
+
+static const char *nz(const char *s)
+{
+    return s ? s : "";
+}
+
+static const plan_member *snap_member(const plan_snapshot *s, const char *name)
+{
+    for (size_t i = 0; i < s->n_members; i++)
+        if (s->members[i].name && name && strcmp(s->members[i].name, name) == 0)
+            return &s->members[i];
+    return NULL;
+}
+
+static int32_t reps(const plan_member *m)
+{
+    return m->replicas < 0 ? 1 : m->replicas;
+}
+
+static bool live(const plan_pod *p)
+{
+    return p->phase != PLAN_POD_SUCCEEDED && p->phase != PLAN_POD_FAILED;
+}
+
+/* ---- the rules every plan keeps, whatever the snapshot ---- */
+
+static void check_safety(const plan_snapshot *s, const plan_result *p)
+{
+    const plan_status *st = &p->status;
+    bool valid = cond_is(st, "MembersValid", "True", NULL);
+    bool activation = st->pending_member && *st->pending_member &&
+                      strcmp(st->pending_member, nz(s->status.pending_member)) != 0;
+    size_t n_work = 0;
+    for (size_t i = 0; i < p->n_actions; i++) {
+        const plan_action *a = &p->actions[i];
+        if (a->kind == PLAN_WRITE_STATUS)
+            assert_int_equal(i, 0); /* intent is persisted before anything acts on it */
+        if (a->kind != PLAN_SCALE && a->kind != PLAN_PROBE)
+            continue;
+        n_work++;
+        assert_true(valid); /* rule 5: no replica change (nor probe) on a bad spec */
+        assert_non_null(st->pending_member); /* replicas only move during a swap */
+        if (a->kind != PLAN_SCALE)
+            continue;
+        const plan_member *m = snap_member(s, a->member);
+        assert_non_null(m);
+        if (a->replicas >= 1) { /* rule 1 */
+            assert_int_equal(reps(m), 0);
+            for (size_t j = 0; j < s->n_members; j++) {
+                const plan_member *o = &s->members[j];
+                if (strcmp(o->name, a->member) == 0)
+                    continue;
+                assert_int_equal(reps(o), 0);
+                for (size_t k = 0; k < o->n_pods; k++)
+                    assert_false(live(&o->pods[k]));
+            }
+        } else { /* rule 2 */
+            assert_true(reps(m) > 0);
+            for (size_t k = 0; k < m->n_pods; k++) {
+                const plan_pod *pod = &m->pods[k];
+                if (!live(pod) || !pod->container_running)
+                    continue;
+                assert_int_equal(pod->probe, PLAN_PROBE_IDLE);
+                assert_true(s->now_ms - pod->probed_at_ms < PLAN_PROBE_TTL_MS);
+            }
+        }
+    }
+    if (activation) { /* rule 3: the pendingMember write stands alone */
+        assert_int_equal(n_work, 0);
+        assert_int_equal(p->actions[0].kind, PLAN_WRITE_STATUS);
+    }
+    /* list-map keys stay unique, or the API server rejects the write */
+    for (size_t i = 0; i < st->n_members; i++) {
+        assert_true(st->members[i].name && *st->members[i].name);
+        for (size_t j = i + 1; j < st->n_members; j++)
+            assert_string_not_equal(st->members[i].name, st->members[j].name);
+    }
+    for (size_t i = 0; i < st->n_conditions; i++) {
+        assert_true(st->conditions[i].reason && *st->conditions[i].reason);
+        assert_int_equal(st->conditions[i].last_transition_ms % 1000, 0);
+        for (size_t j = i + 1; j < st->n_conditions; j++)
+            assert_string_not_equal(st->conditions[i].type, st->conditions[j].type);
+    }
+    assert_int_equal(st->observed_generation, s->generation);
+}
+
+static bool has_kind(const plan_result *p, plan_action_kind k)
+{
+    for (size_t i = 0; i < p->n_actions; i++)
+        if (p->actions[i].kind == k)
+            return true;
+    return false;
+}
+
+/* Re-plans on the same world with each plan's status applied: the status settles within a few
+ * rounds, after which no status write and no Event comes again and the rest repeats exactly. */
+static void check_converges(const plan_snapshot *s0, plan_result *first)
+{
+    plan_snapshot s = *s0;
+    plan_result *prev = NULL, *cur = first;
+    char a[2048], b[2048];
+    int rounds = 0;
+    while (has_kind(cur, PLAN_WRITE_STATUS)) {
+        assert_true(++rounds <= 4);
+        s.status = cur->status;
+        plan_result *next = NULL;
+        assert_int_equal(plan_build(&s, &next), 0);
+        check_safety(&s, next);
+        if (prev != first)
+            plan_free(prev);
+        prev = cur;
+        cur = next;
+    }
+    assert_false(has_kind(cur, PLAN_EVENT));
+    s.status = cur->status;
+    plan_result *again = NULL;
+    assert_int_equal(plan_build(&s, &again), 0);
+    render(cur, a, sizeof a);
+    render(again, b, sizeof b);
+    assert_string_equal(a, b);
+    assert_true(plan_status_equal(&cur->status, &again->status));
+    plan_free(again);
+    if (prev != first)
+        plan_free(prev);
+    if (cur != first)
+        plan_free(cur);
+}
+
+static void run_case(const t_case *tc)
+{
+    t_fix *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    fix_build(f, tc);
+    plan_result *p = NULL;
+    assert_int_equal(plan_build(&f->s, &p), 0);
+    char got[2048];
+    render(p, got, sizeof got);
+    print_message("  %-58s -> %s: %s\n", tc->title, nz(p->status.phase), got);
+
+    if (tc->phase)
+        assert_string_equal(nz(p->status.phase), tc->phase);
+    if (tc->want_resident)
+        assert_string_equal(nz(p->status.resident_member), tc->want_resident);
+    if (tc->want_pending)
+        assert_string_equal(nz(p->status.pending_member), tc->want_pending);
+    if (tc->actions)
+        assert_string_equal(got, tc->actions);
+    if (tc->conds) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", tc->conds);
+        for (char *save = NULL, *tok = strtok_r(buf, " ", &save); tok;
+             tok = strtok_r(NULL, " ", &save)) {
+            char *eq = strchr(tok, '='), *sl = strchr(tok, '/');
+            assert_non_null(eq);
+            assert_non_null(sl);
+            *eq = *sl = '\0';
+            if (!cond_is(&p->status, tok, eq + 1, sl + 1))
+                fail_msg("%s: want condition %s=%s/%s", tc->title, tok, eq + 1, sl + 1);
+        }
+    }
+    if (tc->msg_has) {
+        bool found = false;
+        for (size_t i = 0; i < p->status.n_conditions; i++)
+            found |= strstr(p->status.conditions[i].message, tc->msg_has) != NULL;
+        if (!found)
+            fail_msg("%s: no condition message has \"%s\"", tc->title, tc->msg_has);
+    }
+    assert_int_equal(p->requeue_after_ms, tc->requeue_ms);
+    check_safety(&f->s, p);
+    check_converges(&f->s, p);
+    plan_free(p);
+    free(f);
+}
+
+static void run_table(const t_case *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        run_case(&t[i]);
+}
+
+#define RUN(t) run_table(t, sizeof t / sizeof t[0])
+
+/* ---- cold pools: default, first request, staying cold ---- */
+
+static void test_cold(void **state)
+{
+    (void)state;
+    static const t_case t[] = {
+        {.title = "cold, nothing requested, no default: stays Pending",
+         .m = {{"a", 0, "Stopped"}, {"b", 0, "Stopped"}},
+         .phase = "Pending",
+         .want_resident = "",
+         .want_pending = "",
+         .conds = "MembersValid=True/Valid SlotAllocated=False/NoResident "
+                  "SwapDeferred=False/NotDeferred Swapping=False/NotSwapping",
+         .actions = "status"},
+        {.title = "cold with default: warms default, intent only",
+         .m = {{"a", 0, "Stopped"}, {"b", 0, "Stopped"}},
+         .dflt = "b",
+         .phase = "Swapping",
+         .want_pending = "b",
+         .conds = "Swapping=True/Draining",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "cold, no default: first member scaled up in declaration order",
+         .m = {{"a", 0, "Stopped"}, {"b", 1, "Creating", "P"}, {"c", 2, "Creating"}},
+         .phase = "Swapping",
+         .want_resident = "",
+         .want_pending = "b",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "cold, unset replicas count as 1",
+         .m = {{"a", 0}, {"b", U}},
+         .want_pending = "b",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "cold with default while others are up: default wins",
+         .m = {{"a", U, "Creating", "P"}, {"b", U}, {"c", U}},
+         .dflt = "c",
+         .want_pending = "c",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "cold, a member at 0 with a terminating pod is no request",
+         .m = {{"a", 0, "Stopped", "T"}, {"b", 0}},
+         .phase = "Pending",
+         .actions = "status"},
+    };
+    RUN(t);
+}
+
+/* ---- adoption of an already serving member ---- */
+
+static void test_adoption(void **state)
+{
+    (void)state;
+    static const t_case t[] = {
+        {.title = "one member already serving: adopted without restart",
+         .m = {{"a", 0, "Stopped"}, {"b", 1, "Ready", "R"}},
+         .dflt = "a",
+         .phase = "Ready",
+         .want_resident = "b",
+         .want_pending = "",
+         .conds = "SlotAllocated=True/Resident",
+         .actions = "status event:N:Adopted"},
+        {.title = "two members serving: unsafe, Degraded, nothing scaled",
+         .m = {{"a", 1, "Ready", "R"}, {"b", 1, "Ready", "R"}, {"c", 0}},
+         .dflt = "c",
+         .phase = "Degraded",
+         .want_resident = "",
+         .want_pending = "",
+         .conds = "MembersValid=True/Valid SlotAllocated=False/MultipleMembersServing",
+         .msg_has = "a, b",
+         .actions = "status event:W:MultipleMembersServing"},
+        {.title = "Ready but scaled to 0 is not serving",
+         .m = {{"a", 0, "Ready", "T"}, {"b", 0}},
+         .dflt = "b",
+         .want_pending = "b",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "Ready without a live pod is not serving",
+         .m = {{"a", 1, "Ready", "S"}},
+         .want_pending = "a",
+         .actions = "status event:N:SwapStarted"},
+    };
+    RUN(t);
+}
+
+/* ---- warm pools: sticky resident, activation ---- */
+
+static void test_sticky(void **state)
+{
+    (void)state;
+    static const t_case t[] = {
+        {.title = "warm, nothing requested: stays Ready, default ignored",
+         .m = {{"a", 1, "Ready", "R"}, {"b", 0, "Stopped"}},
+         .dflt = "b",
+         .resident = "a",
+         .phase = "Ready",
+         .want_resident = "a",
+         .want_pending = "",
+         .conds = "SlotAllocated=True/Resident Swapping=False/NotSwapping",
+         .actions = "status"},
+        {.title = "warm, resident scaled to 0 by hand: still resident, not restarted",
+         .m = {{"a", 0, "Stopped"}, {"b", 0}},
+         .resident = "a",
+         .phase = "Ready",
+         .want_resident = "a",
+         .actions = "status"},
+        {.title = "warm, another member scaled up: swap intent only",
+         .m = {{"a", 1, "Ready", "Ri"}, {"b", 1, "Stopped"}},
+         .resident = "a",
+         .phase = "Swapping",
+         .want_resident = "a",
+         .want_pending = "b",
+         .conds = "SlotAllocated=False/SwapInProgress Swapping=True/Draining",
+         .msg_has = "swapping from a to b",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "warm, two requests: first in declaration order",
+         .m = {{"a", 0}, {"b", 1, "Ready", "R"}, {"c", 1}, {"d", 1}},
+         .resident = "b",
+         .want_pending = "c",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "warm, a member with replicas 0 but live pods is no request",
+         .m = {{"a", 1, "Ready", "R"}, {"b", 0, "Stopped", "T"}},
+         .resident = "a",
+         .phase = "Ready",
+         .actions = "status"},
+    };
+    RUN(t);
+}
+
+/* ---- draining the incumbent: probes, busy, errors, unsupported runtimes, terminating pods ---- */
+
+static void test_drain(void **state)
+{
+    (void)state;
+    static const t_case t[] = {
+        {.title = "incumbent running, unprobed: probe it; request held at 0",
+         .m = {{"a", 1, "Ready", "R R"}, {"b", 1, "Stopped"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .phase = "Swapping",
+         .conds = "SwapDeferred=False/NotDeferred Swapping=True/Draining",
+         .actions = "status probe:a[a-0,a-1]@8080 scale:b=0"},
+        {.title = "incumbent all idle: scaled to 0",
+         .m = {{"a", 1, "Ready", "Ri Ri"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .actions = "status scale:a=0"},
+        {.title = "incumbent busy: kept, PodsBusy, re-probe later",
+         .m = {{"a", 1, "Ready", "Ri Rb"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .conds = "SwapDeferred=True/PodsBusy",
+         .msg_has = "a-1 is busy",
+         .actions = "status event:N:PodsBusy",
+         .requeue_ms = 1250},
+        {.title = "stale busy: re-probed, still reported busy",
+         .m = {{"a", 1, "Ready", "RB"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .conds = "SwapDeferred=True/PodsBusy",
+         .actions = "status event:N:PodsBusy probe:a[a-0]@8080"},
+        {.title = "stale idle is not idle: probe again",
+         .m = {{"a", 1, "Ready", "RI Ri"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .conds = "SwapDeferred=False/NotDeferred",
+         .actions = "status probe:a[a-0]@8080"},
+        {.title = "probe error: IdleCheckFailed, fail closed",
+         .m = {{"a", 1, "Ready", "Re"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .conds = "SwapDeferred=True/IdleCheckFailed",
+         .msg_has = "connection refused",
+         .actions = "status event:W:IdleCheckFailed",
+         .requeue_ms = 1250},
+        {.title = "prober says unsupported: IdleCheckUnsupported",
+         .m = {{"a", 1, "Ready", "Ru"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .conds = "SwapDeferred=True/IdleCheckUnsupported",
+         .actions = "status event:W:IdleCheckUnsupported",
+         .requeue_ms = 1250},
+        {.title = "personaplex cannot be probed: IdleCheckUnsupported, no probe",
+         .m = {{"a", 1, "Ready", "R", "personaplex"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .conds = "SwapDeferred=True/IdleCheckUnsupported",
+         .msg_has = "personaplex",
+         .actions = "status event:W:IdleCheckUnsupported"},
+        {.title = "generic without idle-endpoint annotation: unsupported",
+         .m = {{"a", 1, "Ready", "R", "generic"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .conds = "SwapDeferred=True/IdleCheckUnsupported",
+         .msg_has = "idle-endpoint",
+         .actions = "status event:W:IdleCheckUnsupported"},
+        {.title = "generic with the annotation: probed at its path",
+         .m = {{"a", 1, "Ready", "R", "generic", "/idle"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .actions = "status probe:a[a-0]@8080/idle"},
+        {.title = "vllm default port; endpoint port wins (target held, probed)",
+         .m = {{"a", 1, "Ready", "R", "vllm"},
+               {"b", 1, "Ready", "R", "sglang", NULL, 9000},
+               {"c", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .actions = "status probe:a[a-0]@8000 probe:b[b-0]@9000"},
+        {.title = "tgi and sglang default ports",
+         .m = {{"a", 1, "Ready", "R", "tgi"}, {"b", 1, "Ready", "R", "sglang"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .actions = "status probe:a[a-0]@80 probe:b[b-0]@30000"},
+        {.title = "busy member and unsupported member: first deferred sets reason",
+         .m = {{"a", 1, "Ready", "R", "personaplex"}, {"b", 1, "Ready", "Rb"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .conds = "SwapDeferred=True/IdleCheckUnsupported",
+         .msg_has = "b-0 is busy",
+         .actions = "status event:W:IdleCheckUnsupported",
+         .requeue_ms = 1250},
+        {.title = "incumbent up but no running container: scaled to 0 unprobed",
+         .m = {{"a", 1, "Creating", "P N"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .actions = "status scale:a=0"},
+        {.title = "incumbent at 0, pods still terminating: wait, target stays 0",
+         .m = {{"a", 0, "Stopped", "T t"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .phase = "Swapping",
+         .conds = "Swapping=True/Draining",
+         .actions = "status"},
+        {.title = "terminal pods do not hold the GPU: target started",
+         .m = {{"a", 0, "Stopped", "S F"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .conds = "Swapping=True/Loading",
+         .actions = "status scale:b=1"},
+        {.title = "request already up and others clear: Loading, no scale needed",
+         .m = {{"a", 0, "Stopped"}, {"b", 1, "Creating", "P"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .conds = "Swapping=True/Loading",
+         .actions = "status"},
+        {.title = "target running beside the incumbent: both probed before unload",
+         .m = {{"a", 1, "Ready", "Ri"}, {"b", 1, "Ready", "R"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .actions = "status scale:a=0 probe:b[b-0]@8080"},
+        {.title = "no Swapping condition recorded: treated as Draining",
+         .m = {{"a", 0}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .conds = "Swapping=True/Loading",
+         .actions = "status scale:b=1"},
+    };
+    RUN(t);
+}
+
+/* ---- the target: loading, Ready, failed, stuck ---- */
+
+static void test_target(void **state)
+{
+    (void)state;
+    static const t_case t[] = {
+        {.title = "target loading: wait",
+         .m = {{"a", 0, "Stopped"}, {"b", 1, "Creating", "P"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .phase = "Swapping",
+         .actions = "status"},
+        {.title = "target Ready with a pod: swap complete",
+         .m = {{"a", 0, "Stopped"}, {"b", 1, "Ready", "R"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .phase = "Ready",
+         .want_resident = "b",
+         .want_pending = "",
+         .conds = "SlotAllocated=True/Resident SwapDeferred=False/NotDeferred "
+                  "Swapping=False/NotSwapping",
+         .actions = "status event:N:SwapCompleted"},
+        {.title = "cold warm-up completes the same way",
+         .m = {{"a", 1, "Ready", "R"}, {"b", 0}},
+         .pending = "a",
+         .stage = "Loading",
+         .phase = "Ready",
+         .want_resident = "a",
+         .actions = "status event:N:SwapCompleted"},
+        {.title = "target Ready but incumbent pod still terminating: not complete",
+         .m = {{"a", 0, "Stopped", "t"}, {"b", 1, "Ready", "R"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .phase = "Swapping",
+         .actions = "status"},
+        {.title = "target scale lost after Loading was written: scaled again",
+         .m = {{"a", 0}, {"b", 0, "Stopped"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .actions = "status scale:b=1"},
+        {.title = "target Failed: reported, Degraded, Warning",
+         .m = {{"a", 0}, {"b", 1, "Failed", "F"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .phase = "Degraded",
+         .want_pending = "b",
+         .conds = "SlotAllocated=False/TargetFailed MembersValid=True/Valid",
+         .msg_has = "target b is Failed",
+         .actions = "status event:W:TargetFailed"},
+        {.title = "target Suspended: reported",
+         .m = {{"a", 0}, {"b", 1, "Suspended"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .phase = "Degraded",
+         .conds = "SlotAllocated=False/TargetSuspended",
+         .actions = "status event:W:TargetSuspended"},
+        {.title = "WaitingForGPU within budget: wait, requeue at the budget",
+         .m = {{"a", 0}, {"b", 1, "WaitingForGPU", "P"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .stage_age_s = 100,
+         .phase = "Swapping",
+         .conds = "SlotAllocated=False/SwapInProgress",
+         .actions = "status",
+         .requeue_ms = 200000 - 250},
+        {.title = "WaitingForGPU past the budget: reported",
+         .m = {{"a", 0}, {"b", 1, "WaitingForGPU", "P"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .stage_age_s = 300,
+         .phase = "Degraded",
+         .conds = "SlotAllocated=False/TargetWaitingForGPU",
+         .msg_has = "WaitingForGPU longer",
+         .actions = "status event:W:TargetWaitingForGPU"},
+        {.title = "WaitingForGPU past a custom budget of 1m",
+         .m = {{"a", 0}, {"b", 1, "WaitingForGPU", "P"}},
+         .budget = "1m",
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .stage_age_s = 61,
+         .phase = "Degraded",
+         .actions = "status event:W:TargetWaitingForGPU"},
+        {.title = "a stale Failed phase is not judged before the target is started",
+         .m = {{"a", 0}, {"b", 0, "Failed"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .phase = "Swapping",
+         .actions = "status scale:b=1"},
+    };
+    RUN(t);
+}
+
+/* ---- newer requests supersede the pending one ---- */
+
+static void test_supersede(void **state)
+{
+    (void)state;
+    static const t_case t[] = {
+        {.title = "draining, target held, newer request: it takes over (intent only)",
+         .m = {{"a", 1, "Ready", "Rb"}, {"b", 0, "Stopped"}, {"c", 1}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .phase = "Swapping",
+         .want_resident = "a",
+         .want_pending = "c",
+         .msg_has = "swapping from a to c",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "draining, target not yet held: hold it first, leave the request",
+         .m = {{"a", 1, "Ready", "R"}, {"b", 1}, {"c", 1}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .want_pending = "b",
+         .actions = "status probe:a[a-0]@8080 scale:b=0"},
+        {.title = "loading, newer request: started target becomes the incumbent",
+         .m = {{"a", 0}, {"b", 1, "Creating", "P"}, {"c", 1}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .want_resident = "b",
+         .want_pending = "c",
+         .conds = "Swapping=True/Draining",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "loading, target still at 0, newer request: plain hand-over",
+         .m = {{"a", 0}, {"b", 0}, {"c", 1}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .want_resident = "a",
+         .want_pending = "c",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "loading, failed target, newer request: escapes the failure",
+         .m = {{"a", 0}, {"b", 1, "Failed", "F"}, {"c", 1}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .phase = "Swapping",
+         .want_resident = "b",
+         .want_pending = "c",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "cold warm-up, draining: members up from before are drained, not obeyed",
+         .m = {{"a", U}, {"b", U}, {"c", U, "Ready", "Ri"}},
+         .pending = "b",
+         .stage = "Draining",
+         .want_resident = "",
+         .want_pending = "b",
+         .actions = "status scale:a=0 scale:c=0 scale:b=0"},
+        {.title = "cold warm-up, loading: a request supersedes",
+         .m = {{"a", 1}, {"b", 1, "Creating", "P"}},
+         .pending = "b",
+         .stage = "Loading",
+         .want_resident = "b",
+         .want_pending = "a",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "re-raising the resident during a swap is no request: drained again",
+         .m = {{"a", 1, "Ready", "Ri"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .want_pending = "b",
+         .actions = "status scale:a=0"},
+        {.title = "pending equal to resident: nothing to swap",
+         .m = {{"a", 1, "Ready", "R"}, {"b", 0}},
+         .resident = "a",
+         .pending = "a",
+         .stage = "Draining",
+         .phase = "Ready",
+         .want_pending = "",
+         .actions = "status"},
+    };
+    RUN(t);
+}
+
+/* ---- rule 5: a bad spec is a clear status and never a replica change ---- */
+
+static void test_invalid(void **state)
+{
+    (void)state;
+    static const t_case t[] = {
+        {.title = "missing member",
+         .m = {{"a", 1, "Ready", "R"}, {"b", 1, NULL, NULL, NULL, NULL, 0, true}},
+         .resident = "a",
+         .phase = "Degraded",
+         .want_resident = "a",
+         .conds = "MembersValid=False/MissingMembers",
+         .msg_has = "InferenceService b not found in namespace ml",
+         .actions = "status event:W:MissingMembers"},
+        {.title = "two missing members: both named",
+         .m = {{"a", 0, NULL, NULL, NULL, NULL, 0, true},
+               {"b", 0, NULL, NULL, NULL, NULL, 0, true}},
+         .phase = "Degraded",
+         .msg_has = "InferenceService a not found in namespace ml; "
+                    "InferenceService b not found",
+         .actions = "status event:W:MissingMembers"},
+        {.title = "duplicate member",
+         .m = {{"a", 1, "Ready", "R"}, {"a", 1, "Ready", "R"}},
+         .phase = "Degraded",
+         .conds = "MembersValid=False/DuplicateMember",
+         .msg_has = "member a is listed 2 times",
+         .actions = "status event:W:DuplicateMember"},
+        {.title = "empty member name",
+         .m = {{"a", 0}, {"", 1}},
+         .phase = "Degraded",
+         .conds = "MembersValid=False/EmptyMemberName",
+         .msg_has = "spec.members[1]",
+         .actions = "status event:W:EmptyMemberName"},
+        {.title = "default not a member",
+         .m = {{"a", 0}},
+         .dflt = "z",
+         .phase = "Degraded",
+         .conds = "MembersValid=False/DefaultNotMember",
+         .msg_has = "default z",
+         .actions = "status event:W:DefaultNotMember"},
+        {.title = "member claimed by another pool",
+         .m = {{"a", 0}, {"b", 1, NULL, NULL, NULL, NULL, 0, false, "other"}},
+         .phase = "Degraded",
+         .conds = "MembersValid=False/MemberInMultiplePools",
+         .msg_has = "pool other",
+         .actions = "status event:W:MemberInMultiplePools"},
+        {.title = "unparsable swapBudget",
+         .m = {{"a", 1}},
+         .budget = "soon",
+         .phase = "Degraded",
+         .conds = "MembersValid=False/InvalidSwapBudget",
+         .msg_has = "\"soon\"",
+         .actions = "status event:W:InvalidSwapBudget"},
+        {.title = "negative swapBudget",
+         .m = {{"a", 0}},
+         .budget = "-5s",
+         .phase = "Degraded",
+         .conds = "MembersValid=False/InvalidSwapBudget",
+         .actions = "status event:W:InvalidSwapBudget"},
+        {.title = "zero swapBudget",
+         .m = {{"a", 0}},
+         .budget = "0",
+         .phase = "Degraded",
+         .actions = "status event:W:InvalidSwapBudget"},
+        {.title = "unknown swapPolicy",
+         .m = {{"a", 0}},
+         .policy = "greedy",
+         .phase = "Degraded",
+         .conds = "MembersValid=False/UnsupportedSwapPolicy",
+         .actions = "status event:W:UnsupportedSwapPolicy"},
+        {.title = "resident removed from spec.members",
+         .m = {{"b", 1}},
+         .resident = "a",
+         .phase = "Degraded",
+         .want_resident = "a",
+         .conds = "MembersValid=False/ResidentNotMember",
+         .msg_has = "residentMember a",
+         .actions = "status event:W:ResidentNotMember"},
+        {.title = "pending removed from spec.members",
+         .m = {{"a", 1, "Ready", "R"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .phase = "Degraded",
+         .want_pending = "b",
+         .conds = "MembersValid=False/PendingNotMember Swapping=True/Loading",
+         .actions = "status event:W:PendingNotMember"},
+        {.title = "mid-swap with an idle incumbent: still nothing scaled",
+         .m = {{"a", 1, "Ready", "Ri"}, {"b", 0}, {"c", 0, NULL, NULL, NULL, NULL, 0, true}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .phase = "Degraded",
+         .want_pending = "b",
+         .actions = "status event:W:MissingMembers"},
+        {.title = "several faults: first sets the reason, message names each",
+         .m = {{"a", 0}, {"a", 0}, {"", 0}, {"c", 0, NULL, NULL, NULL, NULL, 0, true}},
+         .dflt = "z",
+         .budget = "x",
+         .phase = "Degraded",
+         .conds = "MembersValid=False/EmptyMemberName",
+         .msg_has = "spec.members[2] has an empty name; member a is listed 2 times; default z is "
+                    "not in spec.members; swapBudget \"x\"",
+         .actions = "status event:W:EmptyMemberName"},
+        {.title = "no members at all",
+         .phase = "Degraded",
+         .conds = "MembersValid=False/NoMembers",
+         .actions = "status event:W:NoMembers"},
+    };
+    RUN(t);
+}
+
+/* Fixing the spec recovers the pool: MembersValid=True and no condition left over. */
+static void test_recovery(void **state)
+{
+    (void)state;
+    t_case bad = {.m = {{"a", 1, "Ready", "R"}, {"b", 0, NULL, NULL, NULL, NULL, 0, true}},
+                  .resident = "a"};
+    t_fix *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    fix_build(f, &bad);
+    plan_condition stale = {"Ready", "True", "Old", "from an older operator", NOW - 5000};
+    f->s.status.conditions = &stale;
+    f->s.status.n_conditions = 1;
+    plan_result *p1 = NULL, *p2 = NULL;
+    assert_int_equal(plan_build(&f->s, &p1), 0);
+    assert_string_equal(p1->status.phase, "Degraded");
+    assert_int_equal(p1->status.n_conditions, 1); /* unknown types dropped, nothing invented */
+    assert_true(cond_is(&p1->status, "MembersValid", "False", "MissingMembers"));
+
+    f->members[1].exists = true; /* kubectl apply of the missing InferenceService */
+    f->s.status = p1->status;
+    f->s.now_ms = NOW + 60000;
+    assert_int_equal(plan_build(&f->s, &p2), 0);
+    assert_string_equal(p2->status.phase, "Ready");
+    assert_string_equal(p2->status.resident_member, "a");
+    assert_int_equal(p2->status.n_conditions, 4);
+    const char *types[4] = {"MembersValid", "SlotAllocated", "SwapDeferred", "Swapping"};
+    for (size_t i = 0; i < 4; i++)
+        assert_string_equal(p2->status.conditions[i].type, types[i]);
+    assert_true(cond_is(&p2->status, "MembersValid", "True", "Valid"));
+    assert_int_equal(cond_of(&p2->status, "MembersValid")->last_transition_ms, NOW + 60000);
+    assert_false(has_kind(p2, PLAN_SCALE));
+    check_converges(&f->s, p2);
+    plan_free(p2);
+    plan_free(p1);
+    free(f);
+}
+
+/* members[] mirrors phase and residency, once per name; observedGeneration follows the spec;
+ * lastTransitionTime moves only when a condition's status does. */
+static void test_status_mirror(void **state)
+{
+    (void)state;
+    t_case tc = {.m = {{"a", 1, "Ready", "R"}, {"b", 0, "Stopped"}, {"c", 0}}, .resident = "a"};
+    t_fix *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    fix_build(f, &tc);
+    f->s.generation = 42;
+    plan_result *p = NULL, *q = NULL;
+    assert_int_equal(plan_build(&f->s, &p), 0);
+    assert_int_equal(p->status.observed_generation, 42);
+    assert_int_equal(p->status.n_members, 3);
+    assert_string_equal(p->status.members[0].name, "a");
+    assert_string_equal(p->status.members[0].phase, "Ready");
+    assert_true(p->status.members[0].resident);
+    assert_string_equal(p->status.members[1].phase, "Stopped");
+    assert_false(p->status.members[1].resident);
+    assert_null(p->status.members[2].phase);
+    for (size_t i = 0; i < p->status.n_conditions; i++)
+        assert_int_equal(p->status.conditions[i].last_transition_ms, NOW);
+
+    /* later: b requested. SlotAllocated flips (new time), MembersValid does not (time kept) */
+    f->members[1].replicas = 1;
+    f->s.status = p->status;
+    f->s.now_ms = NOW + 7777;
+    f->s.generation = 43;
+    assert_int_equal(plan_build(&f->s, &q), 0);
+    assert_int_equal(q->status.observed_generation, 43);
+    assert_int_equal(cond_of(&q->status, "MembersValid")->last_transition_ms, NOW);
+    assert_int_equal(cond_of(&q->status, "SlotAllocated")->last_transition_ms, NOW + 7000);
+    assert_int_equal(cond_of(&q->status, "Swapping")->last_transition_ms, NOW + 7000);
+    assert_int_equal(cond_of(&q->status, "SwapDeferred")->last_transition_ms, NOW);
+    plan_free(q);
+    plan_free(p);
+    free(f);
+}
+
+/* Plan, apply the status, plan again: no status write, no Event; stable states do nothing. */
+static void test_idempotence(void **state)
+{
+    (void)state;
+    static const t_case t[] = {
+        {.m = {{"a", 1, "Ready", "R"}, {"b", 0}}, .resident = "a"},
+        {.m = {{"a", 0}, {"b", 0}}},
+        {.m = {{"a", 1, "Ready", "R"}, {"b", 1, "Ready", "R"}}},
+        {.m = {{"a", 1, "Ready", "Rb"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining"},
+        {.m = {{"a", 0}, {"b", 1, "Failed"}}, .resident = "a", .pending = "b", .stage = "Loading"},
+        {.m = {{"a", 0, NULL, NULL, NULL, NULL, 0, true}}},
+        {.m = {{"a", 1, "Ready", "R", "personaplex"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining"},
+    };
+    const bool stable[] = {true, true, true, true, true, true, true};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        t_fix *f = calloc(1, sizeof *f);
+        assert_non_null(f);
+        fix_build(f, &t[i]);
+        plan_result *p = NULL, *q = NULL;
+        assert_int_equal(plan_build(&f->s, &p), 0);
+        assert_true(has_kind(p, PLAN_WRITE_STATUS));
+        f->s.status = p->status;
+        assert_int_equal(plan_build(&f->s, &q), 0);
+        assert_false(has_kind(q, PLAN_WRITE_STATUS));
+        assert_false(has_kind(q, PLAN_EVENT));
+        if (stable[i])
+            assert_int_equal(q->n_actions, 0);
+        plan_free(q);
+        plan_free(p);
+        free(f);
+    }
+}
+
+static void test_parse_duration(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        int rc;
+        int64_t ms;
+    } t[] = {
+        {"300s", 0, 300000},   {"5m", 0, 300000},
+        {"1h30m", 0, 5400000}, {"1.5h", 0, 5400000},
+        {"250ms", 0, 250},     {"+2s", 0, 2000},
+        {"0", 0, 0},           {"1m0.5s", 0, 60500},
+        {"1500us", 0, 1},      {".5s", 0, 500},
+        {"2.s", 0, 2000},      {"10", -EINVAL, 0},
+        {"", -EINVAL, 0},      {"-5s", -EINVAL, 0},
+        {"s", -EINVAL, 0},     {"5x", -EINVAL, 0},
+        {"5 s", -EINVAL, 0},   {"1e3s", -EINVAL, 0},
+        {".s", -EINVAL, 0},    {"99999999999999999h", -EINVAL, 0},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        int64_t ms = -1;
+        int rc = plan_parse_duration_ms(t[i].in, &ms);
+        if (rc != t[i].rc || (rc == 0 && ms != t[i].ms))
+            fail_msg("\"%s\": rc %d ms %lld", t[i].in, rc, (long long)ms);
+    }
+    int64_t ms;
+    assert_int_equal(plan_parse_duration_ms(NULL, &ms), -EINVAL);
+}
+
+static void test_bad_args(void **state)
+{
+    (void)state;
+    plan_snapshot s = {.n_members = 2};
+    plan_result *p = NULL;
+    assert_int_equal(plan_build(NULL, &p), -EINVAL);
+    assert_int_equal(plan_build(&s, NULL), -EINVAL);
+    assert_int_equal(plan_build(&s, &p), -EINVAL); /* members NULL with a count */
+    plan_free(NULL);
+}
+
+/* ---- a member simulator: whole swaps, step by step ----
+ * Each step plans, applies the plan like the controller (status, probes answered from a script,
+ * replicas), then plays the InferenceService controller: replicas 0 -> pods terminate over two
+ * steps and phase Stopped; replicas 1 -> a pod is created, runs next step, phase Ready (or the
+ * member's scripted failure phase). The clock moves one second a step. */
+
+typedef struct {
+    const char *name, *runtime, *fail_phase;
+    int32_t replicas;
+    const char *phase;
+    plan_pod pods[MAXP];
+    size_t n_pods;
+    char names[MAXP][32];
+    int pod_seq;
+    int busy_probes; /* how many more probes of this member answer busy */
+} sim_member;
+
+typedef struct {
+    sim_member m[MAXM];
+    size_t n;
+    const char *dflt;
+    plan_result *cur; /* owns the status the pool has now */
+    int64_t now;
+    int steps_idle;
+    char log[4096]; /* events, in order */
+    plan_member pm[MAXM];
+    plan_snapshot s;
+} sim;
+
+static void sim_snapshot(sim *w)
+{
+    for (size_t i = 0; i < w->n; i++) {
+        sim_member *m = &w->m[i];
+        w->pm[i] = (plan_member){.name = m->name,
+                                 .exists = true,
+                                 .replicas = m->replicas,
+                                 .phase = m->phase,
+                                 .runtime = m->runtime,
+                                 .pods = m->pods,
+                                 .n_pods = m->n_pods};
+    }
+    w->s = (plan_snapshot){.ns = "ml",
+                           .name = "pool",
+                           .generation = 1,
+                           .members = w->pm,
+                           .n_members = w->n,
+                           .default_member = w->dflt,
+                           .now_ms = w->now};
+    if (w->cur)
+        w->s.status = w->cur->status;
+}
+
+static sim_member *sim_find(sim *w, const char *name)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (strcmp(w->m[i].name, name) == 0)
+            return &w->m[i];
+    return NULL;
+}
+
+static void sim_members_act(sim *w)
+{
+    for (size_t i = 0; i < w->n; i++) {
+        sim_member *m = &w->m[i];
+        size_t k = 0; /* pods that were terminating are gone now */
+        for (size_t j = 0; j < m->n_pods; j++)
+            if (!m->pods[j].terminating) {
+                m->pods[k] = m->pods[j];
+                memcpy(m->names[k], m->names[j], sizeof m->names[k]);
+                m->pods[k].name = m->names[k];
+                k++;
+            }
+        m->n_pods = k;
+        if (m->replicas == 0) {
+            for (size_t j = 0; j < m->n_pods; j++)
+                m->pods[j].terminating = true;
+            m->phase = "Stopped";
+        } else if (m->n_pods == 0) {
+            plan_pod *p = &m->pods[m->n_pods];
+            memset(p, 0, sizeof *p);
+            snprintf(m->names[m->n_pods], sizeof m->names[0], "%s-%d", m->name, m->pod_seq++);
+            p->name = m->names[m->n_pods];
+            p->ip = "127.0.0.1";
+            p->phase = PLAN_POD_PENDING;
+            m->n_pods++;
+            m->phase = "Creating";
+        } else if (m->fail_phase) {
+            m->phase = m->fail_phase;
+        } else {
+            for (size_t j = 0; j < m->n_pods; j++)
+                m->pods[j].phase = PLAN_POD_RUNNING, m->pods[j].container_running = true;
+            m->phase = "Ready";
+        }
+    }
+}
+
+/* One step. Returns the number of actions the plan had. */
+static size_t sim_step(sim *w)
+{
+    sim_snapshot(w);
+    plan_result *p = NULL;
+    assert_int_equal(plan_build(&w->s, &p), 0);
+    check_safety(&w->s, p);
+    size_t n = p->n_actions;
+    bool wrote = false;
+    for (size_t i = 0; i < p->n_actions; i++) {
+        const plan_action *a = &p->actions[i];
+        sim_member *m = a->member ? sim_find(w, a->member) : NULL;
+        switch (a->kind) {
+        case PLAN_WRITE_STATUS:
+            wrote = true;
+            break;
+        case PLAN_EVENT: {
+            size_t len = strlen(w->log);
+            snprintf(w->log + len, sizeof w->log - len, "%s%s", len ? " " : "", a->reason);
+            break;
+        }
+        case PLAN_SCALE:
+            m->replicas = a->replicas;
+            break;
+        case PLAN_PROBE: {
+            plan_probe_result r = PLAN_PROBE_IDLE;
+            if (m->busy_probes > 0) {
+                m->busy_probes--;
+                r = PLAN_PROBE_BUSY;
+            }
+            for (size_t j = 0; j < a->n_pods; j++)
+                for (size_t k = 0; k < m->n_pods; k++)
+                    if (strcmp(m->pods[k].name, a->pods[j].name) == 0) {
+                        m->pods[k].probe = r;
+                        m->pods[k].probed_at_ms = w->now;
+                    }
+            break;
+        }
+        }
+    }
+    if (wrote) {
+        plan_free(w->cur);
+        w->cur = p;
+    } else {
+        plan_free(p);
+    }
+    sim_members_act(w);
+    w->now += 1000;
+    return n;
+}
+
+/* Steps until the pool has done nothing for three steps in a row (or gives up). */
+static void sim_settle(sim *w, int max_steps)
+{
+    int quiet = 0;
+    for (int i = 0; i < max_steps && quiet < 3; i++)
+        quiet = sim_step(w) == 0 ? quiet + 1 : 0;
+    assert_true(quiet >= 3);
+}
+
+static const char *sim_status(sim *w, int which)
+{
+    if (!w->cur)
+        return "";
+    plan_status *st = &w->cur->status;
+    return nz(which == 0 ? st->phase : which == 1 ? st->resident_member : st->pending_member);
+}
+
+/* Exactly one member holds replicas or pods, and it is the resident. */
+static void sim_assert_single(sim *w, const char *resident)
+{
+    assert_string_equal(sim_status(w, 0), "Ready");
+    assert_string_equal(sim_status(w, 1), resident);
+    assert_string_equal(sim_status(w, 2), "");
+    for (size_t i = 0; i < w->n; i++) {
+        bool is_res = strcmp(w->m[i].name, resident) == 0;
+        assert_int_equal(w->m[i].replicas, is_res ? 1 : 0);
+        if (!is_res)
+            assert_int_equal(w->m[i].n_pods, 0);
+    }
+}
+
+static sim *sim_new(const char *dflt, const char *const *names, const int32_t *replicas)
+{
+    sim *w = calloc(1, sizeof *w);
+    assert_non_null(w);
+    w->dflt = dflt;
+    w->now = NOW;
+    for (; names[w->n]; w->n++) {
+        w->m[w->n].name = names[w->n];
+        w->m[w->n].replicas = replicas[w->n];
+        w->m[w->n].phase = "Stopped";
+    }
+    return w;
+}
+
+static void sim_free(sim *w)
+{
+    plan_free(w->cur);
+    free(w);
+}
+
+static void test_sim_cold_start_default(void **state)
+{
+    (void)state;
+    /* Members created without replicas (so all start), pool created after: default wins. */
+    const char *names[] = {"a", "b", "c", NULL};
+    sim *w = sim_new("b", names, (const int32_t[]){U, U, U});
+    sim_members_act(w); /* their pods exist before the pool is seen */
+    sim_settle(w, 40);
+    sim_assert_single(w, "b");
+    assert_string_equal(w->log, "SwapStarted SwapCompleted");
+    sim_free(w);
+}
+
+static void test_sim_swap_busy_then_idle(void **state)
+{
+    (void)state;
+    const char *names[] = {"a", "b", NULL};
+    sim *w = sim_new(NULL, names, (const int32_t[]){1, 0});
+    sim_settle(w, 40);
+    sim_assert_single(w, "a");
+    w->m[0].busy_probes = 3; /* a serves a long request: three probes answer busy */
+    w->m[1].replicas = 1;    /* the request for b */
+    sim_settle(w, 60);
+    sim_assert_single(w, "b");
+    /* one PodsBusy Event for the whole deferral, however many re-probes */
+    assert_string_equal(w->log, "SwapStarted SwapCompleted SwapStarted PodsBusy SwapCompleted");
+    sim_free(w);
+}
+
+static void test_sim_three_members_supersede(void **state)
+{
+    (void)state;
+    const char *names[] = {"a", "b", "c", "d", NULL};
+    sim *w = sim_new("a", names, (const int32_t[]){0, 0, 0, 0});
+    sim_settle(w, 40);
+    sim_assert_single(w, "a");
+    w->m[0].busy_probes = 2;
+    w->m[1].replicas = 1; /* request b */
+    for (int i = 0; i < 3; i++)
+        sim_step(w);
+    assert_string_equal(sim_status(w, 2), "b");
+    w->m[3].replicas = 1; /* then d, while a still drains */
+    sim_settle(w, 60);
+    sim_assert_single(w, "d");
+    sim_free(w);
+}
+
+static void test_sim_supersede_while_loading(void **state)
+{
+    (void)state;
+    const char *names[] = {"a", "b", "c", NULL};
+    sim *w = sim_new(NULL, names, (const int32_t[]){1, 0, 0});
+    sim_settle(w, 40);
+    w->m[1].replicas = 1;
+    for (int i = 0; i < 40 && w->m[1].n_pods == 0; i++)
+        sim_step(w);
+    assert_string_equal(sim_status(w, 2), "b"); /* b is starting */
+    w->m[2].replicas = 1;
+    sim_settle(w, 60);
+    sim_assert_single(w, "c");
+    sim_free(w);
+}
+
+static void test_sim_failed_target_escape(void **state)
+{
+    (void)state;
+    const char *names[] = {"a", "b", "c", NULL};
+    sim *w = sim_new(NULL, names, (const int32_t[]){1, 0, 0});
+    sim_settle(w, 40);
+    w->m[1].fail_phase = "Failed";
+    w->m[1].replicas = 1;
+    sim_settle(w, 60); /* settles in a reported failure, not silently Swapping */
+    assert_string_equal(sim_status(w, 0), "Degraded");
+    assert_string_equal(sim_status(w, 2), "b");
+    assert_non_null(strstr(w->log, "TargetFailed"));
+    w->m[2].replicas = 1; /* someone asks for c instead */
+    sim_settle(w, 60);
+    sim_assert_single(w, "c");
+    sim_free(w);
+}
+
+static void test_sim_unsupported_waits_for_human(void **state)
+{
+    (void)state;
+    const char *names[] = {"a", "b", NULL};
+    sim *w = sim_new("a", names, (const int32_t[]){0, 0});
+    w->m[0].runtime = "personaplex";
+    sim_settle(w, 40);
+    sim_assert_single(w, "a");
+    w->m[1].replicas = 1;
+    sim_settle(w, 40);
+    assert_string_equal(sim_status(w, 0), "Swapping");
+    assert_int_equal(w->m[0].replicas, 1); /* never unloaded unprobed */
+    assert_int_equal(w->m[1].replicas, 0); /* held */
+    w->m[0].replicas = 0;                  /* a human decides a may go */
+    sim_settle(w, 40);
+    sim_assert_single(w, "b");
+    sim_free(w);
+}
+
+/* ---- properties over random inputs (seeded, deterministic) ---- */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+
+static uint32_t rnd(uint32_t n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng % n);
+}
+
+static const char *any(const char *const *v, size_t n)
+{
+    return v[rnd((uint32_t)n)];
+}
+#define ANY(...)                                                                                   \
+    any((const char *const[]){__VA_ARGS__},                                                        \
+        sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
+
+static void random_snapshot(t_fix *f)
+{
+    static const char *const names[] = {"a", "b", "c", "d", "e"};
+    memset(f, 0, sizeof *f);
+    size_t n = 1 + rnd(4);
+    for (size_t i = 0; i < n; i++) {
+        plan_member *m = &f->members[i];
+        uint32_t r = rnd(40);
+        m->name = r == 0 ? "" : r == 1 && i > 0 ? f->members[i - 1].name : names[i];
+        m->exists = rnd(40) != 0;
+        m->claimed_by = rnd(80) == 0 ? "other" : NULL;
+        m->replicas = (int32_t[]){U, 0, 0, 0, 1, 1, 2}[rnd(7)];
+        m->phase = ANY(NULL, "Pending", "Creating", "Progressing", "Ready", "Ready", "Ready",
+                       "WaitingForGPU", "Stopped", "Stopped", "Suspended", "Failed");
+        m->runtime = ANY(NULL, NULL, NULL, "llamacpp", "llamacpp-router", "vllm", "tgi", "sglang",
+                         "personaplex", "generic", "generic", "weird");
+        m->idle_endpoint = rnd(2) ? "/idle" : NULL;
+        m->endpoint_port = rnd(4) == 0 ? 9000 : 0;
+        m->container_port = rnd(4) == 0 ? 7000 : 0;
+        size_t np = rnd(4);
+        for (size_t j = 0; j < np; j++) {
+            plan_pod *p = &f->pods[i][j];
+            snprintf(f->pod_names[i][j], sizeof f->pod_names[i][j], "%s-%zu", m->name, j);
+            p->name = f->pod_names[i][j];
+            p->ip = "127.0.0.1";
+            p->phase = (plan_pod_phase)rnd(5);
+            p->terminating = rnd(4) == 0;
+            p->container_running = rnd(3) != 0;
+            p->probe = (plan_probe_result)rnd(5);
+            p->probed_at_ms = NOW - (int64_t)rnd(4000);
+            p->probe_message = rnd(2) ? "timeout" : NULL;
+        }
+        m->pods = f->pods[i];
+        m->n_pods = np;
+    }
+    f->s.ns = "ml";
+    f->s.name = "pool";
+    f->s.generation = 1 + rnd(5);
+    f->s.members = f->members;
+    f->s.n_members = n;
+    f->s.now_ms = NOW + rnd(1000);
+    f->s.default_member = rnd(3) == 0 ? ANY("a", "b", "c", "z", "") : NULL;
+    f->s.swap_budget = rnd(10) ? ANY(NULL, "300s", "1m", "10s", "") : ANY("bogus", "0", "-1s");
+    f->s.swap_policy = rnd(30) == 0 ? "greedy" : rnd(2) ? "sticky" : NULL;
+    f->s.status.resident_member = (char *)(rnd(2) ? ANY("a", "b", "c", "d", "z", "") : NULL);
+    f->s.status.pending_member =
+        (char *)(rnd(3) ? ANY("a", "b", "a", "b", "c", "d", "z", "") : NULL);
+    size_t nc = 0;
+    if (rnd(3))
+        f->conds[nc++] = (plan_condition){"Swapping", (char *)ANY("True", "False"),
+                                          (char *)ANY("Loading", "Draining", "NotSwapping"), "",
+                                          NOW - (int64_t)rnd(600) * 1000};
+    if (rnd(3))
+        f->conds[nc++] = (plan_condition){"SwapDeferred", (char *)ANY("True", "False"),
+                                          (char *)ANY("PodsBusy", "NotDeferred"), "x", NOW};
+    if (rnd(3))
+        f->conds[nc++] = (plan_condition){"MembersValid", (char *)ANY("True", "False"),
+                                          (char *)ANY("Valid", "MissingMembers"), "", NOW};
+    f->s.status.conditions = f->conds;
+    f->s.status.n_conditions = nc;
+}
+
+static void test_property_random_snapshots(void **state)
+{
+    (void)state;
+    rng = 0x2545f4914f6cdd1dULL;
+    t_fix *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    size_t scales = 0, probes = 0;
+    for (int i = 0; i < 20000; i++) {
+        random_snapshot(f);
+        plan_result *p = NULL;
+        assert_int_equal(plan_build(&f->s, &p), 0);
+        check_safety(&f->s, p);
+        scales += has_kind(p, PLAN_SCALE);
+        probes += has_kind(p, PLAN_PROBE);
+        check_converges(&f->s, p);
+        plan_free(p);
+    }
+    print_message("  %zu plans scaled, %zu probed\n", scales, probes);
+    /* the generator must reach the interesting paths, or the property says nothing */
+    assert_true(scales > 500);
+    assert_true(probes > 500);
+    free(f);
+}
+
+/* Random runs of the simulator: random requests, random busy answers; every step keeps the
+ * safety rules, and once requests stop the pool ends with one resident and nothing else up. */
+static void test_property_random_runs(void **state)
+{
+    (void)state;
+    rng = 0xd1b54a32d192ed03ULL;
+    const char *names[] = {"a", "b", "c", "d", NULL};
+    for (int run = 0; run < 300; run++) {
+        int32_t reps0[4];
+        for (int i = 0; i < 4; i++)
+            reps0[i] = (int32_t[]){U, 0, 0, 1}[rnd(4)];
+        sim *w = sim_new(rnd(2) ? ANY("a", "b", "c", "d") : NULL, names, reps0);
+        if (rnd(2))
+            sim_members_act(w); /* members already running before the pool */
+        for (int step = 0; step < 40; step++) {
+            if (rnd(5) == 0)
+                w->m[rnd(4)].replicas = 1; /* a request */
+            if (rnd(6) == 0)
+                w->m[rnd(4)].busy_probes = (int)rnd(3);
+            sim_step(w);
+        }
+        sim_settle(w, 80);
+        const char *res = sim_status(w, 1);
+        bool any_up = false;
+        for (size_t i = 0; i < w->n; i++)
+            any_up |= w->m[i].replicas > 0 || w->m[i].n_pods > 0;
+        if (*res)
+            sim_assert_single(w, res);
+        else if (strcmp(sim_status(w, 0), "Degraded") != 0)
+            assert_false(any_up); /* cold and empty: nothing was asked of it */
+        sim_free(w);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cold),
+        cmocka_unit_test(test_adoption),
+        cmocka_unit_test(test_sticky),
+        cmocka_unit_test(test_drain),
+        cmocka_unit_test(test_target),
+        cmocka_unit_test(test_supersede),
+        cmocka_unit_test(test_invalid),
+        cmocka_unit_test(test_recovery),
+        cmocka_unit_test(test_status_mirror),
+        cmocka_unit_test(test_idempotence),
+        cmocka_unit_test(test_parse_duration),
+        cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_sim_cold_start_default),
+        cmocka_unit_test(test_sim_swap_busy_then_idle),
+        cmocka_unit_test(test_sim_three_members_supersede),
+        cmocka_unit_test(test_sim_supersede_while_loading),
+        cmocka_unit_test(test_sim_failed_target_escape),
+        cmocka_unit_test(test_sim_unsupported_waits_for_human),
+        cmocka_unit_test(test_property_random_snapshots),
+        cmocka_unit_test(test_property_random_runs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,199 @@
+/* Tests of the bridge between API objects and the plan: status JSON read/patch round trips, RFC
+ * 3339 times, and snapshots built from real-shaped cached objects (pods by label, claims by other
+ * pools, probe memory by Pod UID, fields of the wrong type). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "informer/store.h"
+#include "pool/snapshot.h"
+#include "pool/status.h"
+
+static void test_time(void **state)
+{
+    (void)state;
+    int64_t ms = 0;
+    assert_int_equal(pool_time_parse("2026-12-02T19:08:52Z", &ms), 0);
+    char out[32];
+    pool_time_format(ms, out);
+    assert_string_equal(out, "2026-12-02T19:08:52Z");
+    assert_int_equal(pool_time_parse("2026-12-02T19:08:52.123456Z", &ms), 0);
+    pool_time_format(ms, out);
+    assert_string_equal(out, "2026-12-02T19:08:52Z");
+    assert_int_equal(pool_time_parse("2026-12-02 19:08:52", &ms), -1);
+    assert_int_equal(pool_time_parse("2026-12-02T19:08:52+01:00", &ms), -1);
+    assert_int_equal(pool_time_parse(NULL, &ms), -1);
+}
+
+static void test_status_round_trip(void **state)
+{
+    (void)state;
+    plan_member_status members[] = {{"a", "Ready", true}, {"b", NULL, false}};
+    plan_condition conds[] = {{"SlotAllocated", "True", "Resident", "a holds the slot", 1764702532000}};
+    plan_status st = {.phase = "Ready",
+                      .resident_member = "a",
+                      .observed_generation = 3,
+                      .members = members,
+                      .n_members = 2,
+                      .conditions = conds,
+                      .n_conditions = 1};
+    char *patch = pool_status_patch(&st, "42");
+    assert_non_null(patch);
+    cJSON *doc = cJSON_Parse(patch);
+    free(patch);
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "metadata"), "resourceVersion")->valuestring,
+        "42");
+    /* Absent fields are explicit nulls, so a merge patch removes what was there. */
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "status"), "pendingMember")));
+    plan_status back;
+    assert_int_equal(pool_status_read(doc, &back), 0);
+    assert_true(plan_status_equal(&st, &back));
+    assert_int_equal(back.conditions[0].last_transition_ms, 1764702532000);
+    pool_status_release(&back);
+    cJSON_Delete(doc);
+
+    /* Wrong types and missing names read as absent instead of failing. */
+    doc = cJSON_Parse("{\"status\":{\"phase\":3,\"members\":[{\"phase\":\"Ready\"},{\"name\":\"x\"}],"
+                      "\"conditions\":{\"type\":\"bad\"}}}");
+    assert_int_equal(pool_status_read(doc, &back), 0);
+    assert_null(back.phase);
+    assert_int_equal(back.n_members, 1);
+    assert_string_equal(back.members[0].name, "x");
+    assert_int_equal(back.n_conditions, 0);
+    pool_status_release(&back);
+    cJSON_Delete(doc);
+}
+
+static const char *pools_json[] = {
+    "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"p\",\"generation\":2,\"resourceVersion\":\"5\"},"
+    "\"spec\":{\"members\":[{\"inferenceServiceRef\":{\"name\":\"a\"}},"
+    "{\"inferenceServiceRef\":{\"name\":\"b\"}},{\"inferenceServiceRef\":{\"name\":\"gone\"}}],"
+    "\"default\":\"a\",\"swapBudget\":\"60s\"},"
+    "\"status\":{\"phase\":\"Ready\",\"residentMember\":\"a\"}}",
+    "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"other\"},"
+    "\"spec\":{\"members\":[{\"inferenceServiceRef\":{\"name\":\"b\"}}]}}",
+    "{\"metadata\":{\"namespace\":\"elsewhere\",\"name\":\"p\"},"
+    "\"spec\":{\"members\":[{\"inferenceServiceRef\":{\"name\":\"a\"}}]}}",
+};
+static const char *isvcs_json[] = {
+    "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a\","
+    "\"annotations\":{\"inference.llmkube.dev/idle-endpoint\":\"/idle\"}},"
+    "\"spec\":{\"replicas\":1,\"runtime\":\"generic\",\"endpoint\":{\"port\":9000}},"
+    "\"status\":{\"phase\":\"Ready\"}}",
+    "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"b\"},\"spec\":{\"replicas\":\"two\","
+    "\"containerPort\":7000}}",
+};
+static const char *pods_json[] = {
+    "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a-1\",\"uid\":\"u1\","
+    "\"labels\":{\"inference.llmkube.dev/service\":\"a\"}},"
+    "\"status\":{\"phase\":\"Running\",\"podIP\":\"127.0.0.5\","
+    "\"containerStatuses\":[{\"state\":{\"running\":{}}}]}}",
+    "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a-old\",\"uid\":\"u0\","
+    "\"deletionTimestamp\":\"2026-12-02T00:00:00Z\","
+    "\"labels\":{\"inference.llmkube.dev/service\":\"a\"}},\"status\":{\"phase\":\"Failed\"}}",
+    "{\"metadata\":{\"namespace\":\"elsewhere\",\"name\":\"a-x\",\"uid\":\"u9\","
+    "\"labels\":{\"inference.llmkube.dev/service\":\"a\"}},\"status\":{\"phase\":\"Running\"}}",
+};
+
+static store *fill(const char **json, size_t n, const char *index, store_index_fn fn)
+{
+    store *s = store_new(NULL, NULL);
+    assert_non_null(s);
+    if (index)
+        assert_int_equal(store_add_index(s, index, fn, NULL), 0);
+    for (size_t i = 0; i < n; i++) {
+        cJSON *o = cJSON_Parse(json[i]);
+        assert_non_null(o);
+        assert_int_equal(store_put(s, o, NULL), 0);
+    }
+    return s;
+}
+
+static const pool_probe_memo test_memo = {PLAN_PROBE_BUSY, 1000, "1 of 1 slots processing"};
+
+static const pool_probe_memo *test_lookup(void *ud, const char *uid)
+{
+    (void)ud;
+    return strcmp(uid, "u1") == 0 ? &test_memo : NULL;
+}
+
+static const plan_pod *find_pod(const plan_member *m, const char *name)
+{
+    for (size_t i = 0; i < m->n_pods; i++)
+        if (strcmp(m->pods[i].name, name) == 0)
+            return &m->pods[i];
+    return NULL;
+}
+
+static void test_snapshot(void **state)
+{
+    (void)state;
+    store *pools = fill(pools_json, 3, POOL_INDEX_MEMBER, pool_index_pool_members);
+    store *isvcs = fill(isvcs_json, 2, NULL, NULL);
+    store *pods = fill(pods_json, 3, POOL_INDEX_SERVICE, pool_index_pod_service);
+    pool_sources src = {pools, isvcs, pods, test_lookup, NULL};
+    pool_snapshot snap;
+    assert_int_equal(pool_snapshot_build(store_get(pools, "ns/p"), &src, 5000, &snap), 0);
+    const plan_snapshot *s = &snap.snap;
+    assert_string_equal(s->ns, "ns");
+    assert_string_equal(s->name, "p");
+    assert_int_equal(s->generation, 2);
+    assert_string_equal(s->default_member, "a");
+    assert_string_equal(s->swap_budget, "60s");
+    assert_int_equal(s->now_ms, 5000);
+    assert_string_equal(s->status.resident_member, "a");
+    assert_int_equal(s->n_members, 3);
+
+    const plan_member *a = &s->members[0];
+    assert_true(a->exists);
+    assert_int_equal(a->replicas, 1);
+    assert_string_equal(a->phase, "Ready");
+    assert_string_equal(a->runtime, "generic");
+    assert_string_equal(a->idle_endpoint, "/idle");
+    assert_int_equal(a->endpoint_port, 9000);
+    assert_null(a->claimed_by); /* the pool in another namespace does not count */
+    assert_int_equal(a->n_pods, 2); /* the Pod in another namespace does not count */
+    const plan_pod *p1 = find_pod(a, "a-1");
+    assert_non_null(p1);
+    assert_int_equal(p1->phase, PLAN_POD_RUNNING);
+    assert_true(p1->container_running);
+    assert_false(p1->terminating);
+    assert_string_equal(p1->ip, "127.0.0.5");
+    assert_int_equal(p1->probe, PLAN_PROBE_BUSY);
+    assert_int_equal(p1->probed_at_ms, 1000);
+    const plan_pod *p0 = find_pod(a, "a-old");
+    assert_non_null(p0);
+    assert_int_equal(p0->phase, PLAN_POD_FAILED);
+    assert_true(p0->terminating);
+    assert_false(p0->container_running);
+    assert_int_equal(p0->probe, PLAN_PROBE_NONE);
+
+    const plan_member *b = &s->members[1];
+    assert_true(b->exists);
+    assert_int_equal(b->replicas, PLAN_REPLICAS_UNSET); /* "two" is not a number */
+    assert_int_equal(b->container_port, 7000);
+    assert_string_equal(b->claimed_by, "other");
+    assert_int_equal(b->n_pods, 0);
+
+    assert_false(s->members[2].exists);
+    pool_snapshot_release(&snap);
+    store_free(pools);
+    store_free(isvcs);
+    store_free(pods);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_time),
+        cmocka_unit_test(test_status_round_trip),
+        cmocka_unit_test(test_snapshot),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
