@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The demo: a real kube-apiserver + etcd on loopback, the CRDs and samples, the member simulator
+# and the operator; scales qwen-7b to 1 and shows the pool swap, then stops everything.
+set -euo pipefail
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bash "$top/scripts/bootstrap.sh"
+bash "$top/test/controlplane/build.sh" >/dev/null
+cmake -S "$top" -B "$top/build/demo" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$top/build/demo" -j"$(nproc)" --target modelpool-operator member-sim >/dev/null
+state=$(mktemp -d /tmp/modelpool-demo.XXXXXX)
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; bash "$top/test/controlplane/stop.sh" "$state"; rm -rf "$state"' EXIT
+bash "$top/test/controlplane/start.sh" "$state" >/dev/null
+source "$state/env"
+k() { kubectl "$@"; }
+k apply -f "$top/crd/modelpools.inference.llmkube.dev.yaml" -f "$top/test/crds/inferenceservices.inference.llmkube.dev.yaml"
+k wait --for=condition=Established crd --all --timeout=60s
+until k get modelpools >/dev/null 2>&1; do sleep 0.5; done
+k apply -f "$top/config/samples/inferenceservices.yaml" -f "$top/config/samples/modelpool.yaml"
+"$top/build/demo/member-sim" --kubeconfig "$KUBECONFIG" --load-ms 1000 >"$state/sim.log" 2>&1 & pids+=($!)
+"$top/build/demo/modelpool-operator" --kubeconfig "$KUBECONFIG" >"$state/operator.log" 2>&1 & pids+=($!)
+show() { echo "--- $*"; k get modelpools,inferenceservices; }
+for _ in $(seq 1 60); do [ "$(k get mpool shared-gpu -o jsonpath='{.status.phase}')" == Ready ] && break; sleep 1; done
+show "cold pool warmed its default"
+k scale isvc qwen-7b --replicas=1
+for _ in $(seq 1 60); do [ "$(k get mpool shared-gpu -o jsonpath='{.status.residentMember}')" == qwen-7b ] && break; sleep 1; done
+show "after kubectl scale isvc qwen-7b --replicas=1"
+k describe modelpool shared-gpu | sed -n '/Events:/,$p'
