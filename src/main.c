@@ -83,7 +83,10 @@ int main(int argc, char **argv)
         printf("modelpool-operator %s\n", MP_VERSION);
         return 0;
     }
-    log_setup(stderr, opts.log_level == 0 ? LOG_INFO : opts.log_level == 1 ? LOG_DEBUG : LOG_TRACE,
+    log_setup(stderr,
+              opts.log_level == 0   ? LOG_INFO
+              : opts.log_level == 1 ? LOG_DEBUG
+                                    : LOG_TRACE,
               opts.log_json ? LOG_JSON : LOG_TEXT);
 
     kube_config cfg = {0};

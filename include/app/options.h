@@ -18,8 +18,8 @@ typedef struct app_options {
 /* Parses argv (and the environment through getenv_fn, so tests pass their own). Returns 0, or -1
  * with a one-line message in err (size errlen) naming the bad flag or value. Strings point into
  * argv or the environment. */
-int app_options_parse(app_options *o, int argc, char **argv,
-                      const char *(*getenv_fn)(const char *), char *err, size_t errlen);
+int app_options_parse(app_options *o, int argc, char **argv, const char *(*getenv_fn)(const char *),
+                      char *err, size_t errlen);
 
 /* The --help text. */
 const char *app_options_usage(void);

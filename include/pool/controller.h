@@ -13,11 +13,11 @@
 typedef struct pool_controller pool_controller;
 
 typedef struct pool_controller_opts {
-    const char *namespace_;  /* watch one namespace; NULL: all */
-    const char *instance;    /* who we are, for Events (e.g. the Pod name); NULL: hostname */
-    long probe_timeout_ms;   /* each idle probe request; 0: 2000 */
-    uint64_t resync_ms;      /* backstop re-reconcile of every pool; 0: 300000 */
-    uint64_t expect_ms;      /* how long to wait for the cache to show our own write; 0: 5000 */
+    const char *namespace_; /* watch one namespace; NULL: all */
+    const char *instance;   /* who we are, for Events (e.g. the Pod name); NULL: hostname */
+    long probe_timeout_ms;  /* each idle probe request; 0: 2000 */
+    uint64_t resync_ms;     /* backstop re-reconcile of every pool; 0: 300000 */
+    uint64_t expect_ms;     /* how long to wait for the cache to show our own write; 0: 5000 */
 } pool_controller_opts;
 
 /* NULL when out of memory. loop and client must outlive the controller. */

@@ -44,8 +44,8 @@ static int app_parse_level(const char *s, int *out)
     return 0;
 }
 
-int app_options_parse(app_options *o, int argc, char **argv,
-                      const char *(*getenv_fn)(const char *), char *err, size_t errlen)
+int app_options_parse(app_options *o, int argc, char **argv, const char *(*getenv_fn)(const char *),
+                      char *err, size_t errlen)
 {
     enum { OPT_KUBECONFIG = 256, OPT_CONTEXT, OPT_NAMESPACE, OPT_VERSION, OPT_LOG_FORMAT };
     static const struct option longopts[] = {

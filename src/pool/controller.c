@@ -229,8 +229,8 @@ static void pc_on_write(void *ud, const kube_error *err, long code, const cJSON 
     pool_controller *pc = ud;
     pc->run->call = NULL;
     if (err->kind != KUBE_OK) {
-        pc_fail(pc, kube_error_is(err, "Conflict") ? "write conflict, will re-plan"
-                                                   : "write failed",
+        pc_fail(pc,
+                kube_error_is(err, "Conflict") ? "write conflict, will re-plan" : "write failed",
                 err);
         return;
     }
@@ -377,8 +377,8 @@ static int pc_probe(pool_controller *pc, const plan_action *a)
         return -1;
     for (size_t i = 0; i < a->n_pods; i++)
         targets[i] = (prober_target){.pod = a->pods[i].name, .ip = a->pods[i].ip};
-    pc->run->batch = prober_start(pc->prober, a->runtime, a->idle_path, a->port, targets,
-                                  a->n_pods, pc_on_probed, pc);
+    pc->run->batch = prober_start(pc->prober, a->runtime, a->idle_path, a->port, targets, a->n_pods,
+                                  pc_on_probed, pc);
     free(targets);
     return pc->run->batch ? 0 : -1;
 }
@@ -414,8 +414,8 @@ static void pc_next(pool_controller *pc)
         kube_error_clear(&err);
         return;
     }
-    pc_finish(pc, WQ_SUCCESS, run->plan->requeue_after_ms > 0 ? (uint64_t)run->plan->requeue_after_ms
-                                                              : 0);
+    pc_finish(pc, WQ_SUCCESS,
+              run->plan->requeue_after_ms > 0 ? (uint64_t)run->plan->requeue_after_ms : 0);
 }
 
 static void pc_plan(pool_controller *pc)
@@ -536,9 +536,9 @@ static void pc_pool_updated(void *ud, const cJSON *old_obj, const cJSON *new_obj
     cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(
                               cJSON_GetObjectItemCaseSensitive(old_obj, "spec"), "members"))
     {
-        pc_enqueue_member(pc, pc_str(old_obj, "metadata", "namespace"),
-                          pc_str(cJSON_GetObjectItemCaseSensitive(m, "inferenceServiceRef"),
-                                 "name", NULL));
+        pc_enqueue_member(
+            pc, pc_str(old_obj, "metadata", "namespace"),
+            pc_str(cJSON_GetObjectItemCaseSensitive(m, "inferenceServiceRef"), "name", NULL));
     }
     pc_pool_changed(ud, new_obj);
 }
@@ -584,8 +584,8 @@ static void pc_pod_deleted(void *ud, const cJSON *obj)
 static void pc_on_error(void *ud, const kube_error *err)
 {
     (void)ud;
-    log_kv(LOG_ERROR, "list/watch failed, retrying", "error", err->message, "reason",
-           err->reason, NULL);
+    log_kv(LOG_ERROR, "list/watch failed, retrying", "error", err->message, "reason", err->reason,
+           NULL);
 }
 
 /* ---- lifecycle ---- */
@@ -626,12 +626,12 @@ pool_controller *pool_controller_new(ev_loop *loop, kube_client *client,
     if (!(pc->instance = strdup(opts->instance ? opts->instance : host)))
         goto fail;
 
-    informer_handlers hp = {pc_pool_changed, pc_pool_updated, pc_pool_deleted, pc_on_synced,
-                            pc_on_error, pc};
-    informer_handlers hi = {pc_isvc_changed, pc_isvc_updated, pc_isvc_changed, pc_on_synced,
-                            pc_on_error, pc};
-    informer_handlers hd = {pc_pod_changed, pc_pod_updated, pc_pod_deleted, pc_on_synced,
-                            pc_on_error, pc};
+    informer_handlers hp = {pc_pool_changed, pc_pool_updated, pc_pool_deleted,
+                            pc_on_synced,    pc_on_error,     pc};
+    informer_handlers hi = {pc_isvc_changed, pc_isvc_updated, pc_isvc_changed,
+                            pc_on_synced,    pc_on_error,     pc};
+    informer_handlers hd = {pc_pod_changed, pc_pod_updated, pc_pod_deleted,
+                            pc_on_synced,   pc_on_error,    pc};
     pc->pools = pc_informer(pc, POOL_GROUP, "modelpools", NULL, &hp);
     pc->isvcs = pc_informer(pc, POOL_GROUP, "inferenceservices", NULL, &hi);
     pc->pods = pc_informer(pc, "", "pods", POOL_SERVICE_LABEL, &hd);
