@@ -500,8 +500,8 @@ static void emit_events(plan_ctx *c, const plan_want *w)
     const plan_condition *cd = find_cond(cur, "SwapDeferred");
     if (!w->deferred.keep && str_eq(w->deferred.status, "True") &&
         (cd == NULL || !str_eq(cd->status, "True") || !str_eq(cd->reason, w->deferred.reason)))
-        push_event(c, !str_eq(w->deferred.reason, "PodsBusy"), w->deferred.reason, "%s",
-                   msg_str(&w->deferred.msg));
+        push_event(c, !str_eq(w->deferred.reason, "PodsBusy"), "SwapDeferred", "%s: %s",
+                   w->deferred.reason, msg_str(&w->deferred.msg));
 
     const plan_condition *cs = find_cond(cur, "SlotAllocated");
     const char *r = w->slot.reason;
@@ -707,7 +707,11 @@ static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *
         return;
     }
 
+    /* Rule 3: the target is held at 0 first, before the incumbent's probe: its member controller
+     * may already be starting a Pod beside the incumbent. */
     plan_defer d = {0};
+    if (!clear && !loading && replicas_of(target) > 0)
+        drain(c, target, &d);
     for (size_t i = 0; i < s->n_members; i++) {
         const plan_member *m = &s->members[i];
         if (str_eq(m->name, pend) || replicas_of(m) == 0)
@@ -720,8 +724,6 @@ static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *
         loading = true;
         if (replicas_of(target) == 0)
             push_scale(c, pend, 1);
-    } else if (!loading && replicas_of(target) > 0) {
-        drain(c, target, &d); /* rule 3: held at 0 while anything else may hold the GPU */
     }
     c->oom |= d.msg.oom;
 

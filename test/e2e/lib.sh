@@ -111,6 +111,22 @@ stop_slot_check() {
 pool_get() { kubectl_admin -n "${3:-default}" get modelpool "$1" -o "jsonpath=$2"; }
 isvc_get() { kubectl_admin -n "${3:-default}" get inferenceservice "$1" -o "jsonpath=$2"; }
 
+# replicas_are MEMBER N [NS]: succeeds when the InferenceService's spec.replicas is N.
+replicas_are() {
+	local got
+	got=$(isvc_get "$1" '{.spec.replicas}' "${3:-default}")
+	echo "$got"
+	[ "$got" == "$2" ]
+}
+
+# observed_current POOL [NS]: succeeds when status.observedGeneration equals metadata.generation.
+observed_current() {
+	local got
+	got=$(pool_get "$1" '{.metadata.generation}/{.status.observedGeneration}' "${2:-default}")
+	echo "$got"
+	[ "${got%/*}" == "${got#*/}" ]
+}
+
 # pool_is POOL PHASE RESIDENT [NS]: succeeds when the pool shows that phase and resident member.
 pool_is() {
 	local got

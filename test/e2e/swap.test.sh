@@ -13,7 +13,7 @@ log "a cold pool warms its default member"
 wait_for 90 pool_is shared-gpu Ready llama-8b
 wait_for 30 condition_is shared-gpu SlotAllocated True/Resident
 expect_eq "pending member" "" "$(pool_get shared-gpu '{.status.pendingMember}')"
-expect_eq "members[]" "llama-8b:Ready:true qwen-7b::false" \
+expect_eq "members[]" "llama-8b:Ready:true qwen-7b:Stopped:false" \
 	"$(pool_get shared-gpu '{range .status.members[*]}{.name}:{.phase}:{.resident}{" "}{end}' | sed 's/ $//')"
 expect_eq "observedGeneration" "$(pool_get shared-gpu '{.metadata.generation}')" \
 	"$(pool_get shared-gpu '{.status.observedGeneration}')"
@@ -28,7 +28,7 @@ expect_eq "phase while deferred" Swapping "$(pool_get shared-gpu '{.status.phase
 expect_eq "pending member" qwen-7b "$(pool_get shared-gpu '{.status.pendingMember}')"
 expect_eq "resident while deferred" llama-8b "$(pool_get shared-gpu '{.status.residentMember}')"
 expect_eq "incumbent replicas while busy" 1 "$(isvc_get llama-8b '{.spec.replicas}')"
-wait_for 30 test "$(isvc_get qwen-7b '{.spec.replicas}')" == 0
+wait_for 30 replicas_are qwen-7b 0
 [ -n "$(live_pods llama-8b)" ] || fail "the busy incumbent lost its Pod"
 kubectl_admin describe modelpool shared-gpu | grep -q SwapDeferred ||
 	fail "no SwapDeferred event in kubectl describe"
@@ -49,8 +49,7 @@ done
 
 log "sticky: a spec change re-plans the warm pool, and it does not go back to its default"
 kubectl_admin patch modelpool shared-gpu --type=merge -p '{"spec":{"swapBudget":"120s"}}' >/dev/null
-gen=$(pool_get shared-gpu '{.metadata.generation}')
-wait_for 30 test "$(pool_get shared-gpu '{.status.observedGeneration}')" == "$gen"
+wait_for 30 observed_current shared-gpu
 expect_eq "resident after a spec change" qwen-7b "$(pool_get shared-gpu '{.status.residentMember}')"
 expect_eq "default member's replicas" 0 "$(isvc_get llama-8b '{.spec.replicas}')"
 
