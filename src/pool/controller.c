@@ -256,7 +256,8 @@ static int pc_write_status(pool_controller *pc, kube_error *err)
     if (!body || !path) {
         kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
     } else {
-        kube_request req = {.method = KUBE_PATCH_MERGE, .path = path, .body = body};
+        kube_request req = {
+            .method = KUBE_PATCH_MERGE, .path = path, .body = body, .max_retries = -1};
         run->call = kube_call_start(pc->client, &req, pc_on_write, pc, err);
         if (run->call) {
             pc_expect_add(pc, run->key, informer_store(pc->pools), run->key, run->rv);
@@ -291,7 +292,8 @@ static int pc_scale(pool_controller *pc, const plan_action *a, kube_error *err)
                                  rv, (int)a->replicas) < 0) {
         kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
     } else {
-        kube_request req = {.method = KUBE_PATCH_MERGE, .path = path, .body = body};
+        kube_request req = {
+            .method = KUBE_PATCH_MERGE, .path = path, .body = body, .max_retries = -1};
         char replicas[16];
         snprintf(replicas, sizeof(replicas), "%d", (int)a->replicas);
         log_kv(LOG_INFO, "scale", "pool", run->key, "member", a->member, "replicas", replicas,

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Structural check of crd/modelpools.inference.llmkube.dev.yaml, no API server needed: its openAPIV3Schema must
-# equal the seed (../shared/seed/modelpool.schema.json) field for field after the translation documented in the
+# equal the seed (test/crd/modelpool.schema.json, a copy of the shared seed schema) field for field after the translation documented in the
 # CRD's header, and may add only the listed bounds and CEL rules. Usage: check-schema.sh [CRD] [SEED]
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 crd=${1:-$top/crd/modelpools.inference.llmkube.dev.yaml}
-seed=${2:-${MP_SEED_SCHEMA:-$top/../shared/seed/modelpool.schema.json}}
+seed=${2:-${MP_SEED_SCHEMA:-$top/test/crd/modelpool.schema.json}}
 
 [ -r "$crd" ] || { echo "check-schema: cannot read the CRD $crd" >&2; exit 1; }
 [ -r "$seed" ] || { echo "check-schema: cannot read the seed schema $seed (set MP_SEED_SCHEMA)" >&2; exit 1; }
