@@ -1,9 +1,13 @@
 /* modelpool-operator: parses flags, loads the API configuration, and runs the ModelPool
- * controller on one event loop until SIGTERM/SIGINT, then lets the reconcile in flight finish
- * and exits 0. */
+ * controller on one event loop until SIGTERM/SIGINT, then lets the reconcile in flight finish,
+ * releases the leader lease, and exits 0. With --leader-elect the controller reconciles only
+ * while this process holds the Lease; losing it ends the process at once with status 1 (writes
+ * stop with it), and the Deployment restarts it as a standby. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -11,14 +15,17 @@
 #include "app/options.h"
 #include "kube/client.h"
 #include "kube/config.h"
+#include "leader/leader.h"
 #include "loop/ev.h"
 #include "pool/controller.h"
 
 typedef struct main_state {
     ev_loop *loop;
     pool_controller *pc;
+    leader *leader;
     int sigfd;
     bool stopping;
+    int rc;
 } main_state;
 
 static const char *main_getenv(const char *name)
@@ -26,10 +33,53 @@ static const char *main_getenv(const char *name)
     return getenv(name);
 }
 
-static void main_drained(void *ud)
+static void main_released(void *ud)
 {
     main_state *m = ud;
     ev_stop(m->loop);
+}
+
+static void main_drained(void *ud)
+{
+    main_state *m = ud;
+    if (m->leader)
+        leader_release(m->leader, main_released, m);
+    else
+        ev_stop(m->loop);
+}
+
+static void main_lead(void *ud)
+{
+    main_state *m = ud;
+    pool_controller_lead(m->pc);
+}
+
+static void main_lost(void *ud, const char *why)
+{
+    (void)why; /* logged by the leader module */
+    main_state *m = ud;
+    m->rc = 1;
+    ev_stop(m->loop);
+}
+
+/* This process's name in the Lease: the Pod's name (or the host's) and a random suffix, so a
+ * restarted process is never mistaken for the one before it. */
+static char *main_identity(void)
+{
+    char host[256] = "";
+    const char *base = getenv("POD_NAME");
+    if (!base || !*base) {
+        gethostname(host, sizeof(host) - 1);
+        base = host;
+    }
+    unsigned char r[8];
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+        return NULL;
+    char *id = NULL;
+    if (asprintf(&id, "%s_%02x%02x%02x%02x%02x%02x%02x%02x", base, r[0], r[1], r[2], r[3], r[4],
+                 r[5], r[6], r[7]) < 0)
+        return NULL;
+    return id;
 }
 
 static void main_on_signal(ev_loop *loop, int fd, int events, void *ud)
@@ -97,9 +147,20 @@ int main(int argc, char **argv)
         kube_error_clear(&err);
         return 2;
     }
+    /* Where the Lease lives: the flag, $POD_NAMESPACE, else our own namespace in a cluster. */
+    const char *lease_ns = opts.leader_election_ns;
+    if (!lease_ns && cfg.origin && strcmp(cfg.origin, "in-cluster") == 0)
+        lease_ns = cfg.namespace_;
+    if (opts.leader_elect && !lease_ns) {
+        fprintf(stderr, "modelpool-operator: --leader-elect needs --leader-election-namespace (or "
+                        "POD_NAMESPACE) when not running in a cluster\n");
+        kube_config_clear(&cfg);
+        return 2;
+    }
     int rc = 1;
     main_state m = {.sigfd = -1};
     kube_client *client = NULL;
+    char *identity = NULL;
     if (!(m.loop = ev_new()) || main_signals(&m) < 0) {
         fprintf(stderr, "modelpool-operator: cannot set up the event loop or signals\n");
         goto out;
@@ -115,9 +176,25 @@ int main(int argc, char **argv)
     }
     log_kv(LOG_INFO, "started", "version", MP_VERSION, "server", cfg.server, "config", cfg.origin,
            "namespace", opts.namespace_ ? opts.namespace_ : "(all)", NULL);
-    rc = ev_run(m.loop) < 0 ? 1 : 0;
+    if (opts.leader_elect) {
+        const char *why = "out of memory";
+        leader_config lc = {.namespace_ = lease_ns,
+                            .name = opts.leader_election_id,
+                            .identity = identity = main_identity()};
+        leader_callbacks lcb = {.started = main_lead, .lost = main_lost, .ud = &m};
+        if (!identity || !(m.leader = leader_new(m.loop, client, &lc, &lcb, &why)) ||
+            leader_start(m.leader) < 0) {
+            fprintf(stderr, "modelpool-operator: %s\n", why);
+            goto out;
+        }
+    } else {
+        pool_controller_lead(m.pc);
+    }
+    rc = ev_run(m.loop) < 0 || m.rc ? 1 : 0;
     log_kv(LOG_INFO, "stopped", NULL);
 out:
+    leader_free(m.leader);
+    free(identity);
     pool_controller_free(m.pc);
     kube_client_free(client);
     if (m.sigfd >= 0)

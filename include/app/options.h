@@ -12,6 +12,9 @@ typedef struct app_options {
     const char *namespace_; /* --namespace: watch one namespace; NULL = all */
     int log_level;          /* -v N / --log-level N: 0 info, 1 debug, 2-4 trace */
     bool log_json;          /* --log-format json (default text) */
+    bool leader_elect;      /* --leader-elect: compete for a Lease; only the leader writes */
+    const char *leader_election_id; /* --leader-election-id: the Lease's name */
+    const char *leader_election_ns; /* --leader-election-namespace, else $POD_NAMESPACE */
     bool help, version;
 } app_options;
 

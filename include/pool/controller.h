@@ -23,9 +23,14 @@ typedef struct pool_controller_opts {
 /* NULL when out of memory. loop and client must outlive the controller. */
 pool_controller *pool_controller_new(ev_loop *loop, kube_client *client,
                                      const pool_controller_opts *opts);
-/* Starts the informers; reconciling begins once all three caches are synced. 0 or -errno. */
+/* Starts the informers; reconciling begins once all three caches are synced and the controller
+ * leads (pool_controller_lead). 0 or -errno. */
 int pool_controller_start(pool_controller *pc);
 bool pool_controller_synced(const pool_controller *pc);
+/* Lets the controller write: until this is called (leader election won, or none configured) the
+ * informers keep the cache warm but no pool is reconciled. Once leading, the only way back is to
+ * stop the process: a leader that lost its lease must not write another byte. */
+void pool_controller_lead(pool_controller *pc);
 /* Stops taking new work; done runs (from the loop) once the reconcile in flight has finished. */
 void pool_controller_shutdown(pool_controller *pc, void (*done)(void *ud), void *ud);
 void pool_controller_free(pool_controller *pc);

@@ -21,6 +21,13 @@ const char *app_options_usage(void)
            "  --namespace NS      watch one namespace only [WATCH_NAMESPACE]; default: all\n"
            "  -v, --log-level N   0 info, 1 debug, 2-4 trace [LOG_LEVEL]; default 0\n"
            "  --log-format F      text or json, one record a line [LOG_FORMAT]; default text\n"
+           "  --leader-elect      compete for a Lease so that of several replicas only one\n"
+           "                      writes; the others keep their caches warm (default off)\n"
+           "  --leader-election-id NAME\n"
+           "                      the Lease's name; default modelpool-operator\n"
+           "  --leader-election-namespace NS\n"
+           "                      the Lease's namespace [POD_NAMESPACE]; default: the\n"
+           "                      service account's namespace when in a cluster\n"
            "  -h, --help          print this help and exit\n"
            "      --version       print the version and exit\n";
 }
@@ -47,13 +54,25 @@ static int app_parse_level(const char *s, int *out)
 int app_options_parse(app_options *o, int argc, char **argv, const char *(*getenv_fn)(const char *),
                       char *err, size_t errlen)
 {
-    enum { OPT_KUBECONFIG = 256, OPT_CONTEXT, OPT_NAMESPACE, OPT_VERSION, OPT_LOG_FORMAT };
+    enum {
+        OPT_KUBECONFIG = 256,
+        OPT_CONTEXT,
+        OPT_NAMESPACE,
+        OPT_VERSION,
+        OPT_LOG_FORMAT,
+        OPT_LEADER_ELECT,
+        OPT_LEADER_ID,
+        OPT_LEADER_NS,
+    };
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
         {"context", required_argument, NULL, OPT_CONTEXT},
         {"namespace", required_argument, NULL, OPT_NAMESPACE},
         {"log-level", required_argument, NULL, 'v'},
         {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
+        {"leader-elect", optional_argument, NULL, OPT_LEADER_ELECT},
+        {"leader-election-id", required_argument, NULL, OPT_LEADER_ID},
+        {"leader-election-namespace", required_argument, NULL, OPT_LEADER_NS},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -61,6 +80,8 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
     *o = (app_options){0};
     o->kubeconfig = getenv_fn("KUBECONFIG");
     o->namespace_ = getenv_fn("WATCH_NAMESPACE");
+    o->leader_election_id = "modelpool-operator";
+    o->leader_election_ns = getenv_fn("POD_NAMESPACE");
     const char *level = getenv_fn("LOG_LEVEL");
     if (level && *level && app_parse_level(level, &o->log_level) < 0) {
         snprintf(err, errlen, "LOG_LEVEL=%s: want a number from 0 to 4", level);
@@ -99,6 +120,23 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
                 return -1;
             }
             break;
+        case OPT_LEADER_ELECT:
+            /* --leader-elect or --leader-elect=true|false, as Go's boolean flags take it. */
+            if (!optarg || strcmp(optarg, "true") == 0) {
+                o->leader_elect = true;
+            } else if (strcmp(optarg, "false") == 0) {
+                o->leader_elect = false;
+            } else {
+                snprintf(err, errlen, "--leader-elect=%s: want true or false", optarg);
+                return -1;
+            }
+            break;
+        case OPT_LEADER_ID:
+            o->leader_election_id = optarg;
+            break;
+        case OPT_LEADER_NS:
+            o->leader_election_ns = optarg;
+            break;
         case 'h':
             o->help = true;
             break;
@@ -121,5 +159,11 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
         o->kubeconfig = NULL;
     if (o->namespace_ && !*o->namespace_)
         o->namespace_ = NULL;
+    if (o->leader_election_ns && !*o->leader_election_ns)
+        o->leader_election_ns = NULL;
+    if (!*o->leader_election_id) {
+        snprintf(err, errlen, "--leader-election-id must not be empty");
+        return -1;
+    }
     return 0;
 }

@@ -65,7 +65,8 @@ struct pool_controller {
     pc_expect *expects;
     pc_memo *memos;
     pc_run *run;
-    bool synced;
+    bool synced;  /* all three caches hold a full list */
+    bool leading; /* may write (pool_controller_lead); until then events queue nothing */
     void (*shutdown_done)(void *ud);
     void *shutdown_ud;
 };
@@ -503,7 +504,7 @@ static bool pc_enqueue_each(const char *key, const cJSON *obj, void *ud)
 /* Queues every pool listing member name in ns. */
 static void pc_enqueue_member(pool_controller *pc, const char *ns, const char *name)
 {
-    if (!pc->synced || !name)
+    if (!pc->synced || !pc->leading || !name)
         return;
     char *v = NULL;
     if (asprintf(&v, "%s/%s", ns ? ns : "", name) < 0)
@@ -520,13 +521,14 @@ static void pc_on_synced(void *ud)
         return;
     pc->synced = true;
     log_kv(LOG_INFO, "caches synced", NULL);
-    store_each(informer_store(pc->pools), pc_enqueue_each, pc->queue);
+    if (pc->leading)
+        store_each(informer_store(pc->pools), pc_enqueue_each, pc->queue);
 }
 
 static void pc_pool_changed(void *ud, const cJSON *obj)
 {
     pool_controller *pc = ud;
-    if (pc->synced)
+    if (pc->synced && pc->leading)
         pc_enqueue_pool(pc, obj);
 }
 
@@ -665,6 +667,16 @@ int pool_controller_start(pool_controller *pc)
 bool pool_controller_synced(const pool_controller *pc)
 {
     return pc->synced;
+}
+
+void pool_controller_lead(pool_controller *pc)
+{
+    if (pc->leading)
+        return;
+    pc->leading = true;
+    /* A standby queued nothing: every pool is reconciled once now, from the warm cache. */
+    if (pc->synced)
+        store_each(informer_store(pc->pools), pc_enqueue_each, pc->queue);
 }
 
 static void pc_drained(wq *q, void *ud)

@@ -89,6 +89,38 @@ static void test_env_and_precedence(void **state)
     assert_non_null(strstr(err, "LOG_LEVEL=loud"));
 }
 
+static void test_leader_flags(void **state)
+{
+    (void)state;
+    memset(test_env_kv, 0, sizeof(test_env_kv));
+    app_options o;
+    char err[128];
+    assert_int_equal(parse(&o, err, sizeof(err), 1), 0);
+    assert_false(o.leader_elect);
+    assert_string_equal(o.leader_election_id, "modelpool-operator");
+    assert_null(o.leader_election_ns);
+    assert_int_equal(parse(&o, err, sizeof(err), 5, "--leader-elect", "--leader-election-id", "x",
+                           "--leader-election-namespace=sys"),
+                     0);
+    assert_true(o.leader_elect);
+    assert_string_equal(o.leader_election_id, "x");
+    assert_string_equal(o.leader_election_ns, "sys");
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "--leader-elect=true"), 0);
+    assert_true(o.leader_elect);
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "--leader-elect=false"), 0);
+    assert_false(o.leader_elect);
+    test_env_kv[0] = "POD_NAMESPACE";
+    test_env_kv[1] = "podns";
+    assert_int_equal(parse(&o, err, sizeof(err), 1), 0);
+    assert_string_equal(o.leader_election_ns, "podns");
+    assert_int_equal(parse(&o, err, sizeof(err), 3, "--leader-election-namespace", "flagns"), 0);
+    assert_string_equal(o.leader_election_ns, "flagns");
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "--leader-elect=yes"), -1);
+    assert_non_null(strstr(err, "--leader-elect=yes"));
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "--leader-election-id="), -1);
+    assert_non_null(strstr(err, "--leader-election-id"));
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -110,9 +142,8 @@ static void test_bad_input(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_flags),
-        cmocka_unit_test(test_env_and_precedence),
+        cmocka_unit_test(test_defaults),           cmocka_unit_test(test_flags),
+        cmocka_unit_test(test_env_and_precedence), cmocka_unit_test(test_leader_flags),
         cmocka_unit_test(test_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
