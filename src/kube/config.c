@@ -522,10 +522,19 @@ int kube_config_resolve(kube_config *cfg, const kube_config_opts *opts, kube_err
         return kube_config_load_file(cfg, opts->kubeconfig, opts->context, err);
     const char *env = getenv("KUBECONFIG");
     if (env && *env) {
-        /* Only the first file of a list: merging kubeconfigs is kubectl's business. */
+        /* One file. kubectl merges a list field by field; reading only part of one would pick a
+         * cluster or user the user did not mean, so a list is refused by name instead. */
         while (*env == ':')
             env++;
         size_t n = strcspn(env, ":");
+        const char *rest = env + n;
+        while (*rest == ':')
+            rest++;
+        if (*rest)
+            return kube_error_set(err, KUBE_ERR_CONFIG,
+                                  "KUBECONFIG=%s lists several files; merging them is not "
+                                  "supported: name one file with --kubeconfig or KUBECONFIG",
+                                  getenv("KUBECONFIG"));
         if (n) {
             char *first = strndup(env, n);
             if (!first)

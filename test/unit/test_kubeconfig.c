@@ -404,8 +404,14 @@ static void test_resolve_order(void **state)
     assert_string_equal(cfg.origin, "in-cluster");
     kube_config_clear(&cfg);
 
-    /* KUBECONFIG beats in-cluster; only its first file is read. */
+    /* KUBECONFIG beats in-cluster; empty entries are ignored, a list of files is refused. */
     setenv("KUBECONFIG", ":" KUBECONFIG ":/nonexistent", 1);
+    assert_int_equal(kube_config_resolve(&cfg, &opts, &err), -1);
+    assert_int_equal(err.kind, KUBE_ERR_CONFIG);
+    assert_non_null(strstr(err.message, "lists several files"));
+    assert_non_null(strstr(err.message, "/nonexistent"));
+    kube_error_clear(&err);
+    setenv("KUBECONFIG", ":" KUBECONFIG "::", 1);
     assert_int_equal(kube_config_resolve(&cfg, &opts, &err), 0);
     assert_string_equal(cfg.origin, KUBECONFIG);
     assert_string_equal(cfg.context, "token");
