@@ -80,6 +80,14 @@ for p in "${build_pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 [ "${#missing[@]}" -eq 0 ] || die "build-stage packages not installed here: ${missing[*]} (apt-get install them)"
+# Configuring needs every package CMakeLists.txt requires (mp_require), and this machine has them all, so the
+# replay below would not notice one the build stage lacks: compare the lists instead.
+mapfile -t cmake_pkgs < <(sed -n 's/^[[:space:]]*mp_require([A-Za-z0-9_]* [^ ]* \([^ )]*\)).*/\1/p' "$ctx/CMakeLists.txt")
+[ "${#cmake_pkgs[@]}" -gt 0 ] || die "no mp_require(...) found in $ctx/CMakeLists.txt"
+for p in "${cmake_pkgs[@]}"; do
+	printf '%s\n' "${build_pkgs[@]}" | grep -qx -- "$p" ||
+		die "CMakeLists.txt requires the Debian package $p, but the build stage does not install it"
+done
 
 # ---- the build stage, replayed: its COPYs into a private root, then its cmake RUN ----
 # Paths inside the build stage map to $tmp/build-root; WORKDIR is the last one the stage sets.
