@@ -131,7 +131,7 @@ typedef struct {
     char *idle_path;
     plan_probe_pod *pods;
     size_t n_pods;
-    /* EVENT */
+    /* EVENT; reason also on SCALE: NoRunningPod or Idle (to 0), SlotFree (to 1) */
     bool warning; /* type Warning, else Normal */
     char *reason;
     char *message;

@@ -298,7 +298,7 @@ static int pc_scale(pool_controller *pc, const plan_action *a, kube_error *err)
         char replicas[16];
         snprintf(replicas, sizeof(replicas), "%d", (int)a->replicas);
         log_kv(LOG_INFO, "scale", "pool", run->key, "member", a->member, "replicas", replicas,
-               NULL);
+               "reason", a->reason, NULL);
         run->call = kube_call_start(pc->client, &req, pc_on_write, pc, err);
         if (run->call) {
             pc_expect_add(pc, run->key, informer_store(pc->isvcs), key, rv);

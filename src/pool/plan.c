@@ -147,13 +147,14 @@ static void push_event(plan_ctx *c, bool warning, const char *reason, const char
     a->message = m.s;
 }
 
-static void push_scale(plan_ctx *c, const char *member, int32_t replicas)
+static void push_scale(plan_ctx *c, const char *member, int32_t replicas, const char *reason)
 {
     plan_action *a = push(c, &c->work, PLAN_SCALE);
     if (a == NULL)
         return;
     a->member = copy(c, member);
     a->replicas = replicas;
+    a->reason = copy(c, reason);
 }
 
 /* ---- facts about members and pods ---- */
@@ -358,7 +359,7 @@ static void drain(plan_ctx *c, const plan_member *m, plan_defer *d)
     c->oom |= why.oom;
 
     if (running == 0) {
-        push_scale(c, m->name, 0);
+        push_scale(c, m->name, 0, "NoRunningPod");
     } else if (runtime_kind(m) == RT_NONE) {
         if (str_eq(m->runtime, "generic"))
             defer_add(d, "IdleCheckUnsupported",
@@ -381,7 +382,7 @@ static void drain(plan_ctx *c, const plan_member *m, plan_defer *d)
             if (bad_until > 0 && (d->requeue_ms == 0 || wait < d->requeue_ms))
                 d->requeue_ms = wait > 0 ? wait : 1;
         } else if (need == 0) {
-            push_scale(c, m->name, 0);
+            push_scale(c, m->name, 0, "Idle");
         }
     }
     free(why.s);
@@ -723,7 +724,7 @@ static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *
     if (clear) {
         loading = true;
         if (replicas_of(target) == 0)
-            push_scale(c, pend, 1);
+            push_scale(c, pend, 1, "SlotFree");
     }
     c->oom |= d.msg.oom;
 
