@@ -27,7 +27,8 @@ struct sim_http {
 /* The first call for a request only announces it; MHD expects the answer on a later call. */
 static char sim_http_seen;
 
-static void sim_http_on_log(void *cls, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void sim_http_on_log(void *cls, const char *fmt,
+                                                                  va_list ap)
 {
     sim_http *h = cls;
     vsnprintf(h->lasterr, sizeof(h->lasterr), fmt, ap);

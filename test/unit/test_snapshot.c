@@ -34,7 +34,8 @@ static void test_status_round_trip(void **state)
 {
     (void)state;
     plan_member_status members[] = {{"a", "Ready", true}, {"b", NULL, false}};
-    plan_condition conds[] = {{"SlotAllocated", "True", "Resident", "a holds the slot", 1764702532000}};
+    plan_condition conds[] = {
+        {"SlotAllocated", "True", "Resident", "a holds the slot", 1764702532000}};
     plan_status st = {.phase = "Ready",
                       .resident_member = "a",
                       .observed_generation = 3,
@@ -50,7 +51,8 @@ static void test_status_round_trip(void **state)
         cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "metadata"), "resourceVersion")->valuestring,
         "42");
     /* Absent fields are explicit nulls, so a merge patch removes what was there. */
-    assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "status"), "pendingMember")));
+    assert_true(
+        cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "status"), "pendingMember")));
     plan_status back;
     assert_int_equal(pool_status_read(doc, &back), 0);
     assert_true(plan_status_equal(&st, &back));
@@ -59,8 +61,9 @@ static void test_status_round_trip(void **state)
     cJSON_Delete(doc);
 
     /* Wrong types and missing names read as absent instead of failing. */
-    doc = cJSON_Parse("{\"status\":{\"phase\":3,\"members\":[{\"phase\":\"Ready\"},{\"name\":\"x\"}],"
-                      "\"conditions\":{\"type\":\"bad\"}}}");
+    doc =
+        cJSON_Parse("{\"status\":{\"phase\":3,\"members\":[{\"phase\":\"Ready\"},{\"name\":\"x\"}],"
+                    "\"conditions\":{\"type\":\"bad\"}}}");
     assert_int_equal(pool_status_read(doc, &back), 0);
     assert_null(back.phase);
     assert_int_equal(back.n_members, 1);
@@ -71,7 +74,8 @@ static void test_status_round_trip(void **state)
 }
 
 static const char *pools_json[] = {
-    "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"p\",\"generation\":2,\"resourceVersion\":\"5\"},"
+    "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"p\",\"generation\":2,\"resourceVersion\":\"5\"}"
+    ","
     "\"spec\":{\"members\":[{\"inferenceServiceRef\":{\"name\":\"a\"}},"
     "{\"inferenceServiceRef\":{\"name\":\"b\"}},{\"inferenceServiceRef\":{\"name\":\"gone\"}}],"
     "\"default\":\"a\",\"swapBudget\":\"60s\"},"
@@ -97,8 +101,8 @@ static const char *pods_json[] = {
     "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a-old\",\"uid\":\"u0\","
     "\"deletionTimestamp\":\"2026-12-02T00:00:00Z\","
     "\"labels\":{\"inference.llmkube.dev/service\":\"a\"}},\"status\":{\"phase\":\"Failed\"}}",
-    "{\"metadata\":{\"namespace\":\"elsewhere\",\"name\":\"a-x\",\"uid\":\"u9\","
-    "\"labels\":{\"inference.llmkube.dev/service\":\"a\"}},\"status\":{\"phase\":\"Running\"}}",
+    ("{\"metadata\":{\"namespace\":\"elsewhere\",\"name\":\"a-x\",\"uid\":\"u9\","
+     "\"labels\":{\"inference.llmkube.dev/service\":\"a\"}},\"status\":{\"phase\":\"Running\"}}"),
 };
 
 static store *fill(const char **json, size_t n, const char *index, store_index_fn fn)
@@ -157,7 +161,7 @@ static void test_snapshot(void **state)
     assert_string_equal(a->runtime, "generic");
     assert_string_equal(a->idle_endpoint, "/idle");
     assert_int_equal(a->endpoint_port, 9000);
-    assert_null(a->claimed_by); /* the pool in another namespace does not count */
+    assert_null(a->claimed_by);     /* the pool in another namespace does not count */
     assert_int_equal(a->n_pods, 2); /* the Pod in another namespace does not count */
     const plan_pod *p1 = find_pod(a, "a-1");
     assert_non_null(p1);
