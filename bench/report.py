@@ -1,0 +1,1 @@
+import sys; print("report: todo", sys.argv)
