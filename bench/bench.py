@@ -299,7 +299,8 @@ def audit_events(log, user):
             t1 = parse_ts(e["stageTimestamp"])
             o = e.get("objectRef") or {}
             res = o.get("resource", "") + ("/" + o["subresource"] if o.get("subresource") else "")
-            yield {"t0": t0, "t1": t1, "verb": e.get("verb"), "res": res,
+            yield {"t0": t0, "t1": t1, "verb": e.get("verb"), "res": res, "name": o.get("name"),
+                   "ns": o.get("namespace"),
                    "code": (e.get("responseStatus") or {}).get("code")}
 
 
@@ -324,9 +325,51 @@ def cmd_audit(log, user, *windows):
     print(json.dumps(res))
 
 
+def union_ms(intervals, a, b):
+    """Length (ms) of the union of the intervals clipped to [a, b]."""
+    total, end = 0, a
+    for t0, t1 in sorted(intervals):
+        t0, t1 = max(t0, end), min(t1, b)
+        if t1 > t0:
+            total += t1 - t0
+            end = t1
+    return total / 1e6
+
+
+def cmd_own(log, user, swaps_json):
+    """Per swap, each path from the watch event that starts it to the API server receiving the
+    operator's PATCH that ends it, split into the API server's time (the union of the operator's
+    requests in flight, as the audit log times them) and the rest: the operator's own time (plus
+    loopback and TLS, and for (a) the idle probe). Prints p50/p99/max of both paths as JSON."""
+    ev = [e for e in audit_events(log, user) if e["verb"] != "watch"]
+    ev.sort(key=lambda e: e["t0"])
+    out = {}
+    for p, start, end_member in (("a", "t_a0", "from"), ("b", "t_b0", "to")):
+        own, total, api = [], [], []
+        for s in json.load(open(swaps_json))["swaps"]:
+            t0 = s.get(start)
+            if not t0:
+                continue
+            ns, name = s[end_member].split("/")
+            end = next((e for e in ev if e["t0"] >= t0 and e["res"] == "inferenceservices"
+                        and e["verb"] == "patch" and e["name"] == name and e["ns"] == ns
+                        and e["code"] == 200), None)
+            if not end:
+                continue
+            busy = union_ms([(e["t0"], e["t1"]) for e in ev if e["t1"] > t0 and e["t0"] < end["t0"]], t0, end["t0"])
+            tot = (end["t0"] - t0) / 1e6
+            total.append(tot)
+            api.append(busy)
+            own.append(tot - busy)
+        out[p] = {"n": len(own), "own_p50_ms": pct(own, 50), "own_p99_ms": pct(own, 99), "own_max_ms": max(own, default=None),
+                  "total_p50_ms": pct(total, 50), "total_p99_ms": pct(total, 99),
+                  "api_p50_ms": pct(api, 50), "api_p99_ms": pct(api, 99)}
+    print(json.dumps(out))
+
+
 if __name__ == "__main__":
     cmds = {"create": cmd_create, "wait-members": cmd_wait_members, "coldstart": cmd_coldstart,
-            "swaps": cmd_swaps, "audit": cmd_audit}
+            "swaps": cmd_swaps, "audit": cmd_audit, "own": cmd_own}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         sys.exit(__doc__)
     cmds[sys.argv[1]](*sys.argv[2:])

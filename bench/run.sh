@@ -58,8 +58,16 @@ kib() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
 now_ns() { date +%s%N; }
 
 # start_op LOG: the operator with its ServiceAccount identity, logs at info.
+# Its /metrics, once it has them, on a loopback port of its own: the default :8080 would clash with
+# the simulated Pods' probe listeners.
+metrics_args=() metrics_url=""
+if "$build/modelpool-operator" --help | grep -q -- --metrics-bind-address; then
+	metrics_port=$(_cp_pick_port)
+	metrics_args=(--metrics-bind-address "127.0.0.1:$metrics_port")
+	metrics_url=http://127.0.0.1:$metrics_port/metrics
+fi
 start_op() {
-	"$build/modelpool-operator" --kubeconfig "$MP_OPERATOR_KUBECONFIG" ${BENCH_OPERATOR_ARGS:-} >"$1" 2>&1 &
+	"$build/modelpool-operator" --kubeconfig "$MP_OPERATOR_KUBECONFIG" "${metrics_args[@]}" ${BENCH_OPERATOR_ARGS:-} >"$1" 2>&1 &
 	op=$!
 	pids+=("$op")
 }
@@ -140,8 +148,7 @@ run_one() {
 	sleep 1
 	local hwm metrics=""
 	hwm=$(kib "$op" VmHWM)
-	# The operator's own histograms, once it serves them (--metrics-bind-address, default :8080).
-	metrics=$(curl -fsS --max-time 5 http://127.0.0.1:8080/metrics 2>/dev/null | grep -E '^modelpool_' || true)
+	[ -z "$metrics_url" ] || metrics=$(curl -fsS --max-time 5 "$metrics_url" | grep -E '^modelpool_' || true)
 	local rss_end
 	rss_end=$(kib "$op" VmRSS)
 	stop_op
@@ -153,11 +160,15 @@ run_one() {
 		"cold:$t0:$(python3 -c "import json;print(json.load(open('$dir/coldstart.json'))['t_all_ns'])")" \
 		"idle:$t_idle0:$t_idle1" "swaps:$sw0:$sw1")
 
+	local own
+	own=$(python3 "$here/bench.py" own "$state/audit.log" "$MP_OPERATOR_USER" "$dir/swaps.json")
+
 	python3 - "$raw" <<EOF
 import json, sys
 cold = json.load(open("$dir/coldstart.json"))
 sw = json.load(open("$dir/swaps.json"))["summary"]
 audit = json.loads('''$win''')
+own = json.loads('''$own''')
 metrics = '''$metrics'''
 json.dump({
   "pools": $n, "objects": 5 * $n, "simulators": $nsims,
@@ -167,7 +178,7 @@ json.dump({
   "cpu_operator_cold_s": $cpu_op_sync, "cpu_apiserver_cold_s": round($cpu_api1 - $cpu_api0, 2),
   "cpu_etcd_cold_s": round($cpu_etcd1 - $cpu_etcd0, 2),
   "idle_s": ($t_idle1 - $t_idle0) / 1e9, "idle_cpu_s": round($c1 - $c0, 2),
-  "swaps": sw, "audit": audit, "metrics": metrics,
+  "swaps": sw, "audit": audit, "own": own, "metrics": metrics,
 }, open(sys.argv[1], "w"), indent=1)
 EOF
 	say "N=$n: done: $raw"
