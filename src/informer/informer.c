@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "strmap.h"
+#include "util/strmap.h"
 
 enum { INFORMER_PAGE_DEFAULT = 500 };
 
