@@ -18,7 +18,7 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DMP_WERROR=ON \
 FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libcurl4 libcjson1 libyaml-0-2 libssl3 ca-certificates \
+      libcurl4 libcjson1 libyaml-0-2 libssl3 libmicrohttpd12 ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /build/modelpool-operator /usr/local/bin/modelpool-operator
 USER 65532:65532

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The demo: a real kube-apiserver + etcd on loopback, the CRDs and samples, the member simulator
-# and the operator; scales qwen-7b to 1 and shows the pool swap, then stops everything.
+# and the operator; scales qwen-7b to 1 and shows the pool swap and a few metrics, then stops everything.
 set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$top/scripts/bootstrap.sh"
@@ -18,7 +18,8 @@ k wait --for=condition=Established crd --all --timeout=60s
 until k get modelpools >/dev/null 2>&1; do sleep 0.5; done
 k apply -f "$top/config/samples/inferenceservices.yaml" -f "$top/config/samples/modelpool.yaml"
 "$top/build/demo/member-sim" --kubeconfig "$KUBECONFIG" --load-ms 1000 >"$state/sim.log" 2>&1 & pids+=($!)
-"$top/build/demo/modelpool-operator" --kubeconfig "$KUBECONFIG" >"$state/operator.log" 2>&1 & pids+=($!)
+"$top/build/demo/modelpool-operator" --kubeconfig "$KUBECONFIG" \
+	--metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 >"$state/operator.log" 2>&1 & pids+=($!)
 show() { echo "--- $*"; k get modelpools,inferenceservices; }
 for _ in $(seq 1 60); do [ "$(k get mpool shared-gpu -o jsonpath='{.status.phase}')" == Ready ] && break; sleep 1; done
 show "cold pool warmed its default"
@@ -26,3 +27,7 @@ k scale isvc qwen-7b --replicas=1
 for _ in $(seq 1 60); do [ "$(k get mpool shared-gpu -o jsonpath='{.status.residentMember}')" == qwen-7b ] && break; sleep 1; done
 show "after kubectl scale isvc qwen-7b --replicas=1"
 k describe modelpool shared-gpu | sed -n '/Events:/,$p'
+port=$(grep -o ' metrics_port=[0-9]*' "$state/operator.log" | head -n 1 | cut -d= -f2)
+echo "--- the operator's metrics (curl 127.0.0.1:$port/metrics), a few of them"
+curl -fsS "http://127.0.0.1:$port/metrics" |
+	grep -E '^(modelpool_pool_resident|modelpool_swaps_total|modelpool_reaction_seconds_(count|sum)|process_resident_memory_bytes)'

@@ -13,6 +13,7 @@
 
 #include "app/log.h"
 #include "app/options.h"
+#include "app/telemetry.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "leader/leader.h"
@@ -46,6 +47,12 @@ static void main_drained(void *ud)
         leader_release(m->leader, main_released, m);
     else
         ev_stop(m->loop);
+}
+
+static bool main_ready(void *ud)
+{
+    main_state *m = ud;
+    return pool_controller_synced(m->pc);
 }
 
 static void main_lead(void *ud)
@@ -161,6 +168,7 @@ int main(int argc, char **argv)
     main_state m = {.sigfd = -1};
     kube_client *client = NULL;
     char *identity = NULL;
+    telemetry *tm = NULL;
     if (!(m.loop = ev_new()) || main_signals(&m) < 0) {
         fprintf(stderr, "modelpool-operator: cannot set up the event loop or signals\n");
         goto out;
@@ -169,13 +177,29 @@ int main(int argc, char **argv)
         fprintf(stderr, "modelpool-operator: %s\n", err.message);
         goto out;
     }
-    pool_controller_opts popts = {.namespace_ = opts.namespace_, .instance = getenv("POD_NAME")};
+    if (!(tm = telemetry_new())) {
+        fprintf(stderr, "modelpool-operator: out of memory\n");
+        goto out;
+    }
+    kube_client_observe(client, telemetry_api_request, tm);
+    pool_controller_opts popts = {.namespace_ = opts.namespace_,
+                                  .instance = getenv("POD_NAME"),
+                                  .metrics = telemetry_registry(tm)};
     if (!(m.pc = pool_controller_new(m.loop, client, &popts)) || pool_controller_start(m.pc) < 0) {
         fprintf(stderr, "modelpool-operator: cannot start the controller (out of memory)\n");
         goto out;
     }
+    if (telemetry_serve(tm, m.loop, opts.metrics_addr, opts.health_addr, main_ready, &m, msg,
+                        sizeof(msg)) < 0) {
+        fprintf(stderr, "modelpool-operator: %s\n", msg);
+        goto out;
+    }
+    char mport[8], hport[8];
+    snprintf(mport, sizeof(mport), "%d", telemetry_metrics_port(tm));
+    snprintf(hport, sizeof(hport), "%d", telemetry_health_port(tm));
     log_kv(LOG_INFO, "started", "version", MP_VERSION, "server", cfg.server, "config", cfg.origin,
-           "namespace", opts.namespace_ ? opts.namespace_ : "(all)", NULL);
+           "namespace", opts.namespace_ ? opts.namespace_ : "(all)", "metrics_port", mport,
+           "health_port", hport, NULL);
     if (opts.leader_elect) {
         const char *why = "out of memory";
         leader_config lc = {.namespace_ = lease_ns,
@@ -196,6 +220,7 @@ out:
     leader_free(m.leader);
     free(identity);
     pool_controller_free(m.pc);
+    telemetry_free(tm);
     kube_client_free(client);
     if (m.sigfd >= 0)
         close(m.sigfd);

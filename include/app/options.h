@@ -15,6 +15,8 @@ typedef struct app_options {
     bool leader_elect;      /* --leader-elect: compete for a Lease; only the leader writes */
     const char *leader_election_id; /* --leader-election-id: the Lease's name */
     const char *leader_election_ns; /* --leader-election-namespace, else $POD_NAMESPACE */
+    const char *metrics_addr;       /* --metrics-bind-address: /metrics; "0" off; default :8080 */
+    const char *health_addr; /* --health-probe-bind-address: /healthz, /readyz; "0" off; :8081 */
     bool help, version;
 } app_options;
 

@@ -6,6 +6,7 @@
 #define MP_KUBE_CLIENT_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,7 @@ typedef struct kube_request {
     const char *body;        /* JSON for POST/PUT/PATCH, else NULL */
     long timeout_ms;         /* whole-call timeout of each attempt; 0 means the default (30 s) */
     int max_retries;         /* retries of 429, 5xx and transport errors; -1 means default (5) */
+    bool list;               /* a GET of a collection: counted as verb LIST by the observer */
 } kube_request;
 
 /* The answer to a call. err->kind == KUBE_OK for 2xx. body is the parsed JSON answer (NULL when
@@ -57,6 +59,12 @@ kube_client *kube_client_new(ev_loop *loop, const kube_config *cfg, kube_error *
 /* Cancels every call still in flight (their callbacks are not called) and frees the client.
  * Not from inside one of the client's own callbacks. */
 void kube_client_free(kube_client *c);
+
+/* Called once per attempt that got an answer or failed in transport (retries count again), with
+ * verb GET, LIST, WATCH, POST, PUT, PATCH or DELETE and the HTTP status (0: no answer). For
+ * request metrics; NULL turns it off. */
+typedef void (*kube_observe_fn)(void *ud, const char *verb, long http_code);
+void kube_client_observe(kube_client *c, kube_observe_fn fn, void *ud);
 
 /* Starts a call; done runs later from the loop, exactly once, unless the call is cancelled first.
  * Returns NULL only if the call could not even be queued (err set, done never called). 429/5xx

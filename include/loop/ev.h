@@ -39,5 +39,7 @@ void ev_stop(ev_loop *loop);
 
 /* Monotonic clock in milliseconds (CLOCK_MONOTONIC). */
 uint64_t ev_now_ms(void);
+/* The same clock in microseconds, for latency measurements. */
+uint64_t ev_now_us(void);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "kube/client.h"
 #include "loop/ev.h"
+#include "metrics/metrics.h"
 
 typedef struct pool_controller pool_controller;
 
@@ -18,6 +19,8 @@ typedef struct pool_controller_opts {
     long probe_timeout_ms;  /* each idle probe request; 0: 2000 */
     uint64_t resync_ms;     /* backstop re-reconcile of every pool; 0: 300000 */
     uint64_t expect_ms;     /* how long to wait for the cache to show our own write; 0: 5000 */
+    metrics *metrics;       /* where to record (pool/pool_metrics.h); NULL: nowhere. It must
+                             * not be rendered after pool_controller_free. */
 } pool_controller_opts;
 
 /* NULL when out of memory. loop and client must outlive the controller. */

@@ -2,11 +2,15 @@
  * from an environment variable (flag wins), the habit in Kubernetes manifests. */
 #include "app/options.h"
 
+#include <sys/socket.h>
+
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "httpd/httpd.h"
 
 const char *app_options_usage(void)
 {
@@ -28,6 +32,12 @@ const char *app_options_usage(void)
            "  --leader-election-namespace NS\n"
            "                      the Lease's namespace [POD_NAMESPACE]; default: the\n"
            "                      service account's namespace when in a cluster\n"
+           "  --metrics-bind-address ADDR\n"
+           "                      serve Prometheus metrics on /metrics at ADDR (:PORT,\n"
+           "                      HOST:PORT, [V6]:PORT); 0 turns it off; default :8080\n"
+           "  --health-probe-bind-address ADDR\n"
+           "                      serve /healthz and /readyz at ADDR; 0 turns it off;\n"
+           "                      default :8081\n"
            "  -h, --help          print this help and exit\n"
            "      --version       print the version and exit\n";
 }
@@ -63,6 +73,8 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
         OPT_LEADER_ELECT,
         OPT_LEADER_ID,
         OPT_LEADER_NS,
+        OPT_METRICS_ADDR,
+        OPT_HEALTH_ADDR,
     };
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
@@ -73,6 +85,8 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
         {"leader-elect", optional_argument, NULL, OPT_LEADER_ELECT},
         {"leader-election-id", required_argument, NULL, OPT_LEADER_ID},
         {"leader-election-namespace", required_argument, NULL, OPT_LEADER_NS},
+        {"metrics-bind-address", required_argument, NULL, OPT_METRICS_ADDR},
+        {"health-probe-bind-address", required_argument, NULL, OPT_HEALTH_ADDR},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -82,6 +96,8 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
     o->namespace_ = getenv_fn("WATCH_NAMESPACE");
     o->leader_election_id = "modelpool-operator";
     o->leader_election_ns = getenv_fn("POD_NAMESPACE");
+    o->metrics_addr = ":8080";
+    o->health_addr = ":8081";
     const char *level = getenv_fn("LOG_LEVEL");
     if (level && *level && app_parse_level(level, &o->log_level) < 0) {
         snprintf(err, errlen, "LOG_LEVEL=%s: want a number from 0 to 4", level);
@@ -137,6 +153,12 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
         case OPT_LEADER_NS:
             o->leader_election_ns = optarg;
             break;
+        case OPT_METRICS_ADDR:
+            o->metrics_addr = optarg;
+            break;
+        case OPT_HEALTH_ADDR:
+            o->health_addr = optarg;
+            break;
         case 'h':
             o->help = true;
             break;
@@ -163,6 +185,27 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
         o->leader_election_ns = NULL;
     if (!*o->leader_election_id) {
         snprintf(err, errlen, "--leader-election-id must not be empty");
+        return -1;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    char why[160];
+    if (httpd_parse_bind(o->metrics_addr, &ss, &sl, why, sizeof(why)) < 0) {
+        snprintf(err, errlen, "--metrics-bind-address: %s", why);
+        return -1;
+    }
+    if (httpd_parse_bind(o->health_addr, &ss, &sl, why, sizeof(why)) < 0) {
+        snprintf(err, errlen, "--health-probe-bind-address: %s", why);
+        return -1;
+    }
+    /* Port 0 is a fresh port each time, so only a fixed port can clash. */
+    size_t ml = strlen(o->metrics_addr);
+    if (strcmp(o->metrics_addr, "0") != 0 && strcmp(o->metrics_addr, o->health_addr) == 0 &&
+        !(ml >= 2 && strcmp(o->metrics_addr + ml - 2, ":0") == 0)) {
+        snprintf(err, errlen,
+                 "--metrics-bind-address and --health-probe-bind-address are both %s; they need "
+                 "different ports",
+                 o->metrics_addr);
         return -1;
     }
     return 0;

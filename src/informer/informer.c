@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "strmap.h"
+#include "util/strmap.h"
 
 enum { INFORMER_PAGE_DEFAULT = 500 };
 
@@ -399,7 +399,8 @@ static void informer_list_page(informer *inf)
     if (inf->field_selector)
         q[n++] = (kube_query){"fieldSelector", inf->field_selector};
     q[n] = (kube_query){NULL, NULL};
-    kube_request req = {.method = KUBE_GET, .path = inf->path, .query = q, .max_retries = -1};
+    kube_request req = {
+        .method = KUBE_GET, .path = inf->path, .query = q, .max_retries = -1, .list = true};
     kube_error err = {0};
     inf->call = kube_call_start(inf->client, &req, informer_on_page, inf, &err);
     if (!inf->call) {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strmap.h"
+#include "util/strmap.h"
 
 typedef struct store_entry store_entry;
 

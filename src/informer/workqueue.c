@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strmap.h"
+#include "util/strmap.h"
 
 typedef struct wq_item {
     strmap_node node;

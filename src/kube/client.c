@@ -47,6 +47,7 @@ struct kube_call {
     char *body;
     kube_method method;
     bool watch;
+    bool list;
     int retries_left, attempts;
     uint64_t retry_timer;
     long retry_after_s; /* from the last answer's Retry-After, or -1 */
@@ -68,6 +69,8 @@ struct kube_client {
     int depth; /* > 0 while the pump runs user callbacks: frees are deferred */
     bool curl_global;
     uint64_t rng;
+    kube_observe_fn observe;
+    void *observe_ud;
 };
 
 static const char *const kube_method_names[] = {
@@ -376,6 +379,12 @@ static void kube_call_complete(kube_call *call)
     kube_error err = {0};
     long code = 0;
     curl_easy_getinfo(call->easy, CURLINFO_RESPONSE_CODE, &code);
+    if (call->c->observe)
+        call->c->observe(call->c->observe_ud,
+                         call->watch  ? "WATCH"
+                         : call->list ? "LIST"
+                                      : kube_method_names[call->method],
+                         code);
     bool http_error = code && (code < 200 || code >= 300);
     if (call->werr.kind != KUBE_OK)
         kube_error_copy(&err, &call->werr);
@@ -587,6 +596,12 @@ static kube_call *kube_call_new(kube_client *c, kube_method method, const char *
     return call;
 }
 
+void kube_client_observe(kube_client *c, kube_observe_fn fn, void *ud)
+{
+    c->observe = fn;
+    c->observe_ud = ud;
+}
+
 kube_call *kube_call_start(kube_client *c, const kube_request *req, kube_done_fn done, void *ud,
                            kube_error *err)
 {
@@ -595,6 +610,7 @@ kube_call *kube_call_start(kube_client *c, const kube_request *req, kube_done_fn
     if (!call)
         return NULL;
     call->retries_left = req->max_retries < 0 ? KUBE_DEFAULT_RETRIES : req->max_retries;
+    call->list = req->list && req->method == KUBE_GET;
     call->done = done;
     call->ud = ud;
     return call;

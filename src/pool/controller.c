@@ -17,9 +17,11 @@
 #include "informer/workqueue.h"
 #include "kube/event.h"
 #include "pool/plan.h"
+#include "pool/pool_metrics.h"
 #include "pool/prober.h"
 #include "pool/snapshot.h"
 #include "pool/status.h"
+#include "util/strmap.h"
 
 #define PC_COMPONENT "modelpool-operator"
 /* Probes and re-plans in one reconcile before it yields to the queue. */
@@ -44,6 +46,15 @@ typedef struct pc_memo {
     char *message;
 } pc_memo;
 
+/* Reaction clocks of one pool (modelpool_reaction_seconds): when a member was scaled up (path a)
+ * and when the last Pod of a member was deleted during a swap (path b), in ev_now_us time. */
+typedef struct pc_stamp {
+    strmap_node node; /* key: the pool's key */
+    char *key;
+    char *requested; /* path a: the member that was scaled up */
+    uint64_t requested_us, pod_gone_us;
+} pc_stamp;
+
 /* The reconcile in flight. */
 typedef struct pc_run {
     char *key;
@@ -53,6 +64,8 @@ typedef struct pc_run {
     int replans;
     kube_call *call;
     prober_batch *batch;
+    uint64_t started_ms;
+    int64_t swap_ms; /* a swap this plan completes: how long it took; -1 unknown */
 } pc_run;
 
 struct pool_controller {
@@ -66,6 +79,8 @@ struct pool_controller {
     pc_expect *expects;
     pc_memo *memos;
     pc_run *run;
+    pool_metrics *pm;
+    strmap stamps;
     bool synced;  /* all three caches hold a full list */
     bool leading; /* may write (pool_controller_lead); until then events queue nothing */
     void (*shutdown_done)(void *ud);
@@ -182,6 +197,51 @@ static bool pc_expect_pending(pool_controller *pc, const char *pool)
     return pending;
 }
 
+/* ---- reaction clocks ---- */
+
+static pc_stamp *pc_stamp_get(pool_controller *pc, const char *pool, bool create)
+{
+    strmap_node *n = strmap_get(&pc->stamps, pool);
+    if (n || !create)
+        return n ? STRMAP_OWNER(n, pc_stamp, node) : NULL;
+    pc_stamp *st = calloc(1, sizeof(*st));
+    if (!st || !(st->key = strdup(pool))) {
+        free(st);
+        return NULL;
+    }
+    strmap_insert(&pc->stamps, &st->node, st->key);
+    return st;
+}
+
+static void pc_stamp_drop(pool_controller *pc, const char *pool)
+{
+    pc_stamp *st = pc_stamp_get(pc, pool, false);
+    if (!st)
+        return;
+    strmap_remove(&pc->stamps, &st->node);
+    free(st->key);
+    free(st->requested);
+    free(st);
+}
+
+/* The PATCH about to be sent for action a ends a reaction clock: a scale-down of a member other
+ * than the one requested (path a), or the target's scale-up once the slot is free (path b). */
+static void pc_stamp_scaled(pool_controller *pc, const char *pool, const plan_action *a)
+{
+    pc_stamp *st = pc->pm ? pc_stamp_get(pc, pool, false) : NULL;
+    if (!st)
+        return;
+    uint64_t now = ev_now_us();
+    if (a->replicas == 0 && st->requested_us && st->requested &&
+        strcmp(st->requested, a->member) != 0) {
+        pool_metrics_reaction(pc->pm, POOL_REACTION_A, now - st->requested_us);
+        st->requested_us = 0;
+    } else if (a->replicas >= 1 && st->pod_gone_us) {
+        pool_metrics_reaction(pc->pm, POOL_REACTION_B, now - st->pod_gone_us);
+        st->pod_gone_us = 0;
+    }
+}
+
 /* ---- one reconcile ---- */
 
 static void pc_run_free(pc_run *run)
@@ -203,6 +263,7 @@ static void pc_finish(pool_controller *pc, wq_result result, uint64_t requeue_ms
 {
     pc_run *run = pc->run;
     pc->run = NULL;
+    pool_metrics_reconciled(pc->pm, result == WQ_SUCCESS, ev_now_ms() - run->started_ms);
     char *key = run->key;
     run->key = NULL;
     run->call = NULL; /* finished or never started: nothing to cancel */
@@ -300,6 +361,7 @@ static int pc_scale(pool_controller *pc, const plan_action *a, kube_error *err)
         snprintf(replicas, sizeof(replicas), "%d", (int)a->replicas);
         log_kv(LOG_INFO, "scale", "pool", run->key, "member", a->member, "replicas", replicas,
                "reason", a->reason, NULL);
+        pc_stamp_scaled(pc, run->key, a);
         run->call = kube_call_start(pc->client, &req, pc_on_write, pc, err);
         if (run->call) {
             pc_expect_add(pc, run->key, informer_store(pc->isvcs), key, rv);
@@ -327,6 +389,19 @@ static void pc_event(pool_controller *pc, const plan_action *a)
                      .instance = pc->instance};
     log_kv(a->warning ? LOG_ERROR : LOG_INFO, "event", "pool", run->key, "reason", a->reason,
            "message", a->message, NULL);
+    if (strcmp(a->reason, "SwapCompleted") == 0) {
+        pool_metrics_swap_done(pc->pm, run->ns, run->name, run->swap_ms);
+        pc_stamp_drop(pc, run->key);
+    } else if (strcmp(a->reason, "SwapDeferred") == 0) {
+        /* The message starts with the condition's reason; a wait for a busy member is not part
+         * of the operator's reaction time. */
+        char reason[64];
+        snprintf(reason, sizeof(reason), "%.*s", (int)strcspn(a->message, ":"), a->message);
+        pool_metrics_deferred(pc->pm, run->ns, run->name, reason);
+        pc_stamp *st = pc_stamp_get(pc, run->key, false);
+        if (st)
+            st->requested_us = 0;
+    }
     kube_error err = {0};
     /* An Event is for people; a failure to record one must not hold up the slot. */
     if (!kube_event_post(pc->client, &about, &ev, pc_on_event, pc, &err))
@@ -422,11 +497,41 @@ static void pc_next(pool_controller *pc)
               run->plan->requeue_after_ms > 0 ? (uint64_t)run->plan->requeue_after_ms : 0);
 }
 
+/* The resident gauges, and how long a swap this plan completes took: since the Swapping
+ * condition became True (so a swap begun before a restart is timed too). */
+static void pc_plan_metrics(pool_controller *pc, const plan_snapshot *snap)
+{
+    pc_run *run = pc->run;
+    const plan_status *st = &run->plan->status;
+    run->swap_ms = -1;
+    for (size_t i = 0; i < snap->status.n_conditions; i++) {
+        const plan_condition *c = &snap->status.conditions[i];
+        if (strcmp(c->type, "Swapping") == 0 && c->status && strcmp(c->status, "True") == 0)
+            run->swap_ms = snap->now_ms - c->last_transition_ms;
+    }
+    if (!pc->pm)
+        return;
+    const char **names = calloc(st->n_members ? st->n_members : 1, sizeof(*names));
+    if (!names)
+        return;
+    for (size_t i = 0; i < st->n_members; i++)
+        names[i] = st->members[i].name;
+    pool_metrics_members(pc->pm, run->ns, run->name, names, st->n_members, st->resident_member);
+    free(names);
+}
+
 static void pc_plan(pool_controller *pc)
 {
     pc_run *run = pc->run;
     const cJSON *pool = store_get(informer_store(pc->pools), run->key);
     if (!pool) {
+        /* Deleted: its series and clocks go with it. */
+        size_t nl = strcspn(run->key, "/");
+        char *ns = strndup(run->key, nl);
+        if (ns && run->key[nl])
+            pool_metrics_forget(pc->pm, ns, run->key + nl + 1);
+        free(ns);
+        pc_stamp_drop(pc, run->key);
         pc_finish(pc, WQ_SUCCESS, 0);
         return;
     }
@@ -459,6 +564,8 @@ static void pc_plan(pool_controller *pc)
                                              : -ENOMEM;
     if (rc == 0) {
         rc = plan_build(&snap.snap, &run->plan);
+        if (rc == 0)
+            pc_plan_metrics(pc, &snap.snap);
         pool_snapshot_release(&snap);
     }
     if (rc < 0) {
@@ -473,8 +580,8 @@ static void pc_plan(pool_controller *pc)
 
 static void pc_process(wq *q, const char *key, uint64_t waited_ms, void *ud)
 {
-    (void)waited_ms;
     pool_controller *pc = ud;
+    pool_metrics_dequeued(pc->pm, waited_ms);
     pc->run = calloc(1, sizeof(*pc->run));
     if (!pc->run || !(pc->run->key = strdup(key))) {
         free(pc->run);
@@ -482,6 +589,7 @@ static void pc_process(wq *q, const char *key, uint64_t waited_ms, void *ud)
         wq_done(q, key, WQ_FAILURE);
         return;
     }
+    pc->run->started_ms = ev_now_ms();
     pc_plan(pc);
 }
 
@@ -561,9 +669,65 @@ static void pc_isvc_changed(void *ud, const cJSON *obj)
     pc_enqueue_member(ud, pc_str(obj, "metadata", "namespace"), pc_str(obj, "metadata", "name"));
 }
 
+/* Starting a reaction clock for every pool listing a member: the member, and what to stamp. */
+typedef struct pc_clock {
+    pool_controller *pc;
+    const char *member;
+    bool pod_gone; /* path b; else path a */
+    uint64_t now_us;
+} pc_clock;
+
+static bool pc_clock_start(const char *key, const cJSON *pool, void *ud)
+{
+    pc_clock *c = ud;
+    const cJSON *status = cJSON_GetObjectItemCaseSensitive(pool, "status");
+    const char *pending = pc_str(status, "pendingMember", NULL);
+    if (c->pod_gone) {
+        /* Only the incumbent's Pods, during a swap: the target waits for them. */
+        if (!pending || !*pending || strcmp(pending, c->member) == 0)
+            return true;
+        pc_stamp *st = pc_stamp_get(c->pc, key, true);
+        if (st)
+            st->pod_gone_us = c->now_us;
+        return true;
+    }
+    pc_stamp *st = pc_stamp_get(c->pc, key, true);
+    if (st && !st->requested_us) {
+        char *m = strdup(c->member);
+        if (m) {
+            free(st->requested);
+            st->requested = m;
+            st->requested_us = c->now_us;
+        }
+    }
+    return true;
+}
+
+static void pc_clock_member(pool_controller *pc, const char *ns, const char *member, bool pod_gone)
+{
+    if (!pc->pm || !pc->synced || !pc->leading || !member)
+        return;
+    char *v = NULL;
+    if (asprintf(&v, "%s/%s", ns ? ns : "", member) < 0)
+        return;
+    pc_clock c = {.pc = pc, .member = member, .pod_gone = pod_gone, .now_us = ev_now_us()};
+    store_index_each(informer_store(pc->pools), POOL_INDEX_MEMBER, v, pc_clock_start, &c);
+    free(v);
+}
+
+/* spec.replicas, absent counting as 1 (what the InferenceService then runs). */
+static double pc_replicas(const cJSON *isvc)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(isvc, "spec"), "replicas");
+    return cJSON_IsNumber(r) ? r->valuedouble : 1;
+}
+
 static void pc_isvc_updated(void *ud, const cJSON *old_obj, const cJSON *new_obj)
 {
-    (void)old_obj;
+    if (pc_replicas(old_obj) < 1 && pc_replicas(new_obj) >= 1)
+        pc_clock_member(ud, pc_str(new_obj, "metadata", "namespace"),
+                        pc_str(new_obj, "metadata", "name"), false);
     pc_isvc_changed(ud, new_obj);
 }
 
@@ -586,6 +750,10 @@ static void pc_pod_deleted(void *ud, const cJSON *obj)
     const char *uid = pc_str(obj, "metadata", "uid");
     if (uid)
         pc_memo_forget(ud, uid);
+    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "labels");
+    pc_clock_member(ud, pc_str(obj, "metadata", "namespace"),
+                    pc_str(labels, POOL_SERVICE_LABEL, NULL), true);
     pc_pod_changed(ud, obj);
 }
 
@@ -608,6 +776,22 @@ static informer *pc_informer(pool_controller *pc, const char *group, const char 
                            .label_selector = selector,
                            .trim = trim};
     return informer_new(pc->loop, pc->client, &cfg, h);
+}
+
+/* Before a scrape: counters the queue and the informers keep themselves. */
+static void pc_collect(void *ud)
+{
+    pool_controller *pc = ud;
+    wq_stats q;
+    wq_stats_get(pc->queue, &q);
+    pool_metrics_queue(pc->pm, &q);
+    informer_stats st;
+    informer_stats_get(pc->pools, &st);
+    pool_metrics_informer(pc->pm, "modelpools", &st);
+    informer_stats_get(pc->isvcs, &st);
+    pool_metrics_informer(pc->pm, "inferenceservices", &st);
+    informer_stats_get(pc->pods, &st);
+    pool_metrics_informer(pc->pm, "pods", &st);
 }
 
 pool_controller *pool_controller_new(ev_loop *loop, kube_client *client,
@@ -643,6 +827,10 @@ pool_controller *pool_controller_new(ev_loop *loop, kube_client *client,
     pc->pools = pc_informer(pc, POOL_GROUP, "modelpools", NULL, pool_trim_pool, &hp);
     pc->isvcs = pc_informer(pc, POOL_GROUP, "inferenceservices", NULL, pool_trim_isvc, &hi);
     pc->pods = pc_informer(pc, "", "pods", POOL_SERVICE_LABEL, pool_trim_pod, &hd);
+    if (strmap_init(&pc->stamps) < 0)
+        goto fail;
+    if (opts->metrics && !(pc->pm = pool_metrics_new(opts->metrics)))
+        goto fail;
     pc->queue = wq_new(loop, NULL, pc_process, pc);
     pc->prober = prober_new(loop, pc->opts.probe_timeout_ms);
     if (!pc->pools || !pc->isvcs || !pc->pods || !pc->queue || !pc->prober)
@@ -651,6 +839,9 @@ pool_controller *pool_controller_new(ev_loop *loop, kube_client *client,
                         NULL) < 0 ||
         store_add_index(informer_store(pc->pods), POOL_INDEX_SERVICE, pool_index_pod_service,
                         NULL) < 0)
+        goto fail;
+    /* Last: once registered, the collector must find a whole controller. */
+    if (opts->metrics && metrics_on_collect(opts->metrics, pc_collect, pc) < 0)
         goto fail;
     return pc;
 fail:
@@ -718,6 +909,10 @@ void pool_controller_free(pool_controller *pc)
     }
     while (pc->memos)
         pc_memo_forget(pc, pc->memos->uid);
+    for (strmap_node *n; pc->stamps.buckets && (n = strmap_first(&pc->stamps));)
+        pc_stamp_drop(pc, STRMAP_OWNER(n, pc_stamp, node)->key);
+    strmap_fini(&pc->stamps);
+    pool_metrics_free(pc->pm);
     free((char *)pc->opts.namespace_);
     free(pc->instance);
     free(pc);

@@ -77,11 +77,35 @@ start_sim() {
 }
 
 # start_operator [ARGS...]: the operator with its own identity; its log is operator.log (or
-# operator-$MP_OPERATOR_LOG.log when that is set, for a second instance).
+# operator-$MP_OPERATOR_LOG.log when that is set, for a second instance). Its metrics and health
+# servers listen on loopback ports the kernel picks (ARGS may override), so instances never collide;
+# operator_port finds them.
 start_operator() {
 	local logf="$MP_STATE_DIR/operator${MP_OPERATOR_LOG:+-$MP_OPERATOR_LOG}.log"
-	"$MP_BUILD_DIR/modelpool-operator" --kubeconfig "$MP_OPERATOR_KUBECONFIG" -v 1 "$@" >>"$logf" 2>&1 &
+	"$MP_BUILD_DIR/modelpool-operator" --kubeconfig "$MP_OPERATOR_KUBECONFIG" -v 1 \
+		--metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 "$@" >>"$logf" 2>&1 &
 	MP_OPERATOR_PID=$!
+}
+
+# operator_port metrics|health [LOG]: the port of the operator's server, from the last "started" line
+# of its log (operator.log by default).
+operator_port() {
+	local p
+	p=$(grep ' started ' "$MP_STATE_DIR/${2:-operator.log}" | tail -n 1 | grep -o " $1_port=[0-9]*" | cut -d= -f2)
+	[ -n "$p" ] && [ "$p" != 0 ] && echo "$p"
+}
+
+# scrape [LOG]: the operator's /metrics text.
+scrape() {
+	local port
+	port=$(operator_port metrics "${1:-operator.log}") || return 1
+	curl -fsS "http://127.0.0.1:$port/metrics"
+}
+
+# metric_value SERIES [LOG]: the value of one series, exactly as written (name{labels}); fails when
+# the series is absent.
+metric_value() {
+	scrape "${2:-operator.log}" | awk -v s="$1" '$1 == s {print $2; found=1} END {exit !found}'
 }
 
 # stop_operator: SIGTERM, and the operator must exit 0 on its own (graceful shutdown).

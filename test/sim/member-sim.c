@@ -1,6 +1,6 @@
 /* member-sim: the test tree's stand-in for the InferenceService controller and the kubelet, built
  * on the project's own kube client, informers and event loop. Flags and signals live here; the
- * controller is sim_ctl.c, the probe servers sim_http.c. Usage: member-sim --help. */
+ * controller is sim_ctl.c, the probe servers run on src/httpd. Usage: member-sim --help. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>

@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include "app/log.h"
+#include "httpd/httpd.h"
 #include "informer/informer.h"
 #include "informer/workqueue.h"
-#include "../../src/informer/strmap.h"
-#include "sim_http.h"
+#include "util/strmap.h"
 #include "sim_isvc.h"
 
 #define SIM_INDEX_MEMBER "member"
@@ -56,7 +56,7 @@ struct sim_pod {
     uint64_t born_ms, term_since_ms;
     uint64_t load_timer, load_at, term_timer, term_at;
     unsigned mark; /* pass number of the last time it was in the cache */
-    sim_http *http;
+    httpd *http;
     int http_port;
 };
 
@@ -311,7 +311,7 @@ static sim_pod *sim_pod_new(sim_member *m, const char *name)
 static void sim_pod_free(sim_pod *p)
 {
     sim *s = p->m->s;
-    sim_http_stop(p->http);
+    httpd_stop(p->http);
     ev_timer_cancel(s->loop, p->load_timer);
     ev_timer_cancel(s->loop, p->term_timer);
     if (p->ip)
@@ -338,9 +338,8 @@ static const cJSON *sim_pod_cached(const sim_pod *p)
     return obj;
 }
 
-static void sim_on_request(void *ud, const char *method, const char *path, sim_reply *out)
+static void sim_answer(sim_pod *p, const char *method, const char *path, sim_reply *out)
 {
-    sim_pod *p = ud;
     sim_member *m = p->m;
     if (strcmp(path, "/sim/requests") == 0) {
         out->code = 200;
@@ -358,12 +357,24 @@ static void sim_on_request(void *ud, const char *method, const char *path, sim_r
     }
 }
 
+static void sim_on_request(void *ud, const char *method, const char *path, httpd_reply *out)
+{
+    sim_reply r;
+    sim_answer(ud, method, path, &r);
+    out->code = r.code;
+    out->content_type = r.content_type;
+    out->len = strlen(r.body);
+    out->body = strdup(r.body);
+    if (!out->body)
+        *out = (httpd_reply){.code = 500};
+}
+
 /* Closes p's listener: probes of it are refused from now on. */
 static void sim_pod_unserve(sim_pod *p)
 {
     if (p->http)
         log_kv(LOG_DEBUG, "stopped serving", "member", p->m->key, "pod", p->name, NULL);
-    sim_http_stop(p->http);
+    httpd_stop(p->http);
     p->http = NULL;
 }
 
@@ -380,7 +391,9 @@ static int sim_pod_serve(sim_pod *p, const cJSON *isvc, bool want, char *err, si
         return 0;
     char ip[24];
     sim_ip_text(p->ip, ip, sizeof(ip));
-    p->http = sim_http_start(p->m->s->loop, ip, port, sim_on_request, p, err, errlen);
+    char bind[40];
+    snprintf(bind, sizeof(bind), "%s:%d", ip, port);
+    p->http = httpd_start(p->m->s->loop, bind, sim_on_request, p, err, errlen);
     if (!p->http)
         return -1;
     p->http_port = port;

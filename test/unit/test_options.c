@@ -121,6 +121,39 @@ static void test_leader_flags(void **state)
     assert_non_null(strstr(err, "--leader-election-id"));
 }
 
+static void test_server_flags(void **state)
+{
+    (void)state;
+    memset(test_env_kv, 0, sizeof(test_env_kv));
+    app_options o;
+    char err[200];
+    assert_int_equal(parse(&o, err, sizeof(err), 1), 0);
+    assert_string_equal(o.metrics_addr, ":8080");
+    assert_string_equal(o.health_addr, ":8081");
+    assert_int_equal(parse(&o, err, sizeof(err), 3, "--metrics-bind-address=127.0.0.1:9090",
+                           "--health-probe-bind-address=[::1]:0"),
+                     0);
+    assert_string_equal(o.metrics_addr, "127.0.0.1:9090");
+    assert_string_equal(o.health_addr, "[::1]:0");
+    assert_int_equal(parse(&o, err, sizeof(err), 3, "--metrics-bind-address", "0"), 0);
+    assert_string_equal(o.metrics_addr, "0");
+    /* Both off is fine; both on one address is not. */
+    assert_int_equal(
+        parse(&o, err, sizeof(err), 3, "--metrics-bind-address=0", "--health-probe-bind-address=0"),
+        0);
+    assert_int_equal(parse(&o, err, sizeof(err), 3, "--metrics-bind-address=127.0.0.1:0",
+                           "--health-probe-bind-address=127.0.0.1:0"),
+                     0);
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "--metrics-bind-address=:8081"), -1);
+    assert_non_null(strstr(err, "different ports"));
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "--metrics-bind-address=8080"), -1);
+    assert_non_null(strstr(err, "--metrics-bind-address: bind address 8080 has no port"));
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "--health-probe-bind-address=:99999"), -1);
+    assert_non_null(strstr(err, "--health-probe-bind-address: bind address :99999: bad port"));
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "--metrics-bind-address=localhost:80"), -1);
+    assert_non_null(strstr(err, "not an IPv4 address"));
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -144,7 +177,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),           cmocka_unit_test(test_flags),
         cmocka_unit_test(test_env_and_precedence), cmocka_unit_test(test_leader_flags),
-        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_server_flags),       cmocka_unit_test(test_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,6 @@
 /* strmap: chained buckets with doubly linked chains (removal in O(1) even when thousands of index
  * postings share one value), FNV-1a hashing, doubling when the load passes one. */
-#include "strmap.h"
+#include "util/strmap.h"
 
 #include <errno.h>
 #include <stdlib.h>

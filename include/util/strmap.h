@@ -1,9 +1,9 @@
-/* strmap: an intrusive hash map keyed by strings, private to the informer module.
+/* strmap: an intrusive hash map keyed by strings (the store's indexes, the work queue, metrics series).
  * Nodes live inside their owner's struct, so inserting never allocates and never fails; the bucket
  * array only grows opportunistically. Equal keys may coexist (the store's indexes need a multimap).
  */
-#ifndef MP_INFORMER_STRMAP_H
-#define MP_INFORMER_STRMAP_H
+#ifndef MP_UTIL_STRMAP_H
+#define MP_UTIL_STRMAP_H
 
 #include <stddef.h>
 #include <stdint.h>

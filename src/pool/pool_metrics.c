@@ -1,0 +1,285 @@
+/* pool_metrics: names, help, labels and buckets of the controller's series. Per-pool gauges are
+ * rewritten only when a pool's member list or resident changes (a small map remembers what was
+ * last written), so a steady reconcile costs no metric work and a large fleet no scans. */
+#include "pool/pool_metrics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/strmap.h"
+
+/* What the resident gauges of one pool last said. */
+typedef struct pm_pool {
+    strmap_node node; /* key: "ns/name" */
+    char *key;
+    char *members; /* the member names, NUL-separated, ending in an empty name */
+    char *resident;
+} pm_pool;
+
+struct pool_metrics {
+    metrics *reg;
+    metrics_family *reconciles, *reconcile_errors, *reconcile_seconds;
+    metrics_family *depth, *adds, *queue_seconds, *retries;
+    metrics_family *watch_restarts, *relists;
+    metrics_family *resident, *swaps, *swap_seconds, *deferrals, *reaction;
+    strmap pools;
+};
+
+static const double pm_latency_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                            0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+/* Up to well past the default 300 s swap budget. */
+static const double pm_swap_buckets[] = {1,   2.5, 5,   10,  20,  30,  60,
+                                         120, 180, 300, 450, 600, 900, 1800};
+/* Fine below 10 ms, the target of the decision path. */
+static const double pm_reaction_buckets[] = {0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.003,
+                                             0.005,  0.0075, 0.01,   0.02,  0.05,  0.1,
+                                             0.25,   0.5,    1,      2.5,   5};
+
+#define PM_N(a) (sizeof(a) / sizeof((a)[0]))
+
+pool_metrics *pool_metrics_new(metrics *reg)
+{
+    if (!reg)
+        return NULL;
+    pool_metrics *pm = calloc(1, sizeof(*pm));
+    if (!pm || strmap_init(&pm->pools) < 0) {
+        free(pm);
+        return NULL;
+    }
+    pm->reg = reg;
+    static const char *const result[] = {"result", NULL};
+    static const char *const resource[] = {"resource", NULL};
+    static const char *const pool[] = {"namespace", "pool", NULL};
+    static const char *const member[] = {"namespace", "pool", "member", NULL};
+    static const char *const reason[] = {"namespace", "pool", "reason", NULL};
+    static const char *const path[] = {"path", NULL};
+    pm->reconciles =
+        metrics_family_new(reg, METRICS_COUNTER, "modelpool_reconcile_total",
+                           "Reconciles of a pool, by result (success, error).", result, NULL, 0);
+    pm->reconcile_errors =
+        metrics_family_new(reg, METRICS_COUNTER, "modelpool_reconcile_errors_total",
+                           "Reconciles that failed and were retried with backoff.", NULL, NULL, 0);
+    pm->reconcile_seconds = metrics_family_new(
+        reg, METRICS_HISTOGRAM, "modelpool_reconcile_duration_seconds",
+        "Time from taking a pool off the queue to the end of its reconcile (API writes and idle "
+        "probes included).",
+        NULL, pm_latency_buckets, PM_N(pm_latency_buckets));
+    pm->depth = metrics_family_new(reg, METRICS_GAUGE, "modelpool_workqueue_depth",
+                                   "Pool keys ready to be reconciled.", NULL, NULL, 0);
+    pm->adds = metrics_family_new(reg, METRICS_COUNTER, "modelpool_workqueue_adds_total",
+                                  "Pool keys added to the work queue.", NULL, NULL, 0);
+    pm->queue_seconds =
+        metrics_family_new(reg, METRICS_HISTOGRAM, "modelpool_workqueue_queue_duration_seconds",
+                           "Time a pool key waited in the queue before its reconcile began.", NULL,
+                           pm_latency_buckets, PM_N(pm_latency_buckets));
+    pm->retries =
+        metrics_family_new(reg, METRICS_COUNTER, "modelpool_workqueue_retries_total",
+                           "Pool keys requeued with backoff after a failure.", NULL, NULL, 0);
+    pm->watch_restarts = metrics_family_new(
+        reg, METRICS_COUNTER, "modelpool_watch_restarts_total",
+        "Watches that ended and were resumed (or replaced by a relist), by resource.", resource,
+        NULL, 0);
+    pm->relists = metrics_family_new(reg, METRICS_COUNTER, "modelpool_relists_total",
+                                     "Complete lists after the first (410 Gone, errors), by "
+                                     "resource.",
+                                     resource, NULL, 0);
+    pm->resident = metrics_family_new(reg, METRICS_GAUGE, "modelpool_pool_resident",
+                                      "1 for the member resident in the pool's GPU slot, 0 for "
+                                      "its other members.",
+                                      member, NULL, 0);
+    pm->swaps =
+        metrics_family_new(reg, METRICS_COUNTER, "modelpool_swaps_total",
+                           "Swaps completed (a pending member became resident).", pool, NULL, 0);
+    pm->swap_seconds =
+        metrics_family_new(reg, METRICS_HISTOGRAM, "modelpool_swap_duration_seconds",
+                           "Time from a swap's start (Swapping=True) to its target being resident.",
+                           pool, pm_swap_buckets, PM_N(pm_swap_buckets));
+    pm->deferrals = metrics_family_new(
+        reg, METRICS_COUNTER, "modelpool_swap_deferrals_total",
+        "Swaps held back (SwapDeferred=True), by reason: PodsBusy, IdleCheckFailed, "
+        "IdleCheckUnsupported.",
+        reason, NULL, 0);
+    pm->reaction = metrics_family_new(
+        reg, METRICS_HISTOGRAM, "modelpool_reaction_seconds",
+        "Operator-side reaction: path a, from the watch event of a member scaled up to the PATCH "
+        "scaling the incumbent down; path b, from the watch event of the incumbent's last Pod "
+        "deleted to the PATCH scaling the target up.",
+        path, pm_reaction_buckets, PM_N(pm_reaction_buckets));
+    if (!pm->reconciles || !pm->reconcile_errors || !pm->reconcile_seconds || !pm->depth ||
+        !pm->adds || !pm->queue_seconds || !pm->retries || !pm->watch_restarts || !pm->relists ||
+        !pm->resident || !pm->swaps || !pm->swap_seconds || !pm->deferrals || !pm->reaction) {
+        pool_metrics_free(pm);
+        return NULL;
+    }
+    /* Zero series exist from the start, so rate() sees the first increment. */
+    metrics_add(pm->reconciles, (const char *[]){"success"}, 0);
+    metrics_add(pm->reconciles, (const char *[]){"error"}, 0);
+    metrics_add(pm->reconcile_errors, NULL, 0);
+    return pm;
+}
+
+static void pm_pool_free(pm_pool *p)
+{
+    free(p->key);
+    free(p->members);
+    free(p->resident);
+    free(p);
+}
+
+void pool_metrics_free(pool_metrics *pm)
+{
+    if (!pm)
+        return;
+    strmap_node *n = strmap_first(&pm->pools);
+    while (n) {
+        strmap_node *next = strmap_next(&pm->pools, n);
+        strmap_remove(&pm->pools, n);
+        pm_pool_free(STRMAP_OWNER(n, pm_pool, node));
+        n = next;
+    }
+    strmap_fini(&pm->pools);
+    free(pm); /* the families belong to the registry */
+}
+
+void pool_metrics_reconciled(pool_metrics *pm, bool ok, uint64_t duration_ms)
+{
+    if (!pm)
+        return;
+    metrics_add(pm->reconciles, (const char *[]){ok ? "success" : "error"}, 1);
+    if (!ok)
+        metrics_add(pm->reconcile_errors, NULL, 1);
+    metrics_observe(pm->reconcile_seconds, NULL, (double)duration_ms / 1000.0);
+}
+
+void pool_metrics_dequeued(pool_metrics *pm, uint64_t waited_ms)
+{
+    if (pm)
+        metrics_observe(pm->queue_seconds, NULL, (double)waited_ms / 1000.0);
+}
+
+void pool_metrics_queue(pool_metrics *pm, const wq_stats *q)
+{
+    if (!pm)
+        return;
+    metrics_set(pm->depth, NULL, (double)q->depth);
+    metrics_set(pm->adds, NULL, (double)q->adds_total);
+    metrics_set(pm->retries, NULL, (double)q->retries_total);
+}
+
+void pool_metrics_informer(pool_metrics *pm, const char *resource, const informer_stats *st)
+{
+    if (!pm)
+        return;
+    metrics_set(pm->watch_restarts, (const char *[]){resource}, (double)st->watch_restarts);
+    metrics_set(pm->relists, (const char *[]){resource}, (double)st->relists);
+}
+
+/* The member names as one NUL-separated block, for comparing lists; NULL when out of memory. */
+static char *pm_join(const char *const *members, size_t n, size_t *len)
+{
+    size_t l = 1;
+    for (size_t i = 0; i < n; i++)
+        l += strlen(members[i] ? members[i] : "") + 1;
+    char *s = malloc(l);
+    if (!s)
+        return NULL;
+    char *p = s;
+    for (size_t i = 0; i < n; i++) {
+        size_t ml = strlen(members[i] ? members[i] : "") + 1;
+        memcpy(p, members[i] ? members[i] : "", ml);
+        p += ml;
+    }
+    *p = 0;
+    *len = l;
+    return s;
+}
+
+static bool pm_str_eq(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+void pool_metrics_members(pool_metrics *pm, const char *ns, const char *pool,
+                          const char *const *members, size_t n, const char *resident)
+{
+    if (!pm)
+        return;
+    char *key = NULL;
+    size_t jl = 0;
+    char *joined = pm_join(members, n, &jl);
+    if (!joined || asprintf(&key, "%s/%s", ns, pool) < 0) {
+        free(joined);
+        return;
+    }
+    strmap_node *node = strmap_get(&pm->pools, key);
+    pm_pool *p = node ? STRMAP_OWNER(node, pm_pool, node) : NULL;
+    bool same_members = false;
+    if (p) {
+        size_t ol = 1;
+        for (const char *m = p->members; *m; m += strlen(m) + 1)
+            ol += strlen(m) + 1;
+        same_members = ol == jl && memcmp(p->members, joined, jl) == 0;
+        if (same_members && pm_str_eq(p->resident, resident)) {
+            free(joined);
+            free(key);
+            return;
+        }
+    } else if ((p = calloc(1, sizeof(*p)))) {
+        p->key = key;
+        key = NULL;
+        strmap_insert(&pm->pools, &p->node, p->key);
+    } else {
+        free(joined);
+        free(key);
+        return;
+    }
+    free(key);
+    if (!same_members)
+        metrics_family_remove(pm->resident, (const char *[]){ns, pool}, 2);
+    for (size_t i = 0; i < n; i++)
+        metrics_set(pm->resident, (const char *[]){ns, pool, members[i]},
+                    pm_str_eq(members[i], resident) && resident && *resident ? 1 : 0);
+    free(p->members);
+    p->members = joined;
+    free(p->resident);
+    p->resident = resident ? strdup(resident) : NULL;
+}
+
+void pool_metrics_swap_done(pool_metrics *pm, const char *ns, const char *pool, int64_t duration_ms)
+{
+    if (!pm)
+        return;
+    metrics_add(pm->swaps, (const char *[]){ns, pool}, 1);
+    if (duration_ms >= 0)
+        metrics_observe(pm->swap_seconds, (const char *[]){ns, pool}, (double)duration_ms / 1000.0);
+}
+
+void pool_metrics_deferred(pool_metrics *pm, const char *ns, const char *pool, const char *reason)
+{
+    if (pm)
+        metrics_add(pm->deferrals, (const char *[]){ns, pool, reason}, 1);
+}
+
+void pool_metrics_reaction(pool_metrics *pm, pool_reaction_path path, uint64_t us)
+{
+    if (pm)
+        metrics_observe(pm->reaction, (const char *[]){path == POOL_REACTION_A ? "a" : "b"},
+                        (double)us / 1e6);
+}
+
+void pool_metrics_forget(pool_metrics *pm, const char *ns, const char *pool)
+{
+    if (!pm)
+        return;
+    metrics_remove(pm->reg, (const char *[]){"namespace", "pool"}, (const char *[]){ns, pool}, 2);
+    char *key = NULL;
+    if (asprintf(&key, "%s/%s", ns, pool) < 0)
+        return;
+    strmap_node *node = strmap_get(&pm->pools, key);
+    if (node) {
+        strmap_remove(&pm->pools, node);
+        pm_pool_free(STRMAP_OWNER(node, pm_pool, node));
+    }
+    free(key);
+}

@@ -1,0 +1,184 @@
+/* Tests of the HTTP endpoints: bind-address parsing, and real requests over loopback to the
+ * libmicrohttpd server driven by the project's event loop (the client socket runs on the same
+ * loop, so nothing here needs a thread): /metrics, /healthz, /readyz, 404 and 405. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "app/telemetry.h"
+#include "httpd/httpd.h"
+#include "loop/ev.h"
+
+static void test_parse_bind(void **state)
+{
+    (void)state;
+    struct sockaddr_storage ss;
+    socklen_t len;
+    char err[160];
+    assert_int_equal(httpd_parse_bind(":8080", &ss, &len, err, sizeof(err)), 0);
+    struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+    assert_int_equal(ss.ss_family, AF_INET);
+    assert_int_equal(ntohs(v4->sin_port), 8080);
+    assert_int_equal(v4->sin_addr.s_addr, htonl(INADDR_ANY));
+    assert_int_equal(httpd_parse_bind("127.0.0.1:0", &ss, &len, err, sizeof(err)), 0);
+    assert_int_equal(v4->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+    assert_int_equal(httpd_parse_bind("[::1]:9", &ss, &len, err, sizeof(err)), 0);
+    assert_int_equal(ss.ss_family, AF_INET6);
+    assert_int_equal(ntohs(((struct sockaddr_in6 *)&ss)->sin6_port), 9);
+    assert_int_equal(httpd_parse_bind("0", &ss, &len, err, sizeof(err)), 1);
+
+    static const struct {
+        const char *in, *why;
+    } bad[] = {
+        {"", "empty"},
+        {"8080", "has no port"},
+        {":", "bad port"},
+        {":x", "bad port"},
+        {":-1", "bad port"},
+        {":65536", "bad port"},
+        {"host:80", "not an IPv4 address"},
+        {"[1.2.3.4]:80", "not an IPv6 address"},
+        {"[::1:80", "not an IPv4 address"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = 0;
+        assert_int_equal(httpd_parse_bind(bad[i].in, &ss, &len, err, sizeof(err)), -1);
+        if (!strstr(err, bad[i].why))
+            fail_msg("%s: message '%s' lacks '%s'", bad[i].in, err, bad[i].why);
+    }
+}
+
+/* A one-shot HTTP/1.0 client on the loop: writes the request, reads until the server closes. */
+typedef struct client {
+    ev_loop *loop;
+    int fd;
+    char resp[65536];
+    size_t len;
+} client;
+
+static void client_on_read(ev_loop *loop, int fd, int events, void *ud)
+{
+    (void)events;
+    client *c = ud;
+    ssize_t n = read(fd, c->resp + c->len, sizeof(c->resp) - 1 - c->len);
+    if (n > 0) {
+        c->len += (size_t)n;
+        return;
+    }
+    if (n < 0 && errno == EAGAIN)
+        return;
+    c->resp[c->len] = 0;
+    ev_fd_clear(loop, fd);
+    ev_stop(loop);
+}
+
+static void client_timeout(ev_loop *loop, void *ud)
+{
+    (void)ud;
+    ev_stop(loop);
+    fail_msg("no answer from the server");
+}
+
+/* The full answer (status line, headers, body) to method path on 127.0.0.1:port. */
+static const char *request(ev_loop *loop, client *c, int port, const char *method, const char *path)
+{
+    *c = (client){.loop = loop};
+    c->fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(c->fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    char req[256];
+    int n = snprintf(req, sizeof(req), "%s %s HTTP/1.0\r\nHost: x\r\n\r\n", method, path);
+    assert_int_equal(write(c->fd, req, (size_t)n), n);
+    assert_int_equal(ev_fd_set(loop, c->fd, EV_READ, client_on_read, c), 0);
+    uint64_t t = ev_timer_add(loop, 10000, client_timeout, NULL);
+    assert_int_equal(ev_run(loop), 0);
+    ev_timer_cancel(loop, t);
+    close(c->fd);
+    return c->resp;
+}
+
+static bool test_ready;
+
+static bool ready_fn(void *ud)
+{
+    (void)ud;
+    return test_ready;
+}
+
+static void test_endpoints(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    telemetry *t = telemetry_new();
+    assert_non_null(t);
+    char err[200];
+    assert_int_equal(
+        telemetry_serve(t, loop, "127.0.0.1:0", "127.0.0.1:0", ready_fn, NULL, err, sizeof(err)),
+        0);
+    int mp = telemetry_metrics_port(t), hp = telemetry_health_port(t);
+    assert_true(mp > 0 && hp > 0 && mp != hp);
+    client c;
+
+    telemetry_api_request(t, "LIST", 200);
+    telemetry_api_request(t, "PATCH", 409);
+    const char *r = request(loop, &c, mp, "GET", "/metrics");
+    assert_non_null(strstr(r, "HTTP/1.0 200") ? r : strstr(r, "HTTP/1.1 200"));
+    assert_non_null(strstr(r, "text/plain; version=0.0.4"));
+    assert_non_null(strstr(r, "modelpool_api_requests_total{verb=\"LIST\",code=\"200\"} 1\n"));
+    assert_non_null(strstr(r, "modelpool_api_requests_total{verb=\"PATCH\",code=\"409\"} 1\n"));
+    assert_non_null(strstr(r, "\nprocess_resident_memory_bytes "));
+    assert_non_null(strstr(r, "\nprocess_cpu_seconds_total "));
+    assert_non_null(strstr(r, "\nprocess_open_fds "));
+    assert_non_null(strstr(r, "\nprocess_start_time_seconds "));
+
+    test_ready = false;
+    r = request(loop, &c, hp, "GET", "/readyz");
+    assert_non_null(strstr(r, " 503 "));
+    assert_non_null(strstr(r, "caches not synced yet"));
+    test_ready = true;
+    r = request(loop, &c, hp, "GET", "/readyz");
+    assert_non_null(strstr(r, " 200 "));
+    r = request(loop, &c, hp, "GET", "/healthz");
+    assert_non_null(strstr(r, " 200 "));
+    assert_non_null(strstr(r, "\r\n\r\nok\n"));
+    /* Each server serves its own paths only; writes are refused. */
+    r = request(loop, &c, hp, "GET", "/metrics");
+    assert_non_null(strstr(r, " 404 "));
+    r = request(loop, &c, mp, "GET", "/healthz");
+    assert_non_null(strstr(r, " 404 "));
+    r = request(loop, &c, mp, "POST", "/metrics");
+    assert_non_null(strstr(r, " 405 "));
+
+    /* A port in use is a clear error. */
+    telemetry *t2 = telemetry_new();
+    char addr[32];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", mp);
+    assert_int_equal(telemetry_serve(t2, loop, addr, "0", ready_fn, NULL, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "metrics server: cannot listen on 127.0.0.1:"));
+    telemetry_free(t2);
+    telemetry_free(t);
+    ev_free(loop);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_bind),
+        cmocka_unit_test(test_endpoints),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
