@@ -60,6 +60,15 @@ int store_index_each(const store *s, const char *index, const char *value, store
 /* How many objects have that index value (0 for an unknown index). */
 size_t store_index_count(const store *s, const char *index, const char *value);
 
+/* Applies the store's trim function to obj (nothing when it has none), for a caller that holds
+ * objects before they are put, such as the pages of a list. */
+void store_trim(const store *s, cJSON *obj);
+
+/* For trim functions: deletes every member of the object obj whose name is not one of the n names
+ * in keep (nothing when obj is not an object). The names must live as long as the program (string
+ * literals): a member kept points at them from then on instead of at its own copy. */
+void store_keep(cJSON *obj, const char *const *keep, size_t n);
+
 /* A trim function that drops metadata.managedFields and the
  * kubectl.kubernetes.io/last-applied-configuration annotation, which no controller reads. */
 void store_trim_default(cJSON *obj, void *ud);

@@ -20,6 +20,13 @@
 int pool_index_pod_service(const cJSON *pod, store_index_out *out, void *ud);
 int pool_index_pool_members(const cJSON *pool, store_index_out *out, void *ud);
 
+/* Trim functions (store_trim_fn) for the controller's caches: each keeps exactly the fields this
+ * module, the controller and pool/status.c read, and drops the rest (most of a Pod). Memory
+ * follows what is cached; a field read anywhere in the pool module must be kept here. */
+void pool_trim_pod(cJSON *pod, void *ud);
+void pool_trim_isvc(cJSON *isvc, void *ud);
+void pool_trim_pool(cJSON *pool, void *ud);
+
 /* The controller's last idle probe of a Pod, looked up by the Pod's UID (a new Pod starts over). */
 typedef struct pool_probe_memo {
     plan_probe_result result;

@@ -342,6 +342,9 @@ static int informer_take_items(informer *inf, const cJSON *body, cJSON *items)
         if (*kind && !cJSON_HasObjectItem(item, "kind") &&
             !cJSON_AddStringToObject(item, "kind", kind))
             return -ENOMEM;
+        /* Trimmed now, not when the list is complete: a list of many pages is then never held
+         * whole, only what the cache keeps of it. */
+        store_trim(inf->store, item);
     }
     return 0;
 }

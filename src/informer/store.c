@@ -301,6 +301,35 @@ size_t store_index_count(const store *s, const char *index, const char *value)
     return n;
 }
 
+void store_trim(const store *s, cJSON *obj)
+{
+    if (s->trim)
+        s->trim(obj, s->trim_ud);
+}
+
+void store_keep(cJSON *obj, const char *const *keep, size_t n)
+{
+    if (!cJSON_IsObject(obj))
+        return;
+    cJSON *c = obj->child;
+    while (c) {
+        cJSON *next = c->next;
+        size_t i = 0;
+        while (i < n && (!c->string || strcmp(c->string, keep[i]) != 0))
+            i++;
+        if (i == n) {
+            cJSON_Delete(cJSON_DetachItemViaPointer(obj, c));
+        } else if (!(c->type & cJSON_StringIsConst)) {
+            /* The caller's name lives as long as the program: the member's own copy is freed,
+             * which is one allocation less for every member of every cached object. */
+            cJSON_free(c->string);
+            c->string = (char *)keep[i];
+            c->type |= cJSON_StringIsConst;
+        }
+        c = next;
+    }
+}
+
 void store_trim_default(cJSON *obj, void *ud)
 {
     (void)ud;

@@ -5,6 +5,7 @@
 #include "pool/controller.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -628,6 +629,9 @@ static void pc_on_synced(void *ud)
         !informer_synced(pc->pods))
         return;
     pc->synced = true;
+    /* The list pages are freed by now; hand their pages back instead of keeping the high-water
+     * mark of the initial list for the life of the process. */
+    malloc_trim(0);
     log_kv(LOG_INFO, "caches synced", NULL);
     if (pc->leading)
         store_each(informer_store(pc->pools), pc_enqueue_each, pc->queue);
@@ -763,14 +767,14 @@ static void pc_on_error(void *ud, const kube_error *err)
 /* ---- lifecycle ---- */
 
 static informer *pc_informer(pool_controller *pc, const char *group, const char *resource,
-                             const char *selector, const informer_handlers *h)
+                             const char *selector, store_trim_fn trim, const informer_handlers *h)
 {
     informer_config cfg = {.group = group,
                            .version = *group ? POOL_VERSION : "v1",
                            .resource = resource,
                            .namespace_ = pc->opts.namespace_,
                            .label_selector = selector,
-                           .trim = store_trim_default};
+                           .trim = trim};
     return informer_new(pc->loop, pc->client, &cfg, h);
 }
 
@@ -820,9 +824,9 @@ pool_controller *pool_controller_new(ev_loop *loop, kube_client *client,
                             pc_on_synced,    pc_on_error,     pc};
     informer_handlers hd = {pc_pod_changed, pc_pod_updated, pc_pod_deleted,
                             pc_on_synced,   pc_on_error,    pc};
-    pc->pools = pc_informer(pc, POOL_GROUP, "modelpools", NULL, &hp);
-    pc->isvcs = pc_informer(pc, POOL_GROUP, "inferenceservices", NULL, &hi);
-    pc->pods = pc_informer(pc, "", "pods", POOL_SERVICE_LABEL, &hd);
+    pc->pools = pc_informer(pc, POOL_GROUP, "modelpools", NULL, pool_trim_pool, &hp);
+    pc->isvcs = pc_informer(pc, POOL_GROUP, "inferenceservices", NULL, pool_trim_isvc, &hi);
+    pc->pods = pc_informer(pc, "", "pods", POOL_SERVICE_LABEL, pool_trim_pod, &hd);
     if (strmap_init(&pc->stamps) < 0)
         goto fail;
     if (opts->metrics && !(pc->pm = pool_metrics_new(opts->metrics)))

@@ -35,9 +35,8 @@ static int snap_emit_ns(store_index_out *out, const cJSON *obj, const char *name
 int pool_index_pod_service(const cJSON *pod, store_index_out *out, void *ud)
 {
     (void)ud;
-    const char *svc =
-        snap_str(cJSON_GetObjectItemCaseSensitive(snap_get(pod, "metadata", "labels"),
-                                                  POOL_SERVICE_LABEL));
+    const char *svc = snap_str(
+        cJSON_GetObjectItemCaseSensitive(snap_get(pod, "metadata", "labels"), POOL_SERVICE_LABEL));
     return svc ? snap_emit_ns(out, pod, svc) : 0;
 }
 
@@ -55,6 +54,72 @@ int pool_index_pool_members(const cJSON *pool, store_index_out *out, void *ud)
         }
     }
     return 0;
+}
+
+/* ---- what the caches keep ---- */
+
+#define SNAP_KEEP(obj, ...)                                                                        \
+    store_keep((obj), (const char *const[]){__VA_ARGS__},                                          \
+               sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
+
+static cJSON *snap_child(cJSON *obj, const char *name)
+{
+    return cJSON_GetObjectItemCaseSensitive(obj, name);
+}
+
+void pool_trim_pod(cJSON *pod, void *ud)
+{
+    (void)ud;
+    SNAP_KEEP(pod, "metadata", "status");
+    cJSON *meta = snap_child(pod, "metadata");
+    SNAP_KEEP(meta, "name", "namespace", "uid", "resourceVersion", "labels", "deletionTimestamp");
+    SNAP_KEEP(snap_child(meta, "labels"), POOL_SERVICE_LABEL);
+    cJSON *status = snap_child(pod, "status");
+    SNAP_KEEP(status, "phase", "podIP", "containerStatuses");
+    cJSON *cs;
+    cJSON_ArrayForEach(cs, snap_child(status, "containerStatuses"))
+    {
+        SNAP_KEEP(cs, "state");
+        cJSON *state = snap_child(cs, "state");
+        SNAP_KEEP(state, "running");
+        /* Only whether it is there counts. */
+        store_keep(snap_child(state, "running"), NULL, 0);
+    }
+}
+
+void pool_trim_isvc(cJSON *isvc, void *ud)
+{
+    (void)ud;
+    SNAP_KEEP(isvc, "metadata", "spec", "status");
+    cJSON *meta = snap_child(isvc, "metadata");
+    SNAP_KEEP(meta, "name", "namespace", "resourceVersion", "annotations");
+    SNAP_KEEP(snap_child(meta, "annotations"), POOL_IDLE_ANNOTATION);
+    cJSON *spec = snap_child(isvc, "spec");
+    SNAP_KEEP(spec, "replicas", "runtime", "endpoint", "containerPort");
+    SNAP_KEEP(snap_child(spec, "endpoint"), "port");
+    SNAP_KEEP(snap_child(isvc, "status"), "phase");
+}
+
+void pool_trim_pool(cJSON *pool, void *ud)
+{
+    (void)ud;
+    SNAP_KEEP(pool, "metadata", "spec", "status");
+    SNAP_KEEP(snap_child(pool, "metadata"), "name", "namespace", "uid", "resourceVersion",
+              "generation");
+    cJSON *spec = snap_child(pool, "spec");
+    SNAP_KEEP(spec, "members", "default", "swapBudget", "swapPolicy");
+    cJSON *m;
+    cJSON_ArrayForEach(m, snap_child(spec, "members"))
+    {
+        SNAP_KEEP(m, "inferenceServiceRef");
+        SNAP_KEEP(snap_child(m, "inferenceServiceRef"), "name");
+    }
+    cJSON *status = snap_child(pool, "status");
+    SNAP_KEEP(status, "phase", "residentMember", "pendingMember", "observedGeneration", "members",
+              "conditions");
+    cJSON_ArrayForEach(m, snap_child(status, "members")) SNAP_KEEP(m, "name", "phase", "resident");
+    cJSON_ArrayForEach(m, snap_child(status, "conditions"))
+        SNAP_KEEP(m, "type", "status", "reason", "message", "lastTransitionTime");
 }
 
 static plan_pod_phase snap_pod_phase(const char *p)
@@ -105,7 +170,8 @@ static bool snap_add_pod(const char *key, const cJSON *pod, void *ud)
             p->container_running = true;
     }
     const char *uid = snap_str(snap_get(pod, "metadata", "uid"));
-    const pool_probe_memo *memo = uid && w->src->probe ? w->src->probe(w->src->probe_ud, uid) : NULL;
+    const pool_probe_memo *memo =
+        uid && w->src->probe ? w->src->probe(w->src->probe_ud, uid) : NULL;
     if (memo) {
         p->probe = memo->result;
         p->probed_at_ms = memo->at_ms;

@@ -10,6 +10,8 @@
 #             O=system:serviceaccounts, O=system:serviceaccounts:modelpool-system -> $state/operator.kubeconfig
 # The operator carries its production ServiceAccount's user name and groups, so RBAC that binds
 # ServiceAccount modelpool-system/modelpool-operator applies to it unchanged; it has no rights until granted.
+# MP_APISERVER_EXTRA_ARGS (words split on blanks) are appended to kube-apiserver's flags (the
+# benchmarks turn on an audit log with them).
 
 cp_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -209,7 +211,8 @@ cp_start() {
 			--service-account-issuer=https://kubernetes.default.svc.cluster.local \
 			--service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
 			--service-cluster-ip-range=10.0.0.0/24 --authorization-mode=RBAC --allow-privileged=true \
-			--disable-admission-plugins=ServiceAccount --endpoint-reconciler-type=none || rc=$?
+			--disable-admission-plugins=ServiceAccount --endpoint-reconciler-type=none \
+			${MP_APISERVER_EXTRA_ARGS:-} || rc=$?
 		[ "$rc" -eq 10 ] || break
 		_cp_err "kube-apiserver port $apiserver_port taken, retrying"
 	done

@@ -25,6 +25,8 @@ static const char sim_usage[] =
     "  --finalizer           put sim.modelpool.test/hold on Pods, so they are seen terminating\n"
     "  --load-ms N           Pod creation to Running (default 1000)\n"
     "  --terminate-ms N      Pod terminating to gone, with --finalizer (default 0)\n"
+    "  --ip-first N          first Pod address index: 127.<N>>16>.<N>>8&255>.<N&255> (default 2)\n"
+    "  --ip-count N          how many addresses from there (default 253: 127.0.0.2-254)\n"
     "  -v                    more logs (repeat for more)\n"
     "  --help                this text\n"
     "Per member, annotations sim.modelpool.test/{load-ms,terminate-ms,busy,probe,fail,evict,\n"
@@ -37,13 +39,13 @@ typedef struct sim_flags {
     bool help;
 } sim_flags;
 
-static int sim_parse_ms(const char *flag, const char *v, uint64_t *out)
+static int sim_parse_num(const char *flag, const char *v, const char *what, uint64_t *out)
 {
     char *end;
     errno = 0;
     unsigned long long ms = strtoull(v, &end, 10);
     if (!*v || *v == '-' || *end || errno) {
-        fprintf(stderr, "member-sim: %s wants a number of milliseconds, not \"%s\"\n", flag, v);
+        fprintf(stderr, "member-sim: %s wants %s, not \"%s\"\n", flag, what, v);
         return -1;
     }
     *out = ms;
@@ -53,13 +55,24 @@ static int sim_parse_ms(const char *flag, const char *v, uint64_t *out)
 /* 0, or -1 after saying what was wrong. */
 static int sim_parse_flags(sim_flags *f, int argc, char **argv)
 {
-    enum { F_KUBECONFIG = 256, F_NAMESPACE, F_FINALIZER, F_LOAD, F_TERMINATE, F_HELP };
+    enum {
+        F_KUBECONFIG = 256,
+        F_NAMESPACE,
+        F_FINALIZER,
+        F_LOAD,
+        F_TERMINATE,
+        F_IP_FIRST,
+        F_IP_COUNT,
+        F_HELP
+    };
     static const struct option longs[] = {
         {"kubeconfig", required_argument, NULL, F_KUBECONFIG},
         {"namespace", required_argument, NULL, F_NAMESPACE},
         {"finalizer", no_argument, NULL, F_FINALIZER},
         {"load-ms", required_argument, NULL, F_LOAD},
         {"terminate-ms", required_argument, NULL, F_TERMINATE},
+        {"ip-first", required_argument, NULL, F_IP_FIRST},
+        {"ip-count", required_argument, NULL, F_IP_COUNT},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, F_HELP},
         {NULL, 0, NULL, 0},
@@ -83,13 +96,27 @@ static int sim_parse_flags(sim_flags *f, int argc, char **argv)
             f->opt.finalizer = true;
             break;
         case F_LOAD:
-            if (sim_parse_ms("--load-ms", optarg, &f->opt.load_ms) < 0)
+            if (sim_parse_num("--load-ms", optarg, "a number of milliseconds", &f->opt.load_ms) < 0)
                 return -1;
             break;
         case F_TERMINATE:
-            if (sim_parse_ms("--terminate-ms", optarg, &f->opt.terminate_ms) < 0)
+            if (sim_parse_num("--terminate-ms", optarg, "a number of milliseconds",
+                              &f->opt.terminate_ms) < 0)
                 return -1;
             break;
+        case F_IP_FIRST:
+        case F_IP_COUNT: {
+            uint64_t v;
+            const char *flag = c == F_IP_FIRST ? "--ip-first" : "--ip-count";
+            if (sim_parse_num(flag, optarg, "a number", &v) < 0)
+                return -1;
+            if (v < 1 || v > 0xffffff) {
+                fprintf(stderr, "member-sim: %s wants 1..16777215\n", flag);
+                return -1;
+            }
+            *(c == F_IP_FIRST ? &f->opt.ip_first : &f->opt.ip_count) = (int)v;
+            break;
+        }
         case 'v':
             f->verbose++;
             break;
@@ -104,6 +131,14 @@ static int sim_parse_flags(sim_flags *f, int argc, char **argv)
             return -1;
         }
     }
+    int first = f->opt.ip_first ? f->opt.ip_first : SIM_IP_FIRST_DEFAULT;
+    int count = f->opt.ip_count ? f->opt.ip_count : SIM_IP_COUNT_DEFAULT;
+    if (first + count - 1 > 0xfffffe) {
+        fprintf(stderr, "member-sim: --ip-first + --ip-count passes 127.255.255.254\n");
+        return -1;
+    }
+    f->opt.ip_first = first;
+    f->opt.ip_count = count;
     if (optind < argc) {
         fprintf(stderr, "member-sim: unexpected argument \"%s\"\n", argv[optind]);
         return -1;

@@ -17,11 +17,12 @@
  *   desired >= 1, no live Pod: creates Pod <name>-<5 a-z> (labels app=<name>,
  *     inference.llmkube.dev/service=<name>; container `server`, image `sim`; finalizer
  *     sim.modelpool.test/hold with --finalizer), status Creating. After the load delay it listens
- *     on 127.0.0.N:<port> (N 2..254, one per live Pod), then writes the Pod Running with that podIP
- *     and a ready `server` container, then status Ready, replicas 1. A Pod that is terminating
- *     blocks a new one until it is gone (it still holds the GPU); extra live Pods are deleted.
- *   desired == 0 (or the InferenceService is gone): stops listening, deletes its Pods (grace 0);
- *     a Pod with the finalizer is held terminating for the terminate delay, then the finalizer is
+ *     on 127.0.0.N:<port> (N 2..254, one per live Pod; --ip-first/--ip-count move and widen the
+ *     range, address index n being 127.<n>>16>.<n>>8 & 255>.<n & 255>), then writes the Pod Running
+ * with that podIP and a ready `server` container, then status Ready, replicas 1. A Pod that is
+ * terminating blocks a new one until it is gone (it still holds the GPU); extra live Pods are
+ * deleted. desired == 0 (or the InferenceService is gone): stops listening, deletes its Pods (grace
+ * 0); a Pod with the finalizer is held terminating for the terminate delay, then the finalizer is
  *     removed. Status Stopped, replicas 0, once no Pod is left.
  *   port: spec.endpoint.port, else spec.containerPort, else the runtime's default (8080; vllm
  *     8000, tgi 80, sglang 30000), as DESIGN.md's idle probe.
@@ -53,7 +54,11 @@ typedef struct sim_options {
     bool finalizer;         /* put SIM_FINALIZER on Pods so their deletion can be seen */
     uint64_t load_ms;       /* Pod created -> Running, unless annotated */
     uint64_t terminate_ms;  /* Pod terminating -> finalizer removed, unless annotated */
+    int ip_first, ip_count; /* Pod addresses (see above); 0 for the defaults */
 } sim_options;
+
+#define SIM_IP_FIRST_DEFAULT 2
+#define SIM_IP_COUNT_DEFAULT 253
 
 typedef struct sim sim;
 

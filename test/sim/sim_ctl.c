@@ -15,14 +15,13 @@
 #include "httpd/httpd.h"
 #include "informer/informer.h"
 #include "informer/workqueue.h"
+#include "util/strmap.h"
 #include "sim_isvc.h"
 
 #define SIM_INDEX_MEMBER "member"
 /* A Pod this process created but the cache never showed is forgotten after this: it was deleted
  * before its ADDED event could arrive (or the watch is far behind, and a relist will bring it). */
 #define SIM_UNSEEN_FORGET_MS 30000
-#define SIM_IP_FIRST 2
-#define SIM_IP_LAST 254
 
 typedef enum {
     SIM_OP_NONE,
@@ -62,7 +61,7 @@ struct sim_pod {
 };
 
 struct sim_member {
-    sim_member *next;
+    strmap_node node; /* in sim.members, by key */
     sim *s;
     char *key; /* "ns/name" */
     char *ns, *name;
@@ -93,9 +92,9 @@ struct sim {
     sim_options opt;
     informer *isvcs, *pods;
     wq *q;
-    sim_member *members;
+    strmap members;
     bool synced;
-    bool ip_used[SIM_IP_LAST + 1];
+    bool *ip_used; /* by address index - opt.ip_first */
     uint64_t rng;
     unsigned pass;
 };
@@ -141,10 +140,11 @@ static bool sim_terminal(const char *phase)
     return sim_eq(phase, "Failed") || sim_eq(phase, "Succeeded");
 }
 
+/* Address index n is 127.<n>>16>.<n>>8 & 255>.<n & 255>: 2..254 is 127.0.0.2..254. */
 static char *sim_ip_text(int ip, char *buf, size_t len)
 {
     if (ip)
-        snprintf(buf, len, "127.0.0.%d", ip);
+        snprintf(buf, len, "127.%d.%d.%d", (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);
     else
         snprintf(buf, len, "-");
     return buf;
@@ -191,14 +191,28 @@ static bool sim_answer_gone(long http_code, const cJSON *body)
 /* ---- addresses ---- */
 
 /* Keeps the address a Pod's status already names, when it is one of ours and free. */
+static bool *sim_ip_slot(sim *s, int n)
+{
+    return &s->ip_used[n - s->opt.ip_first];
+}
+
+static bool sim_ip_ours(const sim *s, int n)
+{
+    return n >= s->opt.ip_first && n < s->opt.ip_first + s->opt.ip_count;
+}
+
+/* Keeps the address a Pod's status already names, when it is one of ours and free. */
 static int sim_ip_adopt(sim *s, const char *text)
 {
-    int n;
+    int a, b, c;
     char rest;
-    if (!text || sscanf(text, "127.0.0.%d%c", &n, &rest) != 1 || n < SIM_IP_FIRST ||
-        n > SIM_IP_LAST || s->ip_used[n])
+    if (!text || sscanf(text, "127.%d.%d.%d%c", &a, &b, &c, &rest) != 3 || a < 0 || a > 255 ||
+        b < 0 || b > 255 || c < 0 || c > 255)
         return 0;
-    s->ip_used[n] = true;
+    int n = a << 16 | b << 8 | c;
+    if (!sim_ip_ours(s, n) || *sim_ip_slot(s, n))
+        return 0;
+    *sim_ip_slot(s, n) = true;
     return n;
 }
 
@@ -301,7 +315,7 @@ static void sim_pod_free(sim_pod *p)
     ev_timer_cancel(s->loop, p->load_timer);
     ev_timer_cancel(s->loop, p->term_timer);
     if (p->ip)
-        s->ip_used[p->ip] = false;
+        *sim_ip_slot(s, p->ip) = false;
     free(p->name);
     free(p);
 }
@@ -401,15 +415,15 @@ static int sim_pod_place(sim_pod *p, const cJSON *isvc)
         if (sim_pod_serve(p, isvc, true, err, sizeof(err)) == 0)
             return 0;
     } else {
-        for (int n = SIM_IP_FIRST; n <= SIM_IP_LAST; n++) {
-            if (s->ip_used[n])
+        for (int n = s->opt.ip_first; n < s->opt.ip_first + s->opt.ip_count; n++) {
+            if (*sim_ip_slot(s, n))
                 continue;
-            s->ip_used[n] = true;
+            *sim_ip_slot(s, n) = true;
             p->ip = n;
             if (sim_pod_serve(p, isvc, true, err, sizeof(err)) == 0)
                 return 0;
             log_kv(LOG_DEBUG, "address taken, trying the next", "pod", p->name, "error", err, NULL);
-            s->ip_used[n] = false;
+            *sim_ip_slot(s, n) = false;
             p->ip = 0;
         }
     }
@@ -722,7 +736,7 @@ static bool sim_apply_answer(sim_member *m, const kube_error *err, long code, co
         } else {
             p->phase = "Failed";
             sim_pod_unserve(p);
-            s->ip_used[p->ip] = false;
+            *sim_ip_slot(s, p->ip) = false;
             p->ip = 0;
             p->ip_in_status = false;
         }
@@ -883,9 +897,9 @@ static sim_step sim_reconcile(sim_member *m)
 
 static sim_member *sim_member_get(sim *s, const char *key)
 {
-    for (sim_member *m = s->members; m; m = m->next)
-        if (strcmp(m->key, key) == 0)
-            return m;
+    strmap_node *n = strmap_get(&s->members, key);
+    if (n)
+        return STRMAP_OWNER(n, sim_member, node);
     const char *slash = strchr(key, '/');
     if (!slash)
         return NULL;
@@ -903,8 +917,7 @@ static sim_member *sim_member_get(sim *s, const char *key)
         free(m);
         return NULL;
     }
-    m->next = s->members;
-    s->members = m;
+    strmap_insert(&s->members, &m->node, m->key);
     return m;
 }
 
@@ -931,12 +944,7 @@ static void sim_member_maybe_drop(sim *s, sim_member *m)
 {
     if (m->pods || m->call || store_get(informer_store(s->isvcs), m->key))
         return;
-    for (sim_member **mm = &s->members; *mm; mm = &(*mm)->next) {
-        if (*mm == m) {
-            *mm = m->next;
-            break;
-        }
-    }
+    strmap_remove(&s->members, &m->node);
     sim_member_free(m);
 }
 
@@ -1052,6 +1060,16 @@ sim *sim_new(ev_loop *loop, kube_client *client, const sim_options *opt)
     s->loop = loop;
     s->client = client;
     s->opt = *opt;
+    if (s->opt.ip_first <= 0 || s->opt.ip_count <= 0) {
+        s->opt.ip_first = SIM_IP_FIRST_DEFAULT;
+        s->opt.ip_count = SIM_IP_COUNT_DEFAULT;
+    }
+    if (strmap_init(&s->members) < 0 ||
+        !(s->ip_used = calloc((size_t)s->opt.ip_count, sizeof(*s->ip_used)))) {
+        strmap_fini(&s->members);
+        free(s);
+        return NULL;
+    }
     s->rng = (ev_now_ms() << 16) ^ (uint64_t)getpid() ^ (uint64_t)time(NULL);
     if (!s->rng)
         s->rng = 1;
@@ -1097,8 +1115,10 @@ int sim_start(sim *s)
 
 void sim_print_requests(const sim *s, FILE *out)
 {
-    for (const sim_member *m = s->members; m; m = m->next)
+    for (strmap_node *n = strmap_first(&s->members); n; n = strmap_next(&s->members, n)) {
+        const sim_member *m = STRMAP_OWNER(n, sim_member, node);
         fprintf(out, "sim %s requests=%llu\n", m->key, (unsigned long long)m->requests);
+    }
     fflush(out);
 }
 
@@ -1109,11 +1129,14 @@ void sim_free(sim *s)
     informer_free(s->isvcs);
     informer_free(s->pods);
     /* Calls first: their callbacks must not reach a freed queue. */
-    while (s->members) {
-        sim_member *m = s->members;
-        s->members = m->next;
-        sim_member_free(m);
+    strmap_node *n = s->members.buckets ? strmap_first(&s->members) : NULL;
+    while (n) {
+        strmap_node *next = strmap_next(&s->members, n);
+        sim_member_free(STRMAP_OWNER(n, sim_member, node));
+        n = next;
     }
+    strmap_fini(&s->members);
     wq_free(s->q);
+    free(s->ip_used);
     free(s);
 }

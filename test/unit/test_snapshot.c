@@ -3,6 +3,7 @@
  * pools, probe memory by Pod UID, fields of the wrong type). */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -105,9 +106,10 @@ static const char *pods_json[] = {
      "\"labels\":{\"inference.llmkube.dev/service\":\"a\"}},\"status\":{\"phase\":\"Running\"}}"),
 };
 
-static store *fill(const char **json, size_t n, const char *index, store_index_fn fn)
+static store *fill(const char **json, size_t n, const char *index, store_index_fn fn,
+                   store_trim_fn trim)
 {
-    store *s = store_new(NULL, NULL);
+    store *s = store_new(trim, NULL);
     assert_non_null(s);
     if (index)
         assert_int_equal(store_add_index(s, index, fn, NULL), 0);
@@ -135,12 +137,15 @@ static const plan_pod *find_pod(const plan_member *m, const char *name)
     return NULL;
 }
 
-static void test_snapshot(void **state)
+/* The same snapshot from whole objects and from what the controller's trim functions keep of them:
+ * a field the snapshot reads but a trim drops fails here. */
+static void check_snapshot(bool trimmed)
 {
-    (void)state;
-    store *pools = fill(pools_json, 3, POOL_INDEX_MEMBER, pool_index_pool_members);
-    store *isvcs = fill(isvcs_json, 2, NULL, NULL);
-    store *pods = fill(pods_json, 3, POOL_INDEX_SERVICE, pool_index_pod_service);
+    store *pools = fill(pools_json, 3, POOL_INDEX_MEMBER, pool_index_pool_members,
+                        trimmed ? pool_trim_pool : NULL);
+    store *isvcs = fill(isvcs_json, 2, NULL, NULL, trimmed ? pool_trim_isvc : NULL);
+    store *pods = fill(pods_json, 3, POOL_INDEX_SERVICE, pool_index_pod_service,
+                       trimmed ? pool_trim_pod : NULL);
     pool_sources src = {pools, isvcs, pods, test_lookup, NULL};
     pool_snapshot snap;
     assert_int_equal(pool_snapshot_build(store_get(pools, "ns/p"), &src, 5000, &snap), 0);
@@ -192,12 +197,62 @@ static void test_snapshot(void **state)
     store_free(pods);
 }
 
+static void test_snapshot(void **state)
+{
+    (void)state;
+    check_snapshot(false);
+}
+
+static void test_snapshot_trimmed(void **state)
+{
+    (void)state;
+    check_snapshot(true);
+}
+
+/* What the trims drop: everything the pool module does not read. */
+static void test_trim(void **state)
+{
+    (void)state;
+    cJSON *pod = cJSON_Parse(
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"a-1\",\"namespace\":"
+        "\"ns\",\"uid\":\"u1\",\"resourceVersion\":\"7\",\"managedFields\":[{}],\"labels\":{"
+        "\"app\":\"a\",\"inference.llmkube.dev/service\":\"a\"}},\"spec\":{\"containers\":[]},"
+        "\"status\":{\"phase\":\"Running\",\"podIP\":\"127.0.0.5\",\"conditions\":[],"
+        "\"containerStatuses\":[{\"name\":\"server\",\"ready\":true,\"state\":{\"running\":{"
+        "\"startedAt\":\"2026-12-02T00:00:00Z\"}}}]}}");
+    assert_non_null(pod);
+    pool_trim_pod(pod, NULL);
+    char *text = cJSON_PrintUnformatted(pod);
+    assert_string_equal(text,
+                        "{\"metadata\":{\"name\":\"a-1\",\"namespace\":\"ns\",\"uid\":\"u1\","
+                        "\"resourceVersion\":\"7\",\"labels\":{\"inference.llmkube.dev/"
+                        "service\":\"a\"}},\"status\":{\"phase\":\"Running\",\"podIP\":"
+                        "\"127.0.0.5\",\"containerStatuses\":[{\"state\":{\"running\":{}}}]}}");
+    free(text);
+    cJSON_Delete(pod);
+
+    cJSON *isvc = cJSON_Parse(
+        "{\"kind\":\"InferenceService\",\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\","
+        "\"uid\":\"u\",\"resourceVersion\":\"3\",\"annotations\":{\"x\":\"y\"}},"
+        "\"spec\":{\"modelRef\":\"m\",\"replicas\":0,\"endpoint\":{\"port\":80,\"path\":\"/\"}},"
+        "\"status\":{\"phase\":\"Stopped\",\"replicas\":0}}");
+    assert_non_null(isvc);
+    pool_trim_isvc(isvc, NULL);
+    text = cJSON_PrintUnformatted(isvc);
+    assert_string_equal(text, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\","
+                              "\"resourceVersion\":\"3\",\"annotations\":{}},\"spec\":{"
+                              "\"replicas\":0,\"endpoint\":{\"port\":80}},\"status\":{\"phase\":"
+                              "\"Stopped\"}}");
+    free(text);
+    cJSON_Delete(isvc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_time),
-        cmocka_unit_test(test_status_round_trip),
-        cmocka_unit_test(test_snapshot),
+        cmocka_unit_test(test_time),     cmocka_unit_test(test_status_round_trip),
+        cmocka_unit_test(test_snapshot), cmocka_unit_test(test_snapshot_trimmed),
+        cmocka_unit_test(test_trim),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
