@@ -62,10 +62,15 @@ install_operator_rbac() {
 	wait_for 60 kubectl_operator auth can-i patch modelpools.inference.llmkube.dev --subresource=status --all-namespaces
 }
 
-# install_crds_and_samples: both CRDs, then the samples (a pool with two members in "default").
-install_crds_and_samples() {
+# install_crds: the ModelPool CRD and the test copy of the InferenceService CRD.
+install_crds() {
 	apply_crd "$MP_SOURCE_DIR/crd/modelpools.inference.llmkube.dev.yaml" \
 		"$MP_SOURCE_DIR/test/crds/inferenceservices.inference.llmkube.dev.yaml"
+}
+
+# install_crds_and_samples: both CRDs, then the samples (a pool with two members in "default").
+install_crds_and_samples() {
+	install_crds
 	kubectl_admin apply -f "$MP_SOURCE_DIR/config/samples/inferenceservices.yaml" >/dev/null
 	kubectl_admin apply -f "$MP_SOURCE_DIR/config/samples/modelpool.yaml" >/dev/null
 }
