@@ -825,6 +825,50 @@ static void test_supersede(void **state)
          .want_resident = "b",
          .want_pending = "a",
          .actions = "status event:N:SwapStarted"},
+        {.title = "loading, resident raised again: a request to go back to it",
+         .m = {{"a", 1, "Stopped"}, {"b", 1, "Creating", "P"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .phase = "Swapping",
+         .want_resident = "b",
+         .want_pending = "a",
+         .conds = "Swapping=True/Draining",
+         .msg_has = "swapping from b to a",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "loading, failed target, resident raised again: escapes the failure",
+         .m = {{"a", 1, "Stopped", "P"}, {"b", 1, "Failed", "F"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .phase = "Swapping",
+         .want_resident = "b",
+         .want_pending = "a",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "loading, target at 0 by hand, resident raised again: same hand-over",
+         .m = {{"a", 1, "Stopped"}, {"b", 0, "Stopped"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .want_resident = "b",
+         .want_pending = "a",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "going back after a failed target: the failed one stopped, request held",
+         .m = {{"a", 1, "Stopped", "P"}, {"b", 1, "Failed", "F"}},
+         .resident = "b",
+         .pending = "a",
+         .stage = "Draining",
+         .phase = "Swapping",
+         .want_resident = "b",
+         .want_pending = "a",
+         .actions = "status scale:a=0 scale:b=0"},
+        {.title = "going back after a failed target: once it is at 0, the request starts",
+         .m = {{"a", 0, "Stopped"}, {"b", 0, "Failed", "F"}},
+         .resident = "b",
+         .pending = "a",
+         .stage = "Draining",
+         .conds = "Swapping=True/Loading",
+         .actions = "status scale:a=1"},
         {.title = "re-raising the resident during a swap is no request: drained again",
          .m = {{"a", 1, "Ready", "Ri"}, {"b", 0}},
          .resident = "a",
@@ -1390,6 +1434,25 @@ static void test_sim_failed_target_escape(void **state)
     sim_free(w);
 }
 
+/* The previous resident asked for again once the target was started (here: it failed) is a
+ * request, not a member to drain again: the pool goes back to it. */
+static void test_sim_failed_target_go_back(void **state)
+{
+    (void)state;
+    const char *names[] = {"a", "b", NULL};
+    sim *w = sim_new("a", names, (const int32_t[]){0, 0});
+    sim_settle(w, 40);
+    sim_assert_single(w, "a");
+    w->m[1].fail_phase = "Failed";
+    w->m[1].replicas = 1;
+    sim_settle(w, 60);
+    assert_string_equal(sim_status(w, 0), "Degraded");
+    w->m[0].replicas = 1; /* the user goes back to a */
+    sim_settle(w, 60);
+    sim_assert_single(w, "a");
+    sim_free(w);
+}
+
 static void test_sim_unsupported_waits_for_human(void **state)
 {
     (void)state;
@@ -1569,6 +1632,7 @@ int main(void)
         cmocka_unit_test(test_sim_three_members_supersede),
         cmocka_unit_test(test_sim_supersede_while_loading),
         cmocka_unit_test(test_sim_failed_target_escape),
+        cmocka_unit_test(test_sim_failed_target_go_back),
         cmocka_unit_test(test_sim_unsupported_waits_for_human),
         cmocka_unit_test(test_property_random_snapshots),
         cmocka_unit_test(test_property_random_runs),
