@@ -300,6 +300,7 @@ typedef struct {
     const char *reason;
     plan_msg msg;
     int64_t requeue_ms;
+    bool unknown; /* some running Pod was never probed (a new Pod, or a restarted operator) */
 } plan_defer;
 
 FMT(3, 4) static void defer_add(plan_defer *d, const char *reason, const char *fmt, ...)
@@ -330,6 +331,8 @@ static void drain(plan_ctx *c, const plan_member *m, plan_defer *d)
         bool fresh = pod->probe != PLAN_PROBE_NONE && now - pod->probed_at_ms < PLAN_PROBE_TTL_MS;
         if (!fresh)
             need++;
+        if (pod->probe == PLAN_PROBE_NONE)
+            d->unknown = true;
         const char *detail = pod->probe_message;
         switch (pod->probe) {
         case PLAN_PROBE_BUSY:
@@ -745,6 +748,11 @@ static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *
         want(&w->swapping, "True", "Draining", "waiting for the other members to release the GPU");
     if (d.reason)
         want(&w->deferred, "True", d.reason, "%s", msg_str(&d.msg));
+    else if (d.unknown && find_cond(&s->status, "SwapDeferred"))
+        /* Not known yet, so not "NotDeferred": a restarted operator (its probe results are in
+         * memory only) would otherwise flip a deferred swap to NotDeferred and back, with a
+         * second SwapDeferred Event, before its first probe answers. */
+        w->deferred.keep = true;
     free(d.msg.s);
 
     int64_t requeue = d.requeue_ms;

@@ -49,6 +49,7 @@ typedef struct {
     char pod_names[MAXM][MAXP][32];
     char pod_ips[MAXM][MAXP][32];
     plan_condition conds[4];
+    char deferred[64];
     plan_snapshot s;
 } t_fix;
 
@@ -115,6 +116,7 @@ typedef struct {
     /* current status: resident, pending, and the Swapping condition's reason and age */
     const char *resident, *pending, *stage;
     int64_t stage_age_s;
+    const char *deferred; /* the SwapDeferred condition as "Status/Reason", or NULL for none */
     /* expected; NULL means "not checked", "" means "empty" */
     const char *phase, *want_resident, *want_pending;
     const char *conds;   /* space-separated Type=Status/Reason that must all be present */
@@ -151,11 +153,18 @@ static void fix_build(t_fix *f, const t_case *tc)
     f->s.now_ms = NOW + 250; /* not a whole second: stamps must still be */
     f->s.status.resident_member = (char *)tc->resident;
     f->s.status.pending_member = (char *)tc->pending;
-    if (tc->stage) {
-        f->conds[0] = (plan_condition){"Swapping", "True", (char *)tc->stage, "",
-                                       NOW - tc->stage_age_s * 1000};
-        f->s.status.conditions = f->conds;
-        f->s.status.n_conditions = 1;
+    f->s.status.conditions = f->conds;
+    if (tc->stage)
+        f->conds[f->s.status.n_conditions++] = (plan_condition){
+            "Swapping", "True", (char *)tc->stage, "", NOW - tc->stage_age_s * 1000};
+    if (tc->deferred) {
+        plan_condition *c = &f->conds[f->s.status.n_conditions++];
+        snprintf(f->deferred, sizeof f->deferred, "%s", tc->deferred);
+        char *sl = strchr(f->deferred, '/');
+        assert_non_null(sl);
+        *sl = '\0';
+        *c = (plan_condition){"SwapDeferred", f->deferred, sl + 1, "from the last probe",
+                              NOW - 5000};
     }
 }
 
@@ -554,6 +563,30 @@ static void test_drain(void **state)
          .stage = "Draining",
          .conds = "SwapDeferred=False/NotDeferred",
          .actions = "status probe:a[a-0]@8080"},
+        {.title = "restarted operator, busy incumbent not probed yet: deferral kept",
+         .m = {{"a", 1, "Ready", "R"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .deferred = "True/PodsBusy",
+         .conds = "SwapDeferred=True/PodsBusy Swapping=True/Draining",
+         .actions = "status probe:a[a-0]@8080"},
+        {.title = "restarted operator, failing probe: kept, no second Warning",
+         .m = {{"a", 1, "Ready", "R"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .deferred = "True/IdleCheckFailed",
+         .conds = "SwapDeferred=True/IdleCheckFailed",
+         .actions = "status probe:a[a-0]@8080"},
+        {.title = "a known idle result clears an old deferral",
+         .m = {{"a", 1, "Ready", "Ri"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .deferred = "True/PodsBusy",
+         .conds = "SwapDeferred=False/NotDeferred",
+         .actions = "status scale:a=0"},
         {.title = "probe error: IdleCheckFailed, fail closed",
          .m = {{"a", 1, "Ready", "Re"}, {"b", 0}},
          .resident = "a",
