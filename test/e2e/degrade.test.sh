@@ -33,7 +33,7 @@ create_pool "$ns" pool m-a m-a m-b m-missing
 wait_for 60 pool_is pool Degraded "" "$ns"
 wait_for 30 condition_is pool MembersValid False/MissingMembers "$ns"
 members_valid_names m-missing >/dev/null || fail "MembersValid does not name m-missing: $(condition_message pool MembersValid "$ns")"
-wait_for 30 has_event pool Warning/MissingMembers "$ns"
+wait_for 30 events_more pool Warning/MissingMembers 0 "$ns"
 replan_barrier pool "$ns"
 expect_eq "phase after a re-plan" Degraded "$(pool_get pool '{.status.phase}' "$ns")"
 expect_eq "replicas m-a/m-b" 0/0 "$(isvc_get m-a '{.spec.replicas}' "$ns")/$(isvc_get m-b '{.spec.replicas}' "$ns")"

@@ -195,13 +195,15 @@ pool_events() {
 	kubectl_admin -n "${2:-default}" get events --field-selector "involvedObject.kind=ModelPool,involvedObject.name=$1" \
 		--sort-by=.metadata.creationTimestamp -o 'jsonpath={range .items[*]}{.type}/{.reason}{"\n"}{end}'
 }
-# has_event POOL TYPE/REASON [NS]: succeeds when the pool has such an Event (for wait_for: Events are
-# posted after the status write they describe, and asynchronously).
-has_event() {
+# event_count POOL TYPE/REASON [NS]: how many such Events the pool has.
+event_count() { pool_events "$1" "${3:-default}" | grep -cx "$2" || true; }
+# events_more POOL TYPE/REASON N [NS]: succeeds once the pool has more than N such Events (for
+# wait_for: an Event is posted after the status write it describes, and asynchronously).
+events_more() {
 	local got
-	got=$(pool_events "$1" "${3:-default}")
-	echo "$got"
-	grep -qx "$2" <<<"$got"
+	got=$(event_count "$1" "$2" "${4:-default}")
+	echo "$got $2 events"
+	[ "$got" -gt "$3" ]
 }
 
 # replan_barrier POOL [NS]: a spec change (swapBudget, to a value it has not had) and a wait until

@@ -30,7 +30,8 @@ kubectl_admin scale isvc qwen-7b --replicas=1 >/dev/null
 wait_for 60 condition_is shared-gpu SwapDeferred True/PodsBusy
 wait_for 30 replicas_are qwen-7b 0
 deferred_since=$(pool_get shared-gpu '{.status.conditions[?(@.type=="SwapDeferred")].lastTransitionTime}')
-deferred_events=$(pool_events shared-gpu | grep -c /SwapDeferred)
+deferred_events=$(event_count shared-gpu Normal/SwapDeferred)
+[ "$deferred_events" -ge 1 ] || fail "no Normal SwapDeferred Event for the deferral: $(pool_events shared-gpu)"
 probes=$(grep -c ' probed pool=' "$MP_STATE_DIR/operator.log")
 restart_operator
 replan_barrier shared-gpu
@@ -43,7 +44,7 @@ replan_barrier shared-gpu
 expect_eq "SwapDeferred after the restart" True/PodsBusy "$(pool_condition shared-gpu SwapDeferred)"
 expect_eq "SwapDeferred lastTransitionTime across the restart" "$deferred_since" \
 	"$(pool_get shared-gpu '{.status.conditions[?(@.type=="SwapDeferred")].lastTransitionTime}')"
-expect_eq "SwapDeferred Events across the restart" "$deferred_events" "$(pool_events shared-gpu | grep -c /SwapDeferred)"
+expect_eq "SwapDeferred Events across the restart" "$deferred_events" "$(event_count shared-gpu Normal/SwapDeferred)"
 expect_eq "busy incumbent's replicas" 1 "$(isvc_get llama-8b '{.spec.replicas}')"
 expect_eq "held target's replicas" 0 "$(isvc_get qwen-7b '{.spec.replicas}')"
 [ -n "$(live_pods llama-8b)" ] || fail "the busy incumbent lost its Pod"
