@@ -9,6 +9,8 @@
 #     served one after another (declaration order, then the newer supersedes), so which one ends
 #     resident is not asserted, only that exactly one does, and the pool is Ready. One more paced
 #     request then ends resident.
+#  3. Paced again while the resident is busy: it is never unloaded, every request is held at 0
+#     replicas, and once it is idle the last one ends resident.
 ns=interleave
 install_crds
 install_operator_rbac
@@ -86,6 +88,26 @@ request "$last"
 wait_for 90 pool_is pool Ready "$last" "$ns"
 wait_for 30 settled
 expect_sole_resident pool "$last" "$ns"
+
+log "requests interleaved while the resident $last is busy: it is never unloaded busy, the last one wins"
+kubectl_admin -n "$ns" annotate isvc "$last" sim.modelpool.test/busy=true --overwrite >/dev/null
+others=$(printf '%s\n' m-a m-d m-b m-c | grep -vx "$last" | paste -sd ' ' -)
+for x in $others; do
+	request "$x"
+done
+final=${others##* }
+wait_for 60 condition_is pool SwapDeferred True/PodsBusy "$ns"
+replan_barrier pool "$ns"
+expect_eq "pending while the resident is busy" "$final" "$(pool_get pool '{.status.pendingMember}' "$ns")"
+expect_eq "busy resident's replicas" 1 "$(isvc_get "$last" '{.spec.replicas}' "$ns")"
+[ -n "$(live_pods "$last" "$ns")" ] || fail "the busy resident $last lost its Pod"
+for x in $others; do
+	expect_eq "replicas of $x, requested while $last is busy" 0 "$(isvc_get "$x" '{.spec.replicas}' "$ns")"
+done
+kubectl_admin -n "$ns" annotate isvc "$last" sim.modelpool.test/busy- >/dev/null
+wait_for 90 pool_is pool Ready "$final" "$ns"
+wait_for 30 settled
+expect_sole_resident pool "$final" "$ns"
 expect_eq "conditions" \
 	"MembersValid=True/Valid SlotAllocated=True/Resident SwapDeferred=False/NotDeferred Swapping=False/NotSwapping" \
 	"$(pool_conditions pool "$ns")"
