@@ -54,6 +54,7 @@ no_stale_conditions pool m-a
 
 log "a warm pool's spec gains a missing member: Degraded, the resident kept, nothing scaled"
 scales=$(scale_lines pool "$ns")
+[ "$scales" -gt 0 ] || fail "the warm-up logged no scale line: does scale_lines still match the log format?"
 kubectl_admin -n "$ns" patch modelpool pool --type=json \
 	-p '[{"op":"add","path":"/spec/members/-","value":{"inferenceServiceRef":{"name":"m-ghost"}}}]' >/dev/null
 wait_for 30 observed_current pool "$ns"
