@@ -300,6 +300,7 @@ typedef struct {
     const char *reason;
     plan_msg msg;
     int64_t requeue_ms;
+    bool unknown; /* some running Pod was never probed (a new Pod, or a restarted operator) */
 } plan_defer;
 
 FMT(3, 4) static void defer_add(plan_defer *d, const char *reason, const char *fmt, ...)
@@ -330,6 +331,8 @@ static void drain(plan_ctx *c, const plan_member *m, plan_defer *d)
         bool fresh = pod->probe != PLAN_PROBE_NONE && now - pod->probed_at_ms < PLAN_PROBE_TTL_MS;
         if (!fresh)
             need++;
+        if (pod->probe == PLAN_PROBE_NONE)
+            d->unknown = true;
         const char *detail = pod->probe_message;
         switch (pod->probe) {
         case PLAN_PROBE_BUSY:
@@ -681,12 +684,16 @@ static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *
     int64_t swap_start = swapping_now ? sw->last_transition_ms : c->stamp_ms;
     bool clear = others_clear(s, pend);
 
-    /* A newer request: a member neither resident nor pending scaled up. */
+    /* A newer request: a member other than the target scaled up. While draining, the resident's
+     * replicas are still its own (it may not be drained yet); once the target was started, every
+     * other member, the resident too, had been cleared, so the resident scaled up again is a
+     * request to go back to it (say, away from a target that failed). */
     const char *newer = NULL;
     for (size_t i = 0; newer == NULL && i < s->n_members; i++) {
         const plan_member *m = &s->members[i];
-        if (!str_eq(m->name, res) && !str_eq(m->name, pend) && replicas_of(m) >= 1)
-            newer = m->name;
+        if (str_eq(m->name, pend) || replicas_of(m) < 1 || (!was_loading && str_eq(m->name, res)))
+            continue;
+        newer = m->name;
     }
 
     if (is_serving(target) && clear) {
@@ -697,7 +704,7 @@ static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *
      * since is a request. The started target becomes the incumbent (it holds the GPU) and is
      * drained like one; keeping it as a plain member would make it look like a request itself. */
     if (loading && newer) {
-        start_swap(w, replicas_of(target) > 0 ? pend : res, newer);
+        start_swap(w, replicas_of(target) > 0 || str_eq(newer, res) ? pend : res, newer);
         return;
     }
     /* While draining, a warm pool's other members were all at 0 when the swap began, so one
@@ -741,6 +748,11 @@ static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *
         want(&w->swapping, "True", "Draining", "waiting for the other members to release the GPU");
     if (d.reason)
         want(&w->deferred, "True", d.reason, "%s", msg_str(&d.msg));
+    else if (d.unknown && find_cond(&s->status, "SwapDeferred"))
+        /* Not known yet, so not "NotDeferred": a restarted operator (its probe results are in
+         * memory only) would otherwise flip a deferred swap to NotDeferred and back, with a
+         * second SwapDeferred Event, before its first probe answers. */
+        w->deferred.keep = true;
     free(d.msg.s);
 
     int64_t requeue = d.requeue_ms;

@@ -62,10 +62,15 @@ install_operator_rbac() {
 	wait_for 60 kubectl_operator auth can-i patch modelpools.inference.llmkube.dev --subresource=status --all-namespaces
 }
 
-# install_crds_and_samples: both CRDs, then the samples (a pool with two members in "default").
-install_crds_and_samples() {
+# install_crds: the ModelPool CRD and the test copy of the InferenceService CRD.
+install_crds() {
 	apply_crd "$MP_SOURCE_DIR/crd/modelpools.inference.llmkube.dev.yaml" \
 		"$MP_SOURCE_DIR/test/crds/inferenceservices.inference.llmkube.dev.yaml"
+}
+
+# install_crds_and_samples: both CRDs, then the samples (a pool with two members in "default").
+install_crds_and_samples() {
+	install_crds
 	kubectl_admin apply -f "$MP_SOURCE_DIR/config/samples/inferenceservices.yaml" >/dev/null
 	kubectl_admin apply -f "$MP_SOURCE_DIR/config/samples/modelpool.yaml" >/dev/null
 }
@@ -178,6 +183,127 @@ live_pods() {
 		awk '$2 != "Succeeded" && $2 != "Failed" {print $1}'
 }
 no_live_pods() { [ -z "$(live_pods "$@")" ]; }
+
+# kill_operator: SIGKILL, as a crash or an OOM kill would: no release, no reconcile finished.
+kill_operator() {
+	kill -KILL "$MP_OPERATOR_PID"
+	wait "$MP_OPERATOR_PID" || true
+}
+
+# pending_is POOL MEMBER [NS]: succeeds when status.pendingMember is MEMBER ("" for none).
+pending_is() {
+	local got
+	got=$(pool_get "$1" '{.status.pendingMember}' "${3:-default}")
+	echo "pending=$got"
+	[ "$got" == "$2" ]
+}
+
+# pool_members POOL [NS]: status.members[] as "name:phase:resident ..." (one space between entries).
+pool_members() {
+	pool_get "$1" '{range .status.members[*]}{.name}:{.phase}:{.resident}{" "}{end}' "${2:-default}" | sed 's/ $//'
+}
+
+# pool_conditions POOL [NS]: every condition as "Type=Status/Reason", sorted, one space between.
+pool_conditions() {
+	pool_get "$1" '{range .status.conditions[*]}{.type}={.status}/{.reason}{"\n"}{end}' "${2:-default}" |
+		sort | paste -sd ' ' -
+}
+
+# condition_message POOL TYPE [NS]: one condition's message.
+condition_message() {
+	pool_get "$1" "{.status.conditions[?(@.type==\"$2\")].message}" "${3:-default}"
+}
+
+# pool_events POOL [NS]: the pool's Events as "Type/Reason" lines, oldest first.
+pool_events() {
+	kubectl_admin -n "${2:-default}" get events --field-selector "involvedObject.kind=ModelPool,involvedObject.name=$1" \
+		--sort-by=.metadata.creationTimestamp -o 'jsonpath={range .items[*]}{.type}/{.reason}{"\n"}{end}'
+}
+# event_count POOL TYPE/REASON [NS]: how many such Events the pool has.
+event_count() { pool_events "$1" "${3:-default}" | grep -cx "$2" || true; }
+# events_more POOL TYPE/REASON N [NS]: succeeds once the pool has more than N such Events (for
+# wait_for: an Event is posted after the status write it describes, and asynchronously).
+events_more() {
+	local got
+	got=$(event_count "$1" "$2" "${4:-default}")
+	echo "$got $2 events"
+	[ "$got" -gt "$3" ]
+}
+
+# replan_barrier POOL [NS]: a spec change (swapBudget, to a value it has not had) and a wait until
+# status.observedGeneration shows it: once it returns, the operator has planned the pool at least
+# once after everything the test saw before the call. It makes "X did not happen" checkable
+# without sleeping.
+replan_barrier() {
+	local ns=${2:-default} gen
+	gen=$(pool_get "$1" '{.metadata.generation}' "$ns")
+	kubectl_admin -n "$ns" patch modelpool "$1" --type=merge \
+		-p "{\"spec\":{\"swapBudget\":\"$((300 + gen))s\"}}" >/dev/null
+	wait_for 60 observed_current "$1" "$ns"
+}
+
+# scale_lines POOL [NS]: how many replica changes the operator logged for POOL (all its logs).
+scale_lines() {
+	cat "$MP_STATE_DIR"/operator*.log 2>/dev/null | grep -c " scale pool=${2:-default}/$1 " || true
+}
+
+# create_members NS NAME...: InferenceServices at 0 replicas (llamacpp, port 8080: each Pod of the
+# simulator has its own loopback address, so they never collide).
+create_members() {
+	local ns=$1 name
+	shift
+	kubectl_admin create namespace "$ns" --dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
+	for name in "$@"; do
+		kubectl_admin -n "$ns" apply -f - >/dev/null <<-YAML
+			apiVersion: inference.llmkube.dev/v1alpha1
+			kind: InferenceService
+			metadata:
+			  name: $name
+			spec:
+			  modelRef: $name
+			  runtime: llamacpp
+			  replicas: 0
+			  endpoint:
+			    port: 8080
+		YAML
+	done
+}
+
+# create_pool NS POOL DEFAULT MEMBER...: a ModelPool over those members; DEFAULT "" for none.
+create_pool() {
+	local ns=$1 pool=$2 dflt=$3 name members=""
+	shift 3
+	for name in "$@"; do
+		members+="    - inferenceServiceRef: {name: $name}"$'\n'
+	done
+	kubectl_admin -n "$ns" apply -f - >/dev/null <<-YAML
+		apiVersion: inference.llmkube.dev/v1alpha1
+		kind: ModelPool
+		metadata:
+		  name: $pool
+		spec:
+		${dflt:+  default: $dflt}
+		  members:
+		$members
+	YAML
+}
+
+# expect_sole_resident POOL MEMBER [NS]: the end state of a swap: pool Ready with MEMBER resident and
+# nothing pending, MEMBER at 1 replica, every other member at 0 with no live Pod.
+expect_sole_resident() {
+	local pool=$1 want=$2 ns=${3:-default} name
+	expect_eq "phase/resident of $pool" "Ready/$want" "$(pool_get "$pool" '{.status.phase}/{.status.residentMember}' "$ns")"
+	expect_eq "pendingMember of $pool" "" "$(pool_get "$pool" '{.status.pendingMember}' "$ns")"
+	for name in $(pool_get "$pool" '{range .spec.members[*]}{.inferenceServiceRef.name}{" "}{end}' "$ns"); do
+		if [ "$name" == "$want" ]; then
+			expect_eq "replicas of the resident $name" 1 "$(isvc_get "$name" '{.spec.replicas}' "$ns")"
+			[ -n "$(live_pods "$name" "$ns")" ] || fail "the resident $name has no live Pod"
+		else
+			expect_eq "replicas of $name (not resident)" 0 "$(isvc_get "$name" '{.spec.replicas}' "$ns")"
+			no_live_pods "$name" "$ns" || fail "$name is not resident but has live Pods: $(live_pods "$name" "$ns")"
+		fi
+	done
+}
 
 # ---- kube-apiserver restarts ----
 

@@ -49,6 +49,7 @@ typedef struct {
     char pod_names[MAXM][MAXP][32];
     char pod_ips[MAXM][MAXP][32];
     plan_condition conds[4];
+    char deferred[64];
     plan_snapshot s;
 } t_fix;
 
@@ -115,6 +116,7 @@ typedef struct {
     /* current status: resident, pending, and the Swapping condition's reason and age */
     const char *resident, *pending, *stage;
     int64_t stage_age_s;
+    const char *deferred; /* the SwapDeferred condition as "Status/Reason", or NULL for none */
     /* expected; NULL means "not checked", "" means "empty" */
     const char *phase, *want_resident, *want_pending;
     const char *conds;   /* space-separated Type=Status/Reason that must all be present */
@@ -151,11 +153,18 @@ static void fix_build(t_fix *f, const t_case *tc)
     f->s.now_ms = NOW + 250; /* not a whole second: stamps must still be */
     f->s.status.resident_member = (char *)tc->resident;
     f->s.status.pending_member = (char *)tc->pending;
-    if (tc->stage) {
-        f->conds[0] = (plan_condition){"Swapping", "True", (char *)tc->stage, "",
-                                       NOW - tc->stage_age_s * 1000};
-        f->s.status.conditions = f->conds;
-        f->s.status.n_conditions = 1;
+    f->s.status.conditions = f->conds;
+    if (tc->stage)
+        f->conds[f->s.status.n_conditions++] = (plan_condition){
+            "Swapping", "True", (char *)tc->stage, "", NOW - tc->stage_age_s * 1000};
+    if (tc->deferred) {
+        plan_condition *c = &f->conds[f->s.status.n_conditions++];
+        snprintf(f->deferred, sizeof f->deferred, "%s", tc->deferred);
+        char *sl = strchr(f->deferred, '/');
+        assert_non_null(sl);
+        *sl = '\0';
+        *c = (plan_condition){"SwapDeferred", f->deferred, sl + 1, "from the last probe",
+                              NOW - 5000};
     }
 }
 
@@ -554,6 +563,30 @@ static void test_drain(void **state)
          .stage = "Draining",
          .conds = "SwapDeferred=False/NotDeferred",
          .actions = "status probe:a[a-0]@8080"},
+        {.title = "restarted operator, busy incumbent not probed yet: deferral kept",
+         .m = {{"a", 1, "Ready", "R"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .deferred = "True/PodsBusy",
+         .conds = "SwapDeferred=True/PodsBusy Swapping=True/Draining",
+         .actions = "status probe:a[a-0]@8080"},
+        {.title = "restarted operator, failing probe: kept, no second Warning",
+         .m = {{"a", 1, "Ready", "R"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .deferred = "True/IdleCheckFailed",
+         .conds = "SwapDeferred=True/IdleCheckFailed",
+         .actions = "status probe:a[a-0]@8080"},
+        {.title = "a known idle result clears an old deferral",
+         .m = {{"a", 1, "Ready", "Ri"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .deferred = "True/PodsBusy",
+         .conds = "SwapDeferred=False/NotDeferred",
+         .actions = "status scale:a=0"},
         {.title = "probe error: IdleCheckFailed, fail closed",
          .m = {{"a", 1, "Ready", "Re"}, {"b", 0}},
          .resident = "a",
@@ -825,6 +858,50 @@ static void test_supersede(void **state)
          .want_resident = "b",
          .want_pending = "a",
          .actions = "status event:N:SwapStarted"},
+        {.title = "loading, resident raised again: a request to go back to it",
+         .m = {{"a", 1, "Stopped"}, {"b", 1, "Creating", "P"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .phase = "Swapping",
+         .want_resident = "b",
+         .want_pending = "a",
+         .conds = "Swapping=True/Draining",
+         .msg_has = "swapping from b to a",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "loading, failed target, resident raised again: escapes the failure",
+         .m = {{"a", 1, "Stopped", "P"}, {"b", 1, "Failed", "F"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .phase = "Swapping",
+         .want_resident = "b",
+         .want_pending = "a",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "loading, target at 0 by hand, resident raised again: same hand-over",
+         .m = {{"a", 1, "Stopped"}, {"b", 0, "Stopped"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .want_resident = "b",
+         .want_pending = "a",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "going back after a failed target: the failed one stopped, request held",
+         .m = {{"a", 1, "Stopped", "P"}, {"b", 1, "Failed", "F"}},
+         .resident = "b",
+         .pending = "a",
+         .stage = "Draining",
+         .phase = "Swapping",
+         .want_resident = "b",
+         .want_pending = "a",
+         .actions = "status scale:a=0 scale:b=0"},
+        {.title = "going back after a failed target: once it is at 0, the request starts",
+         .m = {{"a", 0, "Stopped"}, {"b", 0, "Failed", "F"}},
+         .resident = "b",
+         .pending = "a",
+         .stage = "Draining",
+         .conds = "Swapping=True/Loading",
+         .actions = "status scale:a=1"},
         {.title = "re-raising the resident during a swap is no request: drained again",
          .m = {{"a", 1, "Ready", "Ri"}, {"b", 0}},
          .resident = "a",
@@ -1390,6 +1467,25 @@ static void test_sim_failed_target_escape(void **state)
     sim_free(w);
 }
 
+/* The previous resident asked for again once the target was started (here: it failed) is a
+ * request, not a member to drain again: the pool goes back to it. */
+static void test_sim_failed_target_go_back(void **state)
+{
+    (void)state;
+    const char *names[] = {"a", "b", NULL};
+    sim *w = sim_new("a", names, (const int32_t[]){0, 0});
+    sim_settle(w, 40);
+    sim_assert_single(w, "a");
+    w->m[1].fail_phase = "Failed";
+    w->m[1].replicas = 1;
+    sim_settle(w, 60);
+    assert_string_equal(sim_status(w, 0), "Degraded");
+    w->m[0].replicas = 1; /* the user goes back to a */
+    sim_settle(w, 60);
+    sim_assert_single(w, "a");
+    sim_free(w);
+}
+
 static void test_sim_unsupported_waits_for_human(void **state)
 {
     (void)state;
@@ -1569,6 +1665,7 @@ int main(void)
         cmocka_unit_test(test_sim_three_members_supersede),
         cmocka_unit_test(test_sim_supersede_while_loading),
         cmocka_unit_test(test_sim_failed_target_escape),
+        cmocka_unit_test(test_sim_failed_target_go_back),
         cmocka_unit_test(test_sim_unsupported_waits_for_human),
         cmocka_unit_test(test_property_random_snapshots),
         cmocka_unit_test(test_property_random_runs),

@@ -1,0 +1,116 @@
+# Fast interleaved activations over four members, with slot-check watching the whole test: never
+# two members with live Pods, never two Ready. Pods linger terminating (finalizer, terminate-ms),
+# so requests land in every stage of a swap: while the incumbent drains, while its Pods go, while
+# the target loads, and back to a member that was just stopped.
+#  1. Paced: each request is made as soon as it means something and the next follows as soon as
+#     the pool has recorded it (milliseconds; no swap waits to finish). The last requested member
+#     ends resident.
+#  2. A burst of `kubectl scale` with no wait at all: requests the operator sees together are
+#     served one after another (declaration order, then the newer supersedes), so which one ends
+#     resident is not asserted, only that exactly one does, and the pool is Ready. One more paced
+#     request then ends resident.
+#  3. Paced again while the resident is busy: it is never unloaded, every request is held at 0
+#     replicas, and once it is idle the last one ends resident.
+ns=interleave
+install_crds
+install_operator_rbac
+start_slot_check
+# load-ms leaves the operator ample time to hold back a member its user just scaled up (README:
+# between a request and the hold its own controller may start a Pod).
+start_sim --finalizer --terminate-ms 200 --load-ms 1000
+start_operator
+
+create_members "$ns" m-a m-b m-c m-d
+create_pool "$ns" pool m-a m-a m-b m-c m-d
+wait_for 90 pool_is pool Ready m-a "$ns"
+expect_sole_resident pool m-a "$ns"
+
+# requestable X: scaling X to 1 is a request now, or X already is the target or the settled
+# resident. A member at 1 is not requested again by scaling it to 1; and the incumbent of a swap
+# counts as requested again only once the target was started (Swapping=Loading): until then
+# its replicas may still be its own (README: a request is a scale-up of a member not resident).
+requestable() {
+	local got res pend stage reps
+	got=$(pool_get pool '{.status.residentMember}/{.status.pendingMember}/{.status.conditions[?(@.type=="Swapping")].reason}' "$ns")
+	IFS=/ read -r res pend stage <<<"$got"
+	reps=$(isvc_get "$1" '{.spec.replicas}' "$ns")
+	echo "resident=$res pending=$pend swapping=$stage $1.replicas=$reps"
+	[ "$pend" == "$1" ] && return 0
+	[ "$res" == "$1" ] && [ -z "$pend" ] && return 0
+	[ "$reps" == 0 ] || return 1
+	[ "$res" != "$1" ] || [ "$stage" == Loading ]
+}
+# recorded X: the pool has taken the request for X (pending, or already resident).
+recorded() {
+	local got
+	got=$(pool_get pool '{.status.residentMember}/{.status.pendingMember}' "$ns")
+	echo "$got"
+	[ "${got#*/}" == "$1" ] || [ "$got" == "$1/" ]
+}
+request() {
+	wait_for 60 requestable "$1"
+	kubectl_admin -n "$ns" scale isvc "$1" --replicas=1 >/dev/null
+	wait_for 60 recorded "$1"
+}
+# settled: the pool is Ready, nothing pending, and only the resident is at 1 replica.
+settled() {
+	local got up
+	got=$(pool_get pool '{.status.phase}/{.status.residentMember}/{.status.pendingMember}' "$ns")
+	up=$(kubectl_admin -n "$ns" get isvc -o 'jsonpath={range .items[?(@.spec.replicas>0)]}{.metadata.name}{" "}{end}')
+	echo "$got up: $up"
+	[ "$got" == "Ready/${up% }/" ]
+}
+
+log "paced: B A C B D A C D B A, each as soon as the last one is recorded"
+seq=""
+for x in b a c b d a c d b a; do
+	request "m-$x"
+	seq+="$x"
+done
+log "requested $seq"
+wait_for 90 pool_is pool Ready m-a "$ns"
+wait_for 30 settled
+expect_sole_resident pool m-a "$ns"
+
+log "burst: C B D A C B D with no wait in between"
+for x in c b d a c b d; do
+	kubectl_admin -n "$ns" scale isvc "m-$x" --replicas=1 >/dev/null
+done
+wait_for 120 settled
+winner=$(pool_get pool '{.status.residentMember}' "$ns")
+log "after the burst $winner is resident"
+expect_sole_resident pool "$winner" "$ns"
+
+log "one more request after the burst: it ends resident"
+last=m-c
+[ "$winner" != m-c ] || last=m-b
+request "$last"
+wait_for 90 pool_is pool Ready "$last" "$ns"
+wait_for 30 settled
+expect_sole_resident pool "$last" "$ns"
+
+log "requests interleaved while the resident $last is busy: it is never unloaded busy, the last one wins"
+kubectl_admin -n "$ns" annotate isvc "$last" sim.modelpool.test/busy=true --overwrite >/dev/null
+others=$(printf '%s\n' m-a m-d m-b m-c | grep -vx "$last" | paste -sd ' ' -)
+for x in $others; do
+	request "$x"
+done
+final=${others##* }
+wait_for 60 condition_is pool SwapDeferred True/PodsBusy "$ns"
+replan_barrier pool "$ns"
+expect_eq "pending while the resident is busy" "$final" "$(pool_get pool '{.status.pendingMember}' "$ns")"
+expect_eq "busy resident's replicas" 1 "$(isvc_get "$last" '{.spec.replicas}' "$ns")"
+[ -n "$(live_pods "$last" "$ns")" ] || fail "the busy resident $last lost its Pod"
+for x in $others; do
+	expect_eq "replicas of $x, requested while $last is busy" 0 "$(isvc_get "$x" '{.spec.replicas}' "$ns")"
+done
+kubectl_admin -n "$ns" annotate isvc "$last" sim.modelpool.test/busy- >/dev/null
+wait_for 90 pool_is pool Ready "$final" "$ns"
+wait_for 30 settled
+expect_sole_resident pool "$final" "$ns"
+expect_eq "conditions" \
+	"MembersValid=True/Valid SlotAllocated=True/Resident SwapDeferred=False/NotDeferred Swapping=False/NotSwapping" \
+	"$(pool_conditions pool "$ns")"
+
+stop_operator
+stop_slot_check
