@@ -18,6 +18,7 @@
 #include "kube/event.h"
 #include "pool/plan.h"
 #include "pool/pool_metrics.h"
+#include "pool/scale.h"
 #include "pool/prober.h"
 #include "pool/snapshot.h"
 #include "pool/status.h"
@@ -65,6 +66,7 @@ typedef struct pc_run {
     kube_call *call;
     prober_batch *batch;
     uint64_t started_ms;
+    bool tested;     /* the write in flight is a scale's JSON patch with test operations */
     int64_t swap_ms; /* a swap this plan completes: how long it took; -1 unknown */
 } pc_run;
 
@@ -292,9 +294,16 @@ static void pc_on_write(void *ud, const kube_error *err, long code, const cJSON 
     pool_controller *pc = ud;
     pc->run->call = NULL;
     if (err->kind != KUBE_OK) {
-        pc_fail(pc,
-                kube_error_is(err, "Conflict") ? "write conflict, will re-plan" : "write failed",
-                err);
+        /* A precondition that no longer holds: a resourceVersion (409), or a scale's JSON patch
+         * test (422 Invalid, which the API server does not tell apart from a value it refuses).
+         * Either way the plan is retried with backoff from a fresher cache. */
+        const char *what = "write failed";
+        if (kube_error_is(err, "Conflict"))
+            what = "write conflict, will re-plan";
+        else if (pc->run->tested && kube_error_is(err, "Invalid"))
+            what = "scale refused: the member's uid or replicas changed (or the value is "
+                   "invalid), will re-plan";
+        pc_fail(pc, what, err);
         return;
     }
     pc->run->next++;
@@ -321,6 +330,7 @@ static int pc_write_status(pool_controller *pc, kube_error *err)
     } else {
         kube_request req = {
             .method = KUBE_PATCH_MERGE, .path = path, .body = body, .max_retries = -1};
+        run->tested = false;
         run->call = kube_call_start(pc->client, &req, pc_on_write, pc, err);
         if (run->call) {
             pc_expect_add(pc, run->key, informer_store(pc->pools), run->key, run->rv);
@@ -345,23 +355,23 @@ static int pc_scale(pool_controller *pc, const plan_action *a, kube_error *err)
     }
     const cJSON *isvc = store_get(informer_store(pc->isvcs), key);
     const char *rv = isvc ? pc_str(isvc, "metadata", "resourceVersion") : NULL;
-    /* The resourceVersion precondition: replicas change only on the member we planned from. */
+    bool json_patch = false;
     path = kube_path(POOL_GROUP, POOL_VERSION, run->ns, "inferenceservices", a->member, NULL);
     if (!rv) {
         kube_error_set(err, KUBE_ERR_CONFIG, "member %s is not in the cache", key);
-    } else if (!path || asprintf(&body,
-                                 "{\"metadata\":{\"resourceVersion\":\"%s\"},"
-                                 "\"spec\":{\"replicas\":%d}}",
-                                 rv, (int)a->replicas) < 0) {
+    } else if (!path || !(body = pool_scale_patch(isvc, a->replicas, &json_patch))) {
         kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
     } else {
-        kube_request req = {
-            .method = KUBE_PATCH_MERGE, .path = path, .body = body, .max_retries = -1};
+        kube_request req = {.method = json_patch ? KUBE_PATCH_JSON : KUBE_PATCH_MERGE,
+                            .path = path,
+                            .body = body,
+                            .max_retries = -1};
         char replicas[16];
         snprintf(replicas, sizeof(replicas), "%d", (int)a->replicas);
         log_kv(LOG_INFO, "scale", "pool", run->key, "member", a->member, "replicas", replicas,
                "reason", a->reason, NULL);
         pc_stamp_scaled(pc, run->key, a);
+        run->tested = json_patch;
         run->call = kube_call_start(pc->client, &req, pc_on_write, pc, err);
         if (run->call) {
             pc_expect_add(pc, run->key, informer_store(pc->isvcs), key, rv);

@@ -92,7 +92,7 @@ void pool_trim_isvc(cJSON *isvc, void *ud)
     (void)ud;
     SNAP_KEEP(isvc, "metadata", "spec", "status");
     cJSON *meta = snap_child(isvc, "metadata");
-    SNAP_KEEP(meta, "name", "namespace", "resourceVersion", "annotations");
+    SNAP_KEEP(meta, "name", "namespace", "uid", "resourceVersion", "annotations");
     SNAP_KEEP(snap_child(meta, "annotations"), POOL_IDLE_ANNOTATION);
     cJSON *spec = snap_child(isvc, "spec");
     SNAP_KEEP(spec, "replicas", "runtime", "endpoint", "containerPort");

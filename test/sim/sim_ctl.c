@@ -190,7 +190,7 @@ static bool sim_answer_gone(long http_code, const cJSON *body)
 
 /* ---- addresses ---- */
 
-/* Keeps the address a Pod's status already names, when it is one of ours and free. */
+/* The in-use flag of address n, which must be one of ours (sim_ip_ours). */
 static bool *sim_ip_slot(sim *s, int n)
 {
     return &s->ip_used[n - s->opt.ip_first];
@@ -199,6 +199,14 @@ static bool *sim_ip_slot(sim *s, int n)
 static bool sim_ip_ours(const sim *s, int n)
 {
     return n >= s->opt.ip_first && n < s->opt.ip_first + s->opt.ip_count;
+}
+
+/* Frees *ip (0: a Pod without an address yet) and clears it. */
+static void sim_ip_release(sim *s, int *ip)
+{
+    if (sim_ip_ours(s, *ip))
+        *sim_ip_slot(s, *ip) = false;
+    *ip = 0;
 }
 
 /* Keeps the address a Pod's status already names, when it is one of ours and free. */
@@ -314,8 +322,7 @@ static void sim_pod_free(sim_pod *p)
     httpd_stop(p->http);
     ev_timer_cancel(s->loop, p->load_timer);
     ev_timer_cancel(s->loop, p->term_timer);
-    if (p->ip)
-        *sim_ip_slot(s, p->ip) = false;
+    sim_ip_release(s, &p->ip);
     free(p->name);
     free(p);
 }
@@ -736,8 +743,7 @@ static bool sim_apply_answer(sim_member *m, const kube_error *err, long code, co
         } else {
             p->phase = "Failed";
             sim_pod_unserve(p);
-            *sim_ip_slot(s, p->ip) = false;
-            p->ip = 0;
+            sim_ip_release(s, &p->ip);
             p->ip_in_status = false;
         }
         log_kv(LOG_INFO, "pod status", "member", m->key, "pod", p->name, "phase", p->phase, NULL);
