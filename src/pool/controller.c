@@ -344,6 +344,10 @@ static int pc_write_status(pool_controller *pc, kube_error *err)
     return rc;
 }
 
+/* Sends the scale PATCH of a: 0 (started; pc_on_write continues), 1 when the cache already shows
+ * the member at those replicas (nothing to send), -1 with err set. A plan's later actions run
+ * after its earlier writes, by which time the cache may have caught up with them: a write that
+ * changes nothing would leave no trace in the cache and hold the pool back for expect_ms. */
 static int pc_scale(pool_controller *pc, const plan_action *a, kube_error *err)
 {
     pc_run *run = pc->run;
@@ -355,6 +359,13 @@ static int pc_scale(pool_controller *pc, const plan_action *a, kube_error *err)
     }
     const cJSON *isvc = store_get(informer_store(pc->isvcs), key);
     const char *rv = isvc ? pc_str(isvc, "metadata", "resourceVersion") : NULL;
+    const cJSON *now = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(isvc, "spec"), "replicas");
+    if (rv && cJSON_IsNumber(now) && now->valuedouble == (double)a->replicas) {
+        log_kv(LOG_DEBUG, "already scaled", "pool", run->key, "member", a->member, NULL);
+        free(key);
+        return 1;
+    }
     bool json_patch = false;
     path = kube_path(POOL_GROUP, POOL_VERSION, run->ns, "inferenceservices", a->member, NULL);
     if (!rv) {
@@ -488,10 +499,16 @@ static void pc_next(pool_controller *pc)
             if (pc_write_status(pc, &err) < 0)
                 break;
             return;
-        case PLAN_SCALE:
-            if (pc_scale(pc, a, &err) < 0)
+        case PLAN_SCALE: {
+            int rc = pc_scale(pc, a, &err);
+            if (rc < 0)
                 break;
+            if (rc > 0) {
+                run->next++;
+                continue;
+            }
             return;
+        }
         case PLAN_PROBE:
             if (pc_probe(pc, a) < 0) {
                 kube_error_set(&err, KUBE_ERR_NOMEM, "could not start the idle probe");
