@@ -235,7 +235,9 @@ void pool_metrics_members(pool_metrics *pm, const char *ns, const char *pool,
         return;
     }
     free(key);
-    if (!same_members)
+    /* A scan of every pool's gauges, so only when this pool had others before: a cold start of
+     * N pools must not cost N scans. */
+    if (p->members && !same_members)
         metrics_family_remove(pm->resident, (const char *[]){ns, pool}, 2);
     for (size_t i = 0; i < n; i++)
         metrics_set(pm->resident, (const char *[]){ns, pool, members[i]},
