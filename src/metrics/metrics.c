@@ -332,8 +332,8 @@ static const char *metrics_fmt(char buf[32], double v)
         return "NaN";
     if (v == (double)(long long)v && fabs(v) < 1e15)
         snprintf(buf, 32, "%lld", (long long)v);
-    else
-        snprintf(buf, 32, "%.17g", v);
+    else if (snprintf(buf, 32, "%.15g", v) > 0 && strtod(buf, NULL) != v)
+        snprintf(buf, 32, "%.17g", v); /* the shortest of the two that reads back the same */
     return buf;
 }
 

@@ -53,6 +53,26 @@ static void test_counter_gauge_text(void **state)
     metrics_free(m);
 }
 
+/* Values print in the shortest form that reads back the same double. */
+static void test_number_format(void **state)
+{
+    (void)state;
+    metrics *m = metrics_new();
+    static const char *const one[] = {"k", NULL};
+    metrics_family *f = metrics_family_new(m, METRICS_GAUGE, "x", "", one, NULL, 0);
+    assert_int_equal(metrics_set(f, (const char *[]){"a"}, 0.008015), 0);
+    assert_int_equal(metrics_set(f, (const char *[]){"b"}, 0.1 + 0.2), 0);
+    assert_int_equal(metrics_set(f, (const char *[]){"c"}, 1e20), 0);
+    assert_int_equal(metrics_set(f, (const char *[]){"d"}, -3), 0);
+    char *text = render(m);
+    assert_non_null(strstr(text, "x{k=\"a\"} 0.008015\n"));
+    assert_non_null(strstr(text, "x{k=\"b\"} 0.30000000000000004\n"));
+    assert_non_null(strstr(text, "x{k=\"c\"} 1e+20\n"));
+    assert_non_null(strstr(text, "x{k=\"d\"} -3\n"));
+    free(text);
+    metrics_free(m);
+}
+
 static void test_label_escaping(void **state)
 {
     (void)state;
@@ -218,10 +238,10 @@ static void test_pool_metrics_members(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_counter_gauge_text),   cmocka_unit_test(test_label_escaping),
-        cmocka_unit_test(test_histogram_text),       cmocka_unit_test(test_bad_declarations),
-        cmocka_unit_test(test_remove_by_labels),     cmocka_unit_test(test_collect_before_render),
-        cmocka_unit_test(test_pool_metrics_members),
+        cmocka_unit_test(test_counter_gauge_text),    cmocka_unit_test(test_label_escaping),
+        cmocka_unit_test(test_number_format),         cmocka_unit_test(test_histogram_text),
+        cmocka_unit_test(test_bad_declarations),      cmocka_unit_test(test_remove_by_labels),
+        cmocka_unit_test(test_collect_before_render), cmocka_unit_test(test_pool_metrics_members),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
