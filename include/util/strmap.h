@@ -1,6 +1,7 @@
-/* strmap: an intrusive hash map keyed by strings (the store's indexes, the work queue, metrics series).
- * Nodes live inside their owner's struct, so inserting never allocates and never fails; the bucket
- * array only grows opportunistically. Equal keys may coexist (the store's indexes need a multimap).
+/* strmap: an intrusive hash map keyed by strings (the store's indexes, the work queue, metrics
+ * series). Nodes live inside their owner's struct, so inserting never allocates and never fails;
+ * the bucket array only grows opportunistically. Equal keys may coexist (the store's indexes need a
+ * multimap).
  */
 #ifndef MP_UTIL_STRMAP_H
 #define MP_UTIL_STRMAP_H

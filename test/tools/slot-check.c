@@ -158,8 +158,8 @@ int main(int argc, char **argv)
     c.isvcs = check_informer(&c, client, POOL_GROUP, "inferenceservices", NULL);
     c.pods = check_informer(&c, client, "", "pods", POOL_SERVICE_LABEL);
     if (!c.pools || !c.isvcs || !c.pods ||
-        store_add_index(informer_store(c.pods), POOL_INDEX_SERVICE, pool_index_pod_service,
-                        NULL) < 0)
+        store_add_index(informer_store(c.pods), POOL_INDEX_SERVICE, pool_index_pod_service, NULL) <
+            0)
         return 2;
     sigset_t set;
     sigemptyset(&set);

@@ -82,13 +82,11 @@ static void test_metrics(void **state)
     assert_int_equal(judge("tgi", 200, "tgi_batch_current_size 3", msg), PROBE_BUSY);
     assert_int_equal(judge("sglang", 200, "sglang:num_running_reqs{a=\"}\"} 0\n", msg),
                      PROBE_ERROR);
-    assert_int_equal(judge("sglang", 200, "sglang:num_running_reqs{a=\"b\"} 0\n", msg),
-                     PROBE_IDLE);
+    assert_int_equal(judge("sglang", 200, "sglang:num_running_reqs{a=\"b\"} 0\n", msg), PROBE_IDLE);
     assert_int_equal(judge("vllm", 200, "other_metric 0\n", msg), PROBE_ERROR);
     assert_non_null(strstr(msg, "not found"));
     assert_int_equal(judge("vllm", 200, "vllm:num_requests_running NaN\n", msg), PROBE_ERROR);
-    assert_int_equal(judge("vllm", 200, "vllm:num_requests_running{x=\"y\" 0\n", msg),
-                     PROBE_ERROR);
+    assert_int_equal(judge("vllm", 200, "vllm:num_requests_running{x=\"y\" 0\n", msg), PROBE_ERROR);
 }
 
 static void test_generic_and_unsupported(void **state)
