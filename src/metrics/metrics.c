@@ -303,14 +303,15 @@ void metrics_remove(metrics *m, const char *const *names, const char *const *val
     free(prefix);
 }
 
-void metrics_family_remove(metrics_family *f, const char *const *values, size_t n)
+void metrics_delete(metrics_family *f, const char *const *values)
 {
-    if (!f || n > f->n_labels)
-        return;
-    char *prefix = metrics_label_block((const char *const *)f->labels, values, n);
-    if (prefix)
-        metrics_remove_prefix(f, prefix, strlen(prefix));
-    free(prefix);
+    char *key = f ? metrics_label_block((const char *const *)f->labels, values, f->n_labels) : NULL;
+    metrics_series *s = key ? metrics_find(f, key) : NULL;
+    free(key);
+    if (s) {
+        strmap_remove(&f->series, &s->node);
+        free(s);
+    }
 }
 
 int metrics_on_collect(metrics *m, void (*fn)(void *ud), void *ud)

@@ -1,6 +1,7 @@
 /* pool_metrics: names, help, labels and buckets of the controller's series. Per-pool gauges are
  * rewritten only when a pool's member list or resident changes (a small map remembers what was
- * last written), so a steady reconcile costs no metric work and a large fleet no scans. */
+ * last written), so a steady reconcile costs no metric work, and a pool's series are removed by
+ * their exact labels, so a large fleet costs no scans. */
 #include "pool/pool_metrics.h"
 
 #include <stdio.h>
@@ -9,12 +10,21 @@
 
 #include "util/strmap.h"
 
-/* What the resident gauges of one pool last said. */
+/* A list of owned strings. */
+typedef struct pm_names {
+    char **v;
+    size_t n;
+} pm_names;
+
+/* What one pool's series are: its members' resident gauges as last written, and the deferral
+ * reasons it has series for, so that they are rewritten only on change and removed without a
+ * scan of every pool's. */
 typedef struct pm_pool {
     strmap_node node; /* key: "ns/name" */
     char *key;
-    char *members; /* the member names, NUL-separated, ending in an empty name */
+    pm_names members;
     char *resident;
+    pm_names reasons;
 } pm_pool;
 
 struct pool_metrics {
@@ -119,12 +129,59 @@ pool_metrics *pool_metrics_new(metrics *reg)
     return pm;
 }
 
+static void pm_names_clear(pm_names *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    *l = (pm_names){0};
+}
+
+/* Appends a copy of name. false when out of memory. */
+static bool pm_names_add(pm_names *l, const char *name)
+{
+    char **v = realloc(l->v, (l->n + 1) * sizeof(*v));
+    if (!v)
+        return false;
+    l->v = v;
+    if (!(v[l->n] = strdup(name ? name : "")))
+        return false;
+    l->n++;
+    return true;
+}
+
+static bool pm_names_has(const pm_names *l, const char *name)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->v[i], name) == 0)
+            return true;
+    return false;
+}
+
 static void pm_pool_free(pm_pool *p)
 {
     free(p->key);
-    free(p->members);
+    pm_names_clear(&p->members);
     free(p->resident);
+    pm_names_clear(&p->reasons);
     free(p);
+}
+
+/* The pool's entry, created when create is set; NULL when absent or out of memory. */
+static pm_pool *pm_pool_get(pool_metrics *pm, const char *ns, const char *pool, bool create)
+{
+    char *key = NULL;
+    if (asprintf(&key, "%s/%s", ns, pool) < 0)
+        return NULL;
+    strmap_node *node = strmap_get(&pm->pools, key);
+    pm_pool *p = node ? STRMAP_OWNER(node, pm_pool, node) : NULL;
+    if (!p && create && (p = calloc(1, sizeof(*p)))) {
+        p->key = key;
+        key = NULL;
+        strmap_insert(&pm->pools, &p->node, p->key);
+    }
+    free(key);
+    return p;
 }
 
 void pool_metrics_free(pool_metrics *pm)
@@ -175,75 +232,46 @@ void pool_metrics_informer(pool_metrics *pm, const char *resource, const informe
     metrics_set(pm->relists, (const char *[]){resource}, (double)st->relists);
 }
 
-/* The member names as one NUL-separated block, for comparing lists; NULL when out of memory. */
-static char *pm_join(const char *const *members, size_t n, size_t *len)
-{
-    size_t l = 1;
-    for (size_t i = 0; i < n; i++)
-        l += strlen(members[i] ? members[i] : "") + 1;
-    char *s = malloc(l);
-    if (!s)
-        return NULL;
-    char *p = s;
-    for (size_t i = 0; i < n; i++) {
-        size_t ml = strlen(members[i] ? members[i] : "") + 1;
-        memcpy(p, members[i] ? members[i] : "", ml);
-        p += ml;
-    }
-    *p = 0;
-    *len = l;
-    return s;
-}
-
 static bool pm_str_eq(const char *a, const char *b)
 {
     return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
+static bool pm_same_members(const pm_names *l, const char *const *members, size_t n)
+{
+    if (l->n != n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!pm_str_eq(l->v[i], members[i]))
+            return false;
+    return true;
+}
+
+static void pm_drop_resident(pool_metrics *pm, const char *ns, const char *pool, pm_pool *p)
+{
+    for (size_t i = 0; i < p->members.n; i++)
+        metrics_delete(pm->resident, (const char *[]){ns, pool, p->members.v[i]});
+    pm_names_clear(&p->members);
+}
+
 void pool_metrics_members(pool_metrics *pm, const char *ns, const char *pool,
                           const char *const *members, size_t n, const char *resident)
 {
-    if (!pm)
+    pm_pool *p = pm ? pm_pool_get(pm, ns, pool, true) : NULL;
+    if (!p)
         return;
-    char *key = NULL;
-    size_t jl = 0;
-    char *joined = pm_join(members, n, &jl);
-    if (!joined || asprintf(&key, "%s/%s", ns, pool) < 0) {
-        free(joined);
+    bool same = pm_same_members(&p->members, members, n);
+    if (same && pm_str_eq(p->resident, resident))
         return;
+    if (!same) {
+        pm_drop_resident(pm, ns, pool, p);
+        for (size_t i = 0; i < n; i++)
+            if (!pm_names_add(&p->members, members[i]))
+                break; /* out of memory: the next call rewrites them */
     }
-    strmap_node *node = strmap_get(&pm->pools, key);
-    pm_pool *p = node ? STRMAP_OWNER(node, pm_pool, node) : NULL;
-    bool same_members = false;
-    if (p) {
-        size_t ol = 1;
-        for (const char *m = p->members; *m; m += strlen(m) + 1)
-            ol += strlen(m) + 1;
-        same_members = ol == jl && memcmp(p->members, joined, jl) == 0;
-        if (same_members && pm_str_eq(p->resident, resident)) {
-            free(joined);
-            free(key);
-            return;
-        }
-    } else if ((p = calloc(1, sizeof(*p)))) {
-        p->key = key;
-        key = NULL;
-        strmap_insert(&pm->pools, &p->node, p->key);
-    } else {
-        free(joined);
-        free(key);
-        return;
-    }
-    free(key);
-    /* A scan of every pool's gauges, so only when this pool had others before: a cold start of
-     * N pools must not cost N scans. */
-    if (p->members && !same_members)
-        metrics_family_remove(pm->resident, (const char *[]){ns, pool}, 2);
     for (size_t i = 0; i < n; i++)
         metrics_set(pm->resident, (const char *[]){ns, pool, members[i]},
-                    pm_str_eq(members[i], resident) && resident && *resident ? 1 : 0);
-    free(p->members);
-    p->members = joined;
+                    resident && *resident && pm_str_eq(members[i], resident) ? 1 : 0);
     free(p->resident);
     p->resident = resident ? strdup(resident) : NULL;
 }
@@ -259,6 +287,9 @@ void pool_metrics_swap_done(pool_metrics *pm, const char *ns, const char *pool, 
 
 void pool_metrics_deferred(pool_metrics *pm, const char *ns, const char *pool, const char *reason)
 {
+    pm_pool *p = pm ? pm_pool_get(pm, ns, pool, true) : NULL;
+    if (p && !pm_names_has(&p->reasons, reason) && !pm_names_add(&p->reasons, reason))
+        return; /* a series we could not remember could not be removed: none is made */
     if (pm)
         metrics_add(pm->deferrals, (const char *[]){ns, pool, reason}, 1);
 }
@@ -272,16 +303,19 @@ void pool_metrics_reaction(pool_metrics *pm, pool_reaction_path path, uint64_t u
 
 void pool_metrics_forget(pool_metrics *pm, const char *ns, const char *pool)
 {
-    if (!pm)
+    pm_pool *p = pm ? pm_pool_get(pm, ns, pool, false) : NULL;
+    if (!p) {
+        /* Nothing remembered (out of memory on the way): the scan is the only way to be sure. */
+        if (pm)
+            metrics_remove(pm->reg, (const char *[]){"namespace", "pool"},
+                           (const char *[]){ns, pool}, 2);
         return;
-    metrics_remove(pm->reg, (const char *[]){"namespace", "pool"}, (const char *[]){ns, pool}, 2);
-    char *key = NULL;
-    if (asprintf(&key, "%s/%s", ns, pool) < 0)
-        return;
-    strmap_node *node = strmap_get(&pm->pools, key);
-    if (node) {
-        strmap_remove(&pm->pools, node);
-        pm_pool_free(STRMAP_OWNER(node, pm_pool, node));
     }
-    free(key);
+    pm_drop_resident(pm, ns, pool, p);
+    for (size_t i = 0; i < p->reasons.n; i++)
+        metrics_delete(pm->deferrals, (const char *[]){ns, pool, p->reasons.v[i]});
+    metrics_delete(pm->swaps, (const char *[]){ns, pool});
+    metrics_delete(pm->swap_seconds, (const char *[]){ns, pool});
+    strmap_remove(&pm->pools, &p->node);
+    pm_pool_free(p);
 }

@@ -151,7 +151,9 @@ static void test_remove_by_labels(void **state)
     assert_int_equal(metrics_series_count(res), 1);
     assert_int_equal(metrics_series_count(o), 1);
     assert_true(metrics_value(swaps, (const char *[]){"ns", "p2"}) == 1);
-    metrics_family_remove(res, (const char *[]){"ns", "p2"}, 2);
+    metrics_delete(res, (const char *[]){"ns", "p2", "b"}); /* absent: nothing happens */
+    assert_int_equal(metrics_series_count(res), 1);
+    metrics_delete(res, (const char *[]){"ns", "p2", "a"});
     assert_int_equal(metrics_series_count(res), 0);
     assert_int_equal(metrics_series_count(swaps), 1);
     metrics_free(m);
@@ -203,6 +205,14 @@ static void test_pool_metrics_members(void **state)
     assert_non_null(
         strstr(text, "modelpool_pool_resident{namespace=\"ns\",pool=\"p\",member=\"a\"} 0\n"));
     free(text);
+    /* Empty names are members too (an invalid spec still gets its gauges right). */
+    const char *with_empty[] = {"", "a"};
+    pool_metrics_members(pm, "ns", "p", with_empty, 2, "a");
+    text = render(m);
+    assert_non_null(
+        strstr(text, "modelpool_pool_resident{namespace=\"ns\",pool=\"p\",member=\"\"} 0\n"));
+    assert_null(strstr(text, "member=\"c\""));
+    free(text);
     /* No resident: every member 0. */
     pool_metrics_members(pm, "ns", "p", two, 2, NULL);
     text = render(m);
@@ -221,10 +231,25 @@ static void test_pool_metrics_members(void **state)
     assert_non_null(strstr(text, "modelpool_reaction_seconds_bucket{path=\"a\",le=\"0.002\"} 1\n"));
     assert_non_null(strstr(text, "modelpool_reaction_seconds_bucket{path=\"a\",le=\"0.001\"} 0\n"));
     free(text);
-    /* A deleted pool leaves nothing behind; the process-wide series stay. */
+    /* Another pool, whose name p is a prefix of, and one known only by its swaps. */
+    pool_metrics_members(pm, "ns", "p2", two, 2, "a");
+    pool_metrics_deferred(pm, "ns", "p2", "IdleCheckFailed");
+    pool_metrics_swap_done(pm, "ns", "q", 1000);
+    /* Two deferral reasons for p: both go with it. */
+    pool_metrics_deferred(pm, "ns", "p", "IdleCheckUnsupported");
+    pool_metrics_deferred(pm, "ns", "p", "PodsBusy");
+    /* A deleted pool leaves nothing behind; the process-wide series and other pools' stay. */
     pool_metrics_forget(pm, "ns", "p");
     text = render(m);
     assert_null(strstr(text, "pool=\"p\""));
+    assert_non_null(
+        strstr(text, "modelpool_pool_resident{namespace=\"ns\",pool=\"p2\",member=\"a\"} 1\n"));
+    assert_non_null(strstr(text, "reason=\"IdleCheckFailed\"} 1\n"));
+    free(text);
+    pool_metrics_forget(pm, "ns", "q");
+    pool_metrics_forget(pm, "ns", "p2");
+    text = render(m);
+    assert_null(strstr(text, "pool=\""));
     assert_non_null(strstr(text, "modelpool_reaction_seconds_count{path=\"a\"} 1\n"));
     assert_non_null(strstr(text, "modelpool_reconcile_total{result=\"success\"} 0\n"));
     free(text);
