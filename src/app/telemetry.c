@@ -174,13 +174,14 @@ static void telemetry_on_health(void *ud, const char *method, const char *path, 
     telemetry *t = ud;
     if (!telemetry_method_ok(method, out))
         return;
-    if (strcmp(path, "/healthz") == 0)
+    if (strcmp(path, "/healthz") == 0) {
         telemetry_text(out, 200, "ok\n"); /* answered from the loop: a stuck loop cannot */
-    else if (strcmp(path, "/readyz") == 0)
-        telemetry_text(out, t->ready(t->ready_ud) ? 200 : 503,
-                       t->ready(t->ready_ud) ? "ok\n" : "caches not synced yet\n");
-    else
+    } else if (strcmp(path, "/readyz") == 0) {
+        bool ready = t->ready(t->ready_ud); /* asked once: the answer and its code agree */
+        telemetry_text(out, ready ? 200 : 503, ready ? "ok\n" : "caches not synced yet\n");
+    } else {
         telemetry_text(out, 404, "not found: /healthz, /readyz\n");
+    }
 }
 
 int telemetry_serve(telemetry *t, ev_loop *loop, const char *metrics_addr, const char *health_addr,

@@ -758,12 +758,17 @@ static void pc_isvc_updated(void *ud, const cJSON *old_obj, const cJSON *new_obj
     pc_isvc_changed(ud, new_obj);
 }
 
-static void pc_pod_changed(void *ud, const cJSON *obj)
+/* The member a Pod belongs to: its inference.llmkube.dev/service label, or NULL. */
+static const char *pc_pod_member(const cJSON *pod)
 {
     const cJSON *labels = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "labels");
-    pc_enqueue_member(ud, pc_str(obj, "metadata", "namespace"),
-                      pc_str(labels, POOL_SERVICE_LABEL, NULL));
+        cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "labels");
+    return pc_str(labels, POOL_SERVICE_LABEL, NULL);
+}
+
+static void pc_pod_changed(void *ud, const cJSON *obj)
+{
+    pc_enqueue_member(ud, pc_str(obj, "metadata", "namespace"), pc_pod_member(obj));
 }
 
 static void pc_pod_updated(void *ud, const cJSON *old_obj, const cJSON *new_obj)
@@ -777,10 +782,7 @@ static void pc_pod_deleted(void *ud, const cJSON *obj)
     const char *uid = pc_str(obj, "metadata", "uid");
     if (uid)
         pc_memo_forget(ud, uid);
-    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "labels");
-    pc_clock_member(ud, pc_str(obj, "metadata", "namespace"),
-                    pc_str(labels, POOL_SERVICE_LABEL, NULL), true);
+    pc_clock_member(ud, pc_str(obj, "metadata", "namespace"), pc_pod_member(obj), true);
     pc_pod_changed(ud, obj);
 }
 
