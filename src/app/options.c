@@ -2,6 +2,7 @@
  * from an environment variable (flag wins), the habit in Kubernetes manifests. */
 #include "app/options.h"
 
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <errno.h>
@@ -59,6 +60,15 @@ static int app_parse_level(const char *s, int *out)
         return -1;
     *out = (int)v;
     return 0;
+}
+
+/* The same address and port, other than port 0 (a fresh port each time, so never a clash). */
+static bool app_same_fixed_address(const struct sockaddr_storage *a, socklen_t al,
+                                   const struct sockaddr_storage *b, socklen_t bl)
+{
+    in_port_t port = a->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)a)->sin6_port
+                                              : ((const struct sockaddr_in *)a)->sin_port;
+    return port != 0 && al == bl && memcmp(a, b, al) == 0;
 }
 
 int app_options_parse(app_options *o, int argc, char **argv, const char *(*getenv_fn)(const char *),
@@ -187,21 +197,20 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
         snprintf(err, errlen, "--leader-election-id must not be empty");
         return -1;
     }
-    struct sockaddr_storage ss;
-    socklen_t sl;
+    struct sockaddr_storage ms, hs;
+    socklen_t ml, hl;
     char why[160];
-    if (httpd_parse_bind(o->metrics_addr, &ss, &sl, why, sizeof(why)) < 0) {
+    int mrc = httpd_parse_bind(o->metrics_addr, &ms, &ml, why, sizeof(why));
+    if (mrc < 0) {
         snprintf(err, errlen, "--metrics-bind-address: %s", why);
         return -1;
     }
-    if (httpd_parse_bind(o->health_addr, &ss, &sl, why, sizeof(why)) < 0) {
+    int hrc = httpd_parse_bind(o->health_addr, &hs, &hl, why, sizeof(why));
+    if (hrc < 0) {
         snprintf(err, errlen, "--health-probe-bind-address: %s", why);
         return -1;
     }
-    /* Port 0 is a fresh port each time, so only a fixed port can clash. */
-    size_t ml = strlen(o->metrics_addr);
-    if (strcmp(o->metrics_addr, "0") != 0 && strcmp(o->metrics_addr, o->health_addr) == 0 &&
-        !(ml >= 2 && strcmp(o->metrics_addr + ml - 2, ":0") == 0)) {
+    if (mrc == 0 && hrc == 0 && app_same_fixed_address(&ms, ml, &hs, hl)) {
         snprintf(err, errlen,
                  "--metrics-bind-address and --health-probe-bind-address are both %s; they need "
                  "different ports",
