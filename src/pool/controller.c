@@ -261,6 +261,12 @@ static void pc_run_free(pc_run *run)
     free(run);
 }
 
+/* pc_finish's requeue_ms for a pool that is gone: no backstop reconcile (an event brings back a
+ * pool created again under the name). */
+#define PC_NO_REQUEUE UINT64_MAX
+
+/* Ends the reconcile in flight. On success the pool comes back after requeue_ms (0: the resync
+ * backstop), unless PC_NO_REQUEUE. */
 static void pc_finish(pool_controller *pc, wq_result result, uint64_t requeue_ms)
 {
     pc_run *run = pc->run;
@@ -272,7 +278,7 @@ static void pc_finish(pool_controller *pc, wq_result result, uint64_t requeue_ms
     run->batch = NULL;
     pc_run_free(run);
     wq_done(pc->queue, key, result);
-    if (result == WQ_SUCCESS)
+    if (result == WQ_SUCCESS && requeue_ms != PC_NO_REQUEUE)
         wq_add_after(pc->queue, key, requeue_ms ? requeue_ms : pc->opts.resync_ms);
     free(key);
 }
@@ -559,7 +565,7 @@ static void pc_plan(pool_controller *pc)
             pool_metrics_forget(pc->pm, ns, run->key + nl + 1);
         free(ns);
         pc_stamp_drop(pc, run->key);
-        pc_finish(pc, WQ_SUCCESS, 0);
+        pc_finish(pc, WQ_SUCCESS, PC_NO_REQUEUE);
         return;
     }
     const char *ns = pc_str(pool, "metadata", "namespace");

@@ -30,7 +30,7 @@ typedef struct pm_pool {
 struct pool_metrics {
     metrics *reg;
     metrics_family *reconciles, *reconcile_errors, *reconcile_seconds;
-    metrics_family *depth, *adds, *queue_seconds, *retries;
+    metrics_family *depth, *waiting, *adds, *queue_seconds, *retries;
     metrics_family *watch_restarts, *relists;
     metrics_family *resident, *swaps, *swap_seconds, *deferrals, *reaction;
     strmap pools;
@@ -77,6 +77,10 @@ pool_metrics *pool_metrics_new(metrics *reg)
         NULL, pm_latency_buckets, PM_N(pm_latency_buckets));
     pm->depth = metrics_family_new(reg, METRICS_GAUGE, "modelpool_workqueue_depth",
                                    "Pool keys ready to be reconciled.", NULL, NULL, 0);
+    pm->waiting = metrics_family_new(reg, METRICS_GAUGE, "modelpool_workqueue_waiting",
+                                     "Pool keys waiting for a delay (backoff, a requeue, the "
+                                     "resync backstop).",
+                                     NULL, NULL, 0);
     pm->adds = metrics_family_new(reg, METRICS_COUNTER, "modelpool_workqueue_adds_total",
                                   "Pool keys added to the work queue.", NULL, NULL, 0);
     pm->queue_seconds =
@@ -117,8 +121,9 @@ pool_metrics *pool_metrics_new(metrics *reg)
         "deleted to the PATCH scaling the target up.",
         path, pm_reaction_buckets, PM_N(pm_reaction_buckets));
     if (!pm->reconciles || !pm->reconcile_errors || !pm->reconcile_seconds || !pm->depth ||
-        !pm->adds || !pm->queue_seconds || !pm->retries || !pm->watch_restarts || !pm->relists ||
-        !pm->resident || !pm->swaps || !pm->swap_seconds || !pm->deferrals || !pm->reaction) {
+        !pm->waiting || !pm->adds || !pm->queue_seconds || !pm->retries || !pm->watch_restarts ||
+        !pm->relists || !pm->resident || !pm->swaps || !pm->swap_seconds || !pm->deferrals ||
+        !pm->reaction) {
         pool_metrics_free(pm);
         return NULL;
     }
@@ -220,6 +225,7 @@ void pool_metrics_queue(pool_metrics *pm, const wq_stats *q)
     if (!pm)
         return;
     metrics_set(pm->depth, NULL, (double)q->depth);
+    metrics_set(pm->waiting, NULL, (double)q->waiting);
     metrics_set(pm->adds, NULL, (double)q->adds_total);
     metrics_set(pm->retries, NULL, (double)q->retries_total);
 }

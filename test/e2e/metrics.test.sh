@@ -66,6 +66,14 @@ wait_for 30 metric_value 'modelpool_swap_deferrals_total{namespace="default",poo
 log "a deleted pool's series are removed"
 kubectl_admin delete modelpool shared-gpu >/dev/null
 wait_for 30 series_gone shared-gpu
+# Nor is a deleted pool kept on the resync backstop: nothing is left waiting in the queue.
+waiting_is_zero() {
+	local got
+	got=$(metric_value modelpool_workqueue_waiting) || return 1
+	echo "$got"
+	[ "$got" == 0 ]
+}
+wait_for 30 waiting_is_zero
 metric_value 'modelpool_reaction_seconds_count{path="a"}' >/dev/null ||
 	fail "process-wide series went with the pool"
 
