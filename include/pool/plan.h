@@ -92,6 +92,17 @@ typedef struct {
     size_t n_conditions;
 } plan_status;
 
+/* A replica write the API server refused for a reason other than a failed precondition
+ * (admission denial, RBAC, an invalid value), as the controller remembers it for this pool until a
+ * later write of that member succeeds. member NULL: none. The plan reports it (SwapDeferred
+ * True/WriteRefused naming the member and message, one Warning Event per episode) and keeps
+ * planning the write, which the controller retries with backoff. */
+typedef struct {
+    const char *member;
+    int32_t replicas;
+    const char *message; /* the API server's message */
+} plan_refusal;
+
 typedef struct {
     const char *ns;
     const char *name;
@@ -102,6 +113,7 @@ typedef struct {
     const char *swap_budget;    /* spec.swapBudget, a Go duration; absent means 300s */
     const char *swap_policy;    /* spec.swapPolicy; absent means sticky */
     plan_status status;         /* the pool's current status (zeroed if it has none) */
+    plan_refusal refused;       /* zeroed when no write was refused */
     int64_t now_ms;             /* wall clock, ms since the Unix epoch */
 } plan_snapshot;
 
