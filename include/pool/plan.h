@@ -41,6 +41,7 @@ typedef struct {
     bool terminating;       /* metadata.deletionTimestamp is set (still holds the GPU) */
     bool container_running; /* some container is in state running */
     const char *ip;         /* status.podIP */
+    int32_t port;           /* the port its Pod spec names for the server container, 0 if none */
     /* The controller's last idle probe of this pod (key it by pod UID so a new pod starts over). */
     plan_probe_result probe;
     int64_t probed_at_ms; /* same clock as plan_snapshot.now_ms */
@@ -77,6 +78,10 @@ typedef struct {
     char *name;
     char *phase; /* mirrors the member's status.phase; NULL when it has none or is missing */
     bool resident;
+    /* The pool is bringing this member to 0 (a previous resident or target, a member up when the
+     * pool first saw it, a request that lost to another): its replicas are not a request. Cleared
+     * once the member is at 0; scaling it up after that is a request. */
+    bool releasing;
 } plan_member_status;
 
 /* ModelPool status. In a snapshot it is borrowed (so a plan's status can be fed back as is); in a
@@ -130,6 +135,7 @@ typedef enum {
 typedef struct {
     char *name;
     char *ip;
+    int32_t port; /* where its server listens: the Pod spec's port, else plan_action.port */
 } plan_probe_pod;
 
 typedef struct {
@@ -143,7 +149,8 @@ typedef struct {
     char *idle_path;
     plan_probe_pod *pods;
     size_t n_pods;
-    /* EVENT; reason also on SCALE: NoRunningPod or Idle (to 0), SlotFree (to 1) */
+    /* EVENT; reason also on SCALE: NoRunningPod or Idle (to 0), SlotFree (0 to 1), TooManyReplicas
+     * (above 1 to 1) */
     bool warning; /* type Warning, else Normal */
     char *reason;
     char *message;

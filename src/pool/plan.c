@@ -93,7 +93,11 @@ typedef struct {
     plan_result *p;
     plan_vec events, work; /* assembled after the status write, in this order */
     bool oom;
-    int64_t stamp_ms; /* now, rounded down to what a status timestamp holds */
+    int64_t stamp_ms;    /* now, rounded down to what a status timestamp holds */
+    bool *rel;           /* per member index: releasing in the status this plan writes */
+    plan_msg too_many;   /* members above one replica, for the slot message and an Event */
+    plan_msg superseded; /* requests that lost to another, for an Event */
+    bool cancelled;      /* the loading target was scaled to 0 by someone else */
 } plan_ctx;
 
 static char *copy(plan_ctx *c, const char *s)
@@ -251,12 +255,14 @@ static plan_rt runtime_kind(const plan_member *m)
     return RT_NONE; /* personaplex, generic without the annotation, or unknown: fail closed */
 }
 
+/* The port the member's container listens on: its member controller builds the Deployment from
+ * spec.containerPort, else spec.endpoint.port, else the runtime's default. */
 static int32_t probe_port(const plan_member *m)
 {
-    if (m->endpoint_port > 0)
-        return m->endpoint_port;
     if (m->container_port > 0)
         return m->container_port;
+    if (m->endpoint_port > 0)
+        return m->endpoint_port;
     switch (runtime_kind(m)) {
     case RT_VLLM:
         return 8000;
@@ -269,6 +275,8 @@ static int32_t probe_port(const plan_member *m)
     }
 }
 
+/* Probes every running Pod of m at once, fresh results too: results of one instant agree, where
+ * Pods probed one by one could go stale in turn and never all be fresh together. */
 static void push_probe(plan_ctx *c, const plan_member *m, size_t n_pods)
 {
     plan_action *a = push(c, &c->work, PLAN_PROBE);
@@ -283,14 +291,14 @@ static void push_probe(plan_ctx *c, const plan_member *m, size_t n_pods)
         c->oom = true;
         return;
     }
-    for (size_t i = 0; i < m->n_pods; i++) {
+    for (size_t i = 0; i < m->n_pods && a->n_pods < n_pods; i++) {
         const plan_pod *pod = &m->pods[i];
-        bool fresh =
-            pod->probe != PLAN_PROBE_NONE && c->s->now_ms - pod->probed_at_ms < PLAN_PROBE_TTL_MS;
-        if (!pod_running(pod) || fresh || a->n_pods == n_pods)
+        if (!pod_running(pod))
             continue;
         a->pods[a->n_pods].name = copy(c, pod->name);
         a->pods[a->n_pods].ip = copy(c, pod->ip);
+        /* What the Pod says beats what the member's spec implies. */
+        a->pods[a->n_pods].port = pod->port > 0 ? pod->port : a->port;
         a->n_pods++;
     }
 }
@@ -314,10 +322,13 @@ FMT(3, 4) static void defer_add(plan_defer *d, const char *reason, const char *f
     va_end(ap);
 }
 
-/* Brings member m to 0 replicas if that is safe now (rule 2): no running Pod, or every running Pod
- * freshly probed idle. Otherwise asks for probes, or records why the swap waits. */
-static void drain(plan_ctx *c, const plan_member *m, plan_defer *d)
+/* Brings member m down to `to` replicas (0, or 1 for a member above one) if that is safe now
+ * (rule 2): at most `to` running Pods (the member controller removes Pods that never ran first), or
+ * every running Pod freshly probed idle, since which Pod goes is not ours to choose. Otherwise asks
+ * for probes, or records why the swap waits. */
+static void drain(plan_ctx *c, const plan_member *m, int32_t to, plan_defer *d)
 {
+    const char *why_scale = to > 0 ? "TooManyReplicas" : "Idle";
     const int64_t now = c->s->now_ms;
     size_t running = 0, need = 0, busy = 0, failed = 0, unsupported = 0;
     int64_t bad_until = 0; /* when the last fresh busy/failed result goes stale */
@@ -361,8 +372,8 @@ static void drain(plan_ctx *c, const plan_member *m, plan_defer *d)
     }
     c->oom |= why.oom;
 
-    if (running == 0) {
-        push_scale(c, m->name, 0, "NoRunningPod");
+    if (running <= (size_t)to) {
+        push_scale(c, m->name, to, to > 0 ? "TooManyReplicas" : "NoRunningPod");
     } else if (runtime_kind(m) == RT_NONE) {
         if (str_eq(m->runtime, "generic"))
             defer_add(d, "IdleCheckUnsupported",
@@ -374,7 +385,7 @@ static void drain(plan_ctx *c, const plan_member *m, plan_defer *d)
                       m->runtime);
     } else {
         if (bad_until == 0 && need > 0)
-            push_probe(c, m, need);
+            push_probe(c, m, running);
         if (busy + failed + unsupported > 0) {
             defer_add(d,
                       busy     ? "PodsBusy"
@@ -385,7 +396,7 @@ static void drain(plan_ctx *c, const plan_member *m, plan_defer *d)
             if (bad_until > 0 && (d->requeue_ms == 0 || wait < d->requeue_ms))
                 d->requeue_ms = wait > 0 ? wait : 1;
         } else if (need == 0) {
-            push_scale(c, m->name, 0, "Idle");
+            push_scale(c, m->name, to, why_scale);
         }
     }
     free(why.s);
@@ -443,6 +454,7 @@ static void fill_status(plan_ctx *c, const plan_want *w)
         ms->name = copy(c, m->name);
         ms->phase = copy(c, m->exists ? or_null(m->phase) : NULL);
         ms->resident = str_eq(m->name, w->resident);
+        ms->releasing = c->rel[i];
     }
 
     const plan_cond_want *wants[4] = {&w->valid, &w->slot, &w->deferred, &w->swapping};
@@ -489,31 +501,53 @@ static void emit_events(plan_ctx *c, const plan_want *w)
         push_event(c, true, w->valid.reason, "%s", msg_str(&w->valid.msg));
 
     if (pend && !str_eq(pend, cur_pend)) {
-        if (cur_pend)
+        if (str_eq(pend, res))
+            push_event(c, false, "SwapStarted", "returning to %s", pend);
+        else if (cur_pend)
             push_event(c, false, "SwapStarted", "swapping to %s (supersedes %s)", pend, cur_pend);
         else if (res)
             push_event(c, false, "SwapStarted", "swapping from %s to %s", res, pend);
         else
             push_event(c, false, "SwapStarted", "warming %s", pend);
+        if (c->superseded.len > 0)
+            push_event(c, false, "RequestSuperseded",
+                       "%s requested too; the pool runs one member, so it is held at 0 "
+                       "(request it again once %s is resident)",
+                       msg_str(&c->superseded), pend);
     }
-    if (cur_pend && !pend && res && str_eq(res, cur_pend) && !str_eq(res, cur_res))
-        push_event(c, false, "SwapCompleted", "%s is resident", res);
+    if (cur_pend && !pend && res && str_eq(res, cur_pend)) {
+        if (c->cancelled)
+            push_event(c, true, "SwapCancelled",
+                       "%s was scaled to 0 while loading: the swap is cancelled and %s stays "
+                       "resident, stopped",
+                       res, res);
+        else
+            push_event(c, false, "SwapCompleted", "%s is resident", res);
+    }
     if (!cur_res && !cur_pend && res && !pend)
         push_event(c, false, "Adopted", "%s was already serving and is now resident", res);
 
     const plan_condition *cd = find_cond(cur, "SwapDeferred");
     if (!w->deferred.keep && str_eq(w->deferred.status, "True") &&
-        (cd == NULL || !str_eq(cd->status, "True") || !str_eq(cd->reason, w->deferred.reason)))
-        push_event(c, !str_eq(w->deferred.reason, "PodsBusy"), "SwapDeferred", "%s: %s",
-                   w->deferred.reason, msg_str(&w->deferred.msg));
+        (cd == NULL || !str_eq(cd->status, "True") || !str_eq(cd->reason, w->deferred.reason))) {
+        if (str_eq(w->deferred.reason, "WriteRefused"))
+            push_event(c, true, "WriteRefused", "%s", msg_str(&w->deferred.msg));
+        else
+            push_event(c, !str_eq(w->deferred.reason, "PodsBusy"), "SwapDeferred", "%s: %s",
+                       w->deferred.reason, msg_str(&w->deferred.msg));
+    }
 
     const plan_condition *cs = find_cond(cur, "SlotAllocated");
     const char *r = w->slot.reason;
     if (!w->slot.keep && str_eq(w->slot.status, "False") &&
         (str_eq(r, "TargetFailed") || str_eq(r, "TargetSuspended") ||
-         str_eq(r, "TargetWaitingForGPU") || str_eq(r, "MultipleMembersServing")) &&
+         str_eq(r, "TargetWaitingForGPU")) &&
         (cs == NULL || !str_eq(cs->reason, r)))
         push_event(c, true, r, "%s", msg_str(&w->slot.msg));
+    /* Once per episode: while the note stands in the slot's message, it is not news. */
+    if (c->too_many.len > 0 && !w->slot.keep &&
+        (cs == NULL || cs->message == NULL || strstr(cs->message, msg_str(&c->too_many)) == NULL))
+        push_event(c, true, "TooManyReplicas", "%s", msg_str(&c->too_many));
 }
 
 /* ---- validation (rule 5) ---- */
@@ -585,64 +619,155 @@ static const char *validate(const plan_snapshot *s, int64_t *budget_ms, plan_msg
 
 /* ---- decisions ---- */
 
-static void start_swap(plan_want *w, const char *from, const char *to)
+/* How replicas become requests. A member scaled to >= 1 that the pool has not accounted for is a
+ * request for the slot. The pool accounts for the resident (outside a swap), the target, and the
+ * members it is releasing (status.members[].releasing: the previous resident and target, members
+ * found up when the pool was new, requests that lost to another). A releasing member stops being
+ * one once it is at 0, so scaling it up again (say, back to the member being swapped out) is a
+ * request like any other. */
+
+static bool is_up(const plan_member *m)
 {
+    return m != NULL && replicas_of(m) >= 1;
+}
+
+static bool has_terminating_pod(const plan_member *m)
+{
+    for (size_t i = 0; i < m->n_pods; i++)
+        if (pod_live(&m->pods[i]) && m->pods[i].terminating)
+            return true;
+    return false;
+}
+
+static bool has_running_pod(const plan_member *m)
+{
+    for (size_t i = 0; i < m->n_pods; i++)
+        if (pod_running(&m->pods[i]))
+            return true;
+    return false;
+}
+
+static bool was_releasing(const plan_snapshot *s, const char *name)
+{
+    for (size_t i = 0; i < s->status.n_members; i++)
+        if (str_eq(s->status.members[i].name, name))
+            return s->status.members[i].releasing;
+    return false;
+}
+
+static bool is_request(const plan_ctx *c, size_t i, const char *res, const char *pend)
+{
+    const plan_snapshot *s = c->s;
+    const plan_member *m = &s->members[i];
+    if (!is_first_of_name(s, i) || !is_up(m) || c->rel[i] || str_eq(m->name, pend))
+        return false;
+    return pend != NULL || !str_eq(m->name, res); /* outside a swap the resident is up by right */
+}
+
+/* Several requests at once (made while the operator was down, or while the pool was Degraded or
+ * another replica led): the first, in spec.members order, that already runs a Pod wins, since it
+ * holds the GPU now; else the first. */
+static const plan_member *first_request(const plan_ctx *c, const char *res, const char *pend)
+{
+    const plan_snapshot *s = c->s;
+    for (size_t i = 0; i < s->n_members; i++)
+        if (is_request(c, i, res, pend) && has_running_pod(&s->members[i]))
+            return &s->members[i];
+    for (size_t i = 0; i < s->n_members; i++)
+        if (is_request(c, i, res, pend))
+            return &s->members[i];
+    return NULL;
+}
+
+/* The winning request; the others are released and named in an Event. */
+static const plan_member *pick_request(plan_ctx *c, const char *res, const char *pend)
+{
+    const plan_snapshot *s = c->s;
+    const plan_member *win = first_request(c, res, pend);
+    for (size_t i = 0; win && i < s->n_members; i++) {
+        if (&s->members[i] == win || !is_request(c, i, res, pend))
+            continue;
+        c->rel[i] = true;
+        msg_add(&c->superseded, "%s%s", c->superseded.len ? ", " : "", s->members[i].name);
+    }
+    return win;
+}
+
+static void start_swap(plan_ctx *c, plan_want *w, const char *from, const char *to)
+{
+    const plan_snapshot *s = c->s;
+    /* Every other member that is up is released: its replicas were counted before this swap. */
+    for (size_t i = 0; i < s->n_members; i++)
+        if (is_up(&s->members[i]) && !str_eq(s->members[i].name, to))
+            c->rel[i] = true;
     w->phase = "Swapping";
     w->resident = from;
     w->pending = to;
-    if (from)
+    if (str_eq(from, to))
+        want(&w->slot, "False", "SwapInProgress", "returning to %s", to);
+    else if (from)
         want(&w->slot, "False", "SwapInProgress", "swapping from %s to %s", from, to);
     else
         want(&w->slot, "False", "SwapInProgress", "warming %s", to);
     want(&w->swapping, "True", "Draining", "waiting for the other members to release the GPU");
 }
 
-static void settle(plan_want *w, const char *resident)
+static void settle(plan_want *w, const plan_member *m)
 {
     w->phase = "Ready";
-    w->resident = resident;
+    w->resident = m->name;
     w->pending = NULL;
-    want(&w->slot, "True", "Resident", "%s holds the slot", resident);
+    if (is_up(m))
+        want(&w->slot, "True", "Resident", "%s holds the slot", m->name);
+    else
+        want(&w->slot, "True", "Resident", "%s is resident, scaled to 0 (stopped)", m->name);
 }
 
-/* No owner yet: adopt a member that already serves, else warm default, else the first member
- * scaled up. The choice is only persisted here (rule 3); acting on it is the next plan's job. */
+/* Every member up other than keep is brought to 0, after its idle probe (rule 3: none is left
+ * running because another could not be held). */
+static void release_others(plan_ctx *c, const char *keep, plan_defer *d)
+{
+    const plan_snapshot *s = c->s;
+    for (size_t i = 0; i < s->n_members; i++)
+        if (is_first_of_name(s, i) && is_up(&s->members[i]) && !str_eq(s->members[i].name, keep))
+            drain(c, &s->members[i], 0, d);
+}
+
+/* Rule 2: a pooled member never runs more than one replica. */
+static void limit_to_one(plan_ctx *c, const plan_member *m, plan_defer *d)
+{
+    if (replicas_of(m) <= 1)
+        return;
+    msg_add(&c->too_many,
+            "%smember %s was scaled to %d replicas; a pooled member runs one, so it is brought "
+            "back to 1",
+            c->too_many.len ? "; " : "", m->name, (int)replicas_of(m));
+    drain(c, m, 1, d);
+}
+
+/* A new pool (no resident, no swap). The replicas found are the state of the world, not requests:
+ * a member that serves is kept (the first in spec.members order), else default is warmed, else
+ * the requests are weighed as in a warm pool. Every other member up is released. */
 static void decide_cold(plan_ctx *c, plan_want *w)
 {
     const plan_snapshot *s = c->s;
-    const plan_member *serving = NULL;
-    size_t n_serving = 0;
-    plan_msg names = {0};
-    for (size_t i = 0; i < s->n_members; i++) {
-        if (!is_serving(&s->members[i]))
-            continue;
-        if (n_serving++ == 0)
-            serving = &s->members[i];
-        msg_add(&names, "%s%s", n_serving > 1 ? ", " : "", s->members[i].name);
-    }
-    c->oom |= names.oom;
+    const plan_member *owner = NULL;
+    for (size_t i = 0; owner == NULL && i < s->n_members; i++)
+        if (is_serving(&s->members[i]))
+            owner = &s->members[i];
+    if (owner == NULL)
+        owner = member_named(s, s->default_member);
+    if (owner == NULL)
+        owner = first_request(c, NULL, NULL);
 
-    if (n_serving > 1) {
-        /* Two models already share the GPU: no safe owner to pick, so touch nothing. */
-        w->phase = "Degraded";
-        want(&w->slot, "False", "MultipleMembersServing",
-             "members %s are all serving; scale all but one to 0 and the pool adopts it",
-             msg_str(&names));
-    } else if (n_serving == 1) {
-        settle(w, serving->name);
+    if (owner == NULL) {
+        w->phase = "Pending";
+        want(&w->slot, "False", "NoResident", "no member requested and no default");
+    } else if (is_serving(owner) && others_clear(s, owner->name)) {
+        settle(w, owner);
     } else {
-        const char *owner = or_null(s->default_member);
-        for (size_t i = 0; owner == NULL && i < s->n_members; i++)
-            if (replicas_of(&s->members[i]) >= 1)
-                owner = s->members[i].name;
-        if (owner) {
-            start_swap(w, NULL, owner);
-        } else {
-            w->phase = "Pending";
-            want(&w->slot, "False", "NoResident", "no member requested and no default");
-        }
+        start_swap(c, w, NULL, owner->name);
     }
-    free(names.s);
 }
 
 /* A target that cannot become Ready is reported (rule 7); only judged once it was started. */
@@ -671,98 +796,100 @@ static void judge_target(plan_want *w, const plan_member *t, int64_t swap_start_
         want(&w->slot, "False", reason, "target %s is %s", t->name, t->phase);
 }
 
-/* pendingMember is set: drain, hold, start, complete, or hand over to a newer request. */
+/* A pod that still holds the slot, for a message. */
+static const char *live_pod_name(const plan_member *m)
+{
+    for (size_t i = 0; i < m->n_pods; i++)
+        if (pod_live(&m->pods[i]))
+            return m->pods[i].name ? m->pods[i].name : "";
+    return "";
+}
+
+/* pendingMember is set and no newer request: drain, hold, start, complete or cancel. */
 static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *pend,
-                        int64_t budget_ms)
+                        int64_t budget_ms, plan_defer *d)
 {
     const plan_snapshot *s = c->s;
     const plan_member *target = member_named(s, pend);
     const plan_condition *sw = find_cond(&s->status, "Swapping");
     bool swapping_now = sw && str_eq(sw->status, "True");
+    /* Loading is written only once the cache showed the target up with the slot clear, so a
+     * target at 0 after it is someone's cancellation, not our write still on its way. */
     bool was_loading = swapping_now && str_eq(sw->reason, "Loading");
-    bool loading = was_loading;
     int64_t swap_start = swapping_now ? sw->last_transition_ms : c->stamp_ms;
     bool clear = others_clear(s, pend);
+    bool own_old = has_terminating_pod(target);
 
-    /* A newer request: a member other than the target scaled up. While draining, the resident's
-     * replicas are still its own (it may not be drained yet); once the target was started, every
-     * other member, the resident too, had been cleared, so the resident scaled up again is a
-     * request to go back to it (say, away from a target that failed). */
-    const char *newer = NULL;
-    for (size_t i = 0; newer == NULL && i < s->n_members; i++) {
-        const plan_member *m = &s->members[i];
-        if (str_eq(m->name, pend) || replicas_of(m) < 1 || (!was_loading && str_eq(m->name, res)))
-            continue;
-        newer = m->name;
+    if (was_loading && !is_up(target)) {
+        c->cancelled = true;
+        settle(w, target);
+        return;
     }
-
     if (is_serving(target) && clear) {
-        settle(w, pend);
+        settle(w, target);
+        limit_to_one(c, target, d);
         return;
     }
-    /* Once the target was started every other member had been cleared, so any member scaled up
-     * since is a request. The started target becomes the incumbent (it holds the GPU) and is
-     * drained like one; keeping it as a plain member would make it look like a request itself. */
-    if (loading && newer) {
-        start_swap(w, replicas_of(target) > 0 || str_eq(newer, res) ? pend : res, newer);
-        return;
-    }
-    /* While draining, a warm pool's other members were all at 0 when the swap began, so one
-     * scaled up is a request; it takes over once the current target is held at 0. A cold pool
-     * may still have members up from before it existed: they are drained, not obeyed. */
-    if (!loading && res && newer && replicas_of(target) == 0) {
-        start_swap(w, res, newer);
-        return;
-    }
+    bool loading = was_loading || (clear && is_up(target) && !own_old);
+    /* Rule 3: a target up beside another member (or beside its own old Pod, rule 1) is held at 0
+     * first, its member controller would otherwise start it there; but a serving target of a new
+     * pool is the one kept, not restarted. */
+    if (!loading && is_up(target) && (!clear || own_old) && !(res == NULL && is_serving(target)))
+        drain(c, target, 0, d);
+    else if (loading)
+        limit_to_one(c, target, d);
+    release_others(c, pend, d);
 
-    /* Rule 3: the target is held at 0 first, before the incumbent's probe: its member controller
-     * may already be starting a Pod beside the incumbent. */
-    plan_defer d = {0};
-    if (!clear && !loading && replicas_of(target) > 0)
-        drain(c, target, &d);
-    for (size_t i = 0; i < s->n_members; i++) {
-        const plan_member *m = &s->members[i];
-        if (str_eq(m->name, pend) || replicas_of(m) == 0)
-            continue;
-        if (!loading && res && !str_eq(m->name, res))
-            continue; /* a request waiting to supersede: see above */
-        drain(c, m, &d);
+    bool starting = false;
+    plan_msg wait = {0};
+    if (clear && !is_up(target)) {
+        /* Rule 1: the slot is free only once the target's own old Pods are gone too. */
+        if (has_live_pod(target))
+            msg_add(&wait, "waiting for pod %s of %s to terminate", live_pod_name(target), pend);
+        else
+            push_scale(c, pend, 1, "SlotFree"), starting = true;
     }
-    if (clear) {
-        loading = true;
-        if (replicas_of(target) == 0)
-            push_scale(c, pend, 1, "SlotFree");
-    }
-    c->oom |= d.msg.oom;
+    c->oom |= wait.oom;
 
     w->phase = "Swapping";
     w->resident = res;
     w->pending = pend;
-    if (res)
+    if (str_eq(res, pend))
+        want(&w->slot, "False", "SwapInProgress", "returning to %s", pend);
+    else if (res)
         want(&w->slot, "False", "SwapInProgress", "swapping from %s to %s", res, pend);
     else
         want(&w->slot, "False", "SwapInProgress", "warming %s", pend);
     if (loading)
         want(&w->swapping, "True", "Loading", "loading %s", pend);
+    else if (starting)
+        want(&w->swapping, "True", "Draining", "the slot is free; starting %s", pend);
+    else if (wait.len > 0)
+        want(&w->swapping, "True", "Draining", "%s", msg_str(&wait));
     else
         want(&w->swapping, "True", "Draining", "waiting for the other members to release the GPU");
-    if (d.reason)
-        want(&w->deferred, "True", d.reason, "%s", msg_str(&d.msg));
-    else if (d.unknown && find_cond(&s->status, "SwapDeferred"))
-        /* Not known yet, so not "NotDeferred": a restarted operator (its probe results are in
-         * memory only) would otherwise flip a deferred swap to NotDeferred and back, with a
-         * second SwapDeferred Event, before its first probe answers. */
-        w->deferred.keep = true;
-    free(d.msg.s);
+    free(wait.s);
 
-    int64_t requeue = d.requeue_ms;
     if (was_loading) { /* a phase seen before the scale-up would be stale */
         int64_t gpu_wait = 0;
         judge_target(w, target, swap_start, budget_ms, s->now_ms, &gpu_wait);
-        if (gpu_wait > 0 && (requeue == 0 || gpu_wait < requeue))
-            requeue = gpu_wait;
+        if (gpu_wait > 0 && (d->requeue_ms == 0 || gpu_wait < d->requeue_ms))
+            d->requeue_ms = gpu_wait;
     }
-    c->p->requeue_after_ms = requeue;
+}
+
+/* The scale the controller saw refused, if this plan asks for it again: reported (rule 5). */
+static bool refused_again(const plan_ctx *c)
+{
+    const plan_refusal *r = &c->s->refused;
+    if (is_empty(r->member))
+        return false;
+    for (size_t i = 0; i < c->work.n; i++) {
+        const plan_action *a = &c->work.v[i];
+        if (a->kind == PLAN_SCALE && str_eq(a->member, r->member) && a->replicas == r->replicas)
+            return true;
+    }
+    return false;
 }
 
 static void decide(plan_ctx *c, plan_want *w, int64_t budget_ms)
@@ -770,8 +897,6 @@ static void decide(plan_ctx *c, plan_want *w, int64_t budget_ms)
     const plan_snapshot *s = c->s;
     const char *res = or_null(s->status.resident_member);
     const char *pend = or_null(s->status.pending_member);
-    if (res && pend && str_eq(res, pend))
-        pend = NULL; /* a swap to the resident is already done */
 
     size_t n = 0;
     for (size_t i = 0; i < s->n_members; i++)
@@ -780,21 +905,43 @@ static void decide(plan_ctx *c, plan_want *w, int64_t budget_ms)
     want(&w->deferred, "False", "NotDeferred", "no swap is waiting on a member");
     want(&w->swapping, "False", "NotSwapping", "no swap in progress");
 
+    plan_defer d = {0};
+    const plan_member *req = NULL;
     if (!res && !pend) {
         decide_cold(c, w);
+    } else if ((req = pick_request(c, res, pend)) != NULL) {
+        /* A newer request takes over at once (persisted alone, rule 3). A target that was
+         * started holds the GPU now: it becomes the incumbent, released like any other. */
+        const plan_member *target = member_named(s, pend);
+        const plan_condition *sw = find_cond(&s->status, "Swapping");
+        bool was_loading = sw && str_eq(sw->status, "True") && str_eq(sw->reason, "Loading");
+        start_swap(c, w, pend && was_loading && is_up(target) ? pend : res, req->name);
     } else if (!pend) {
-        /* Sticky (rule 4): the resident stays until another member is scaled up. */
-        const char *req = NULL;
-        for (size_t i = 0; req == NULL && i < s->n_members; i++)
-            if (!str_eq(s->members[i].name, res) && replicas_of(&s->members[i]) >= 1)
-                req = s->members[i].name;
-        if (req)
-            start_swap(w, res, req);
-        else
-            settle(w, res);
+        /* Sticky (rule 4): the resident stays until another member is requested. */
+        const plan_member *r = member_named(s, res);
+        settle(w, r);
+        limit_to_one(c, r, &d);
+        release_others(c, res, &d);
     } else {
-        decide_swap(c, w, res, pend, budget_ms);
+        decide_swap(c, w, res, pend, budget_ms, &d);
     }
+
+    if (c->too_many.len > 0)
+        msg_add(&w->slot.msg, "; %s", msg_str(&c->too_many));
+    if (refused_again(c))
+        want(&w->deferred, "True", "WriteRefused",
+             "scaling member %s to %d was refused by the API server: %s", s->refused.member,
+             (int)s->refused.replicas, s->refused.message ? s->refused.message : "");
+    else if (d.reason)
+        want(&w->deferred, "True", d.reason, "%s", msg_str(&d.msg));
+    else if (d.unknown && find_cond(&s->status, "SwapDeferred"))
+        /* Not known yet, so not "NotDeferred": a restarted operator (its probe results are in
+         * memory only) would otherwise flip a deferred swap to NotDeferred and back, with a
+         * second SwapDeferred Event, before its first probe answers. */
+        w->deferred.keep = true;
+    c->oom |= d.msg.oom;
+    free(d.msg.s);
+    c->p->requeue_after_ms = d.requeue_ms;
 }
 
 /* ---- entry points ---- */
@@ -851,6 +998,13 @@ int plan_build(const plan_snapshot *snap, plan_result **out)
     if (c.p == NULL)
         return -ENOMEM;
     c.stamp_ms = snap->now_ms - snap->now_ms % 1000;
+    c.rel = calloc(snap->n_members ? snap->n_members : 1, sizeof *c.rel);
+    if (c.rel == NULL) {
+        free(c.p);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < snap->n_members; i++)
+        c.rel[i] = is_up(&snap->members[i]) && was_releasing(snap, snap->members[i].name);
 
     plan_want w = {0};
     plan_msg faults = {0};
@@ -878,6 +1032,10 @@ int plan_build(const plan_snapshot *snap, plan_result **out)
         c.oom |= wants[i]->msg.oom;
         free(wants[i]->msg.s);
     }
+    c.oom |= c.too_many.oom || c.superseded.oom;
+    free(c.too_many.s);
+    free(c.superseded.s);
+    free(c.rel);
 
     size_t n = (write ? 1 : 0) + c.events.n + c.work.n;
     if (!c.oom && n > 0) {
@@ -912,7 +1070,8 @@ bool plan_status_equal(const plan_status *a, const plan_status *b)
         return false;
     for (size_t i = 0; i < a->n_members; i++) {
         const plan_member_status *x = &a->members[i], *y = &b->members[i];
-        if (!str_eq(x->name, y->name) || !str_eq(x->phase, y->phase) || x->resident != y->resident)
+        if (!str_eq(x->name, y->name) || !str_eq(x->phase, y->phase) ||
+            x->resident != y->resident || x->releasing != y->releasing)
             return false;
     }
     for (size_t i = 0; i < a->n_conditions; i++) {

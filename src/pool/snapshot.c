@@ -117,7 +117,8 @@ void pool_trim_pool(cJSON *pool, void *ud)
     cJSON *status = snap_child(pool, "status");
     SNAP_KEEP(status, "phase", "residentMember", "pendingMember", "observedGeneration", "members",
               "conditions");
-    cJSON_ArrayForEach(m, snap_child(status, "members")) SNAP_KEEP(m, "name", "phase", "resident");
+    cJSON_ArrayForEach(m, snap_child(status, "members"))
+        SNAP_KEEP(m, "name", "phase", "resident", "releasing");
     cJSON_ArrayForEach(m, snap_child(status, "conditions"))
         SNAP_KEEP(m, "type", "status", "reason", "message", "lastTransitionTime");
 }

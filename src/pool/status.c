@@ -66,6 +66,7 @@ int pool_status_read(const cJSON *obj, plan_status *out)
         ms->name = name;
         ms->phase = pool_json_str(m, "phase");
         ms->resident = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "resident"));
+        ms->releasing = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "releasing"));
     }
 
     const cJSON *conds = cJSON_GetObjectItemCaseSensitive(st, "conditions");
@@ -117,6 +118,8 @@ static cJSON *pool_status_json(const plan_status *s)
         if (s->members[i].phase && *s->members[i].phase)
             cJSON_AddStringToObject(m, "phase", s->members[i].phase);
         cJSON_AddBoolToObject(m, "resident", s->members[i].resident);
+        if (s->members[i].releasing) /* absent means false: the seed schema's members read on */
+            cJSON_AddBoolToObject(m, "releasing", true);
         cJSON_AddItemToArray(members, m);
     }
     cJSON *conds = cJSON_AddArrayToObject(st, "conditions");

@@ -37,6 +37,11 @@ ALLOWED_ADDITIONS = {
     ".spec.members[].inferenceServiceRef.name": {"maxLength"},
     ".spec.swapBudget": {"maxLength", "x-kubernetes-validations"},
 }
+# Status fields the operator writes beyond the seed (optional, so every status valid under the seed stays
+# valid): each is documented in the README. Spec gets none: users' manifests are the seed's.
+ALLOWED_STATUS_PROPERTIES = {
+    ".status.members[]": {"releasing": {"type": "boolean"}},
+}
 
 def translate(node, path, optional):
     """The seed node as the CRD must write it (see the CRD header for why)."""
@@ -81,8 +86,12 @@ def compare(want, got, path):
             continue
         g = got[key]
         if key == "properties":
-            if set(w) != set(g):
-                missing, extra = sorted(set(w) - set(g)), sorted(set(g) - set(w))
+            added = ALLOWED_STATUS_PROPERTIES.get(path, {})
+            for name, schema in added.items():
+                if name in g and {k: v for k, v in g[name].items() if k != "description"} != schema:
+                    err(f"{path}.{name}", f"expected {schema!r} (and a description)")
+            if set(w) != set(g) - set(added):
+                missing, extra = sorted(set(w) - set(g)), sorted(set(g) - set(w) - set(added))
                 err(path, f"properties differ: missing {missing}, not in seed {extra}")
             for name in sorted(set(w) & set(g)):
                 compare(w[name], g[name], f"{path}.{name}")

@@ -41,6 +41,7 @@ typedef struct {
     int32_t port; /* spec.endpoint.port */
     bool missing;
     const char *claimed_by;
+    int32_t container_port; /* spec.containerPort */
 } t_member;
 
 typedef struct {
@@ -50,6 +51,8 @@ typedef struct {
     char pod_ips[MAXM][MAXP][32];
     plan_condition conds[4];
     char deferred[64];
+    plan_member_status mstat[MAXM];
+    char rel_names[128];
     plan_snapshot s;
 } t_fix;
 
@@ -117,6 +120,11 @@ typedef struct {
     const char *resident, *pending, *stage;
     int64_t stage_age_s;
     const char *deferred; /* the SwapDeferred condition as "Status/Reason", or NULL for none */
+    /* status.members[].releasing, space-separated names. NULL: as a swap's start wrote it, the
+     * resident when it is up and a swap is pending; "" none. */
+    const char *releasing;
+    const char *want_releasing; /* the same in the plan's status; NULL: not checked */
+    plan_refusal refused;       /* the controller's memory of a refused write */
     /* expected; NULL means "not checked", "" means "empty" */
     const char *phase, *want_resident, *want_pending;
     const char *conds;   /* space-separated Type=Status/Reason that must all be present */
@@ -124,6 +132,11 @@ typedef struct {
     const char *msg_has; /* a substring of some condition's message */
     int64_t requeue_ms;
 } t_case;
+
+static int32_t reps(const plan_member *m)
+{
+    return m->replicas < 0 ? 1 : m->replicas;
+}
 
 static void fix_build(t_fix *f, const t_case *tc)
 {
@@ -140,6 +153,7 @@ static void fix_build(t_fix *f, const t_case *tc)
         m->idle_endpoint = tm->idle_endpoint;
         m->endpoint_port = tm->port;
         m->claimed_by = tm->claimed_by;
+        m->container_port = tm->container_port;
         fix_pods(f, n, tm->name, tm->pods);
     }
     f->s.ns = "ml";
@@ -151,12 +165,24 @@ static void fix_build(t_fix *f, const t_case *tc)
     f->s.swap_budget = tc->budget;
     f->s.swap_policy = tc->policy;
     f->s.now_ms = NOW + 250; /* not a whole second: stamps must still be */
+    f->s.refused = tc->refused;
     f->s.status.resident_member = (char *)tc->resident;
     f->s.status.pending_member = (char *)tc->pending;
     f->s.status.conditions = f->conds;
     if (tc->stage)
         f->conds[f->s.status.n_conditions++] = (plan_condition){
             "Swapping", "True", (char *)tc->stage, "", NOW - tc->stage_age_s * 1000};
+    const char *rel = tc->releasing;
+    if (rel == NULL && tc->pending && tc->resident) {
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(f->members[i].name, tc->resident) == 0 && reps(&f->members[i]) > 0)
+                rel = tc->resident;
+    }
+    snprintf(f->rel_names, sizeof f->rel_names, "%s", rel ? rel : "");
+    f->s.status.members = f->mstat;
+    for (char *save = NULL, *tok = strtok_r(f->rel_names, " ", &save); tok;
+         tok = strtok_r(NULL, " ", &save))
+        f->mstat[f->s.status.n_members++] = (plan_member_status){.name = tok, .releasing = true};
     if (tc->deferred) {
         plan_condition *c = &f->conds[f->s.status.n_conditions++];
         snprintf(f->deferred, sizeof f->deferred, "%s", tc->deferred);
@@ -190,8 +216,11 @@ static void render(const plan_result *p, char *buf, size_t cap)
             break;
         case PLAN_PROBE:
             OUT("probe:%s[", a->member);
-            for (size_t j = 0; j < a->n_pods; j++)
+            for (size_t j = 0; j < a->n_pods; j++) {
                 OUT("%s%s", j ? "," : "", a->pods[j].name);
+                if (a->pods[j].port != a->port) /* the Pod's own port */
+                    OUT(":%d", a->pods[j].port);
+            }
             OUT("]@%d", a->port);
             if (a->idle_path)
                 OUT("%s", a->idle_path);
@@ -228,11 +257,6 @@ static const plan_member *snap_member(const plan_snapshot *s, const char *name)
     return NULL;
 }
 
-static int32_t reps(const plan_member *m)
-{
-    return m->replicas < 0 ? 1 : m->replicas;
-}
-
 static bool live(const plan_pod *p)
 {
     return p->phase != PLAN_POD_SUCCEEDED && p->phase != PLAN_POD_FAILED;
@@ -255,30 +279,39 @@ static void check_safety(const plan_snapshot *s, const plan_result *p)
             continue;
         n_work++;
         assert_true(valid); /* rule 5: no replica change (nor probe) on a bad spec */
-        assert_non_null(st->pending_member); /* replicas only move during a swap */
         if (a->kind != PLAN_SCALE)
             continue;
         const plan_member *m = snap_member(s, a->member);
         assert_non_null(m);
-        if (a->replicas >= 1) { /* rule 1 */
-            assert_int_equal(reps(m), 0);
+        size_t running = 0;
+        for (size_t k = 0; k < m->n_pods; k++)
+            running += live(&m->pods[k]) && m->pods[k].container_running;
+        if (a->replicas >= 1 && reps(m) == 0) { /* rule 1: a start needs the whole slot free */
+            assert_non_null(st->pending_member);
+            assert_string_equal(a->member, st->pending_member);
             for (size_t j = 0; j < s->n_members; j++) {
                 const plan_member *o = &s->members[j];
-                if (strcmp(o->name, a->member) == 0)
-                    continue;
-                assert_int_equal(reps(o), 0);
+                if (strcmp(o->name, a->member) != 0)
+                    assert_int_equal(reps(o), 0);
                 for (size_t k = 0; k < o->n_pods; k++)
-                    assert_false(live(&o->pods[k]));
+                    assert_false(live(&o->pods[k])); /* the target's own old Pods too */
             }
-        } else { /* rule 2 */
+            continue;
+        }
+        if (a->replicas >= 1) { /* rule 2: above one, back to exactly one */
+            assert_int_equal(a->replicas, 1);
+            assert_true(reps(m) > 1);
+        } else {
             assert_true(reps(m) > 0);
-            for (size_t k = 0; k < m->n_pods; k++) {
-                const plan_pod *pod = &m->pods[k];
-                if (!live(pod) || !pod->container_running)
-                    continue;
-                assert_int_equal(pod->probe, PLAN_PROBE_IDLE);
-                assert_true(s->now_ms - pod->probed_at_ms < PLAN_PROBE_TTL_MS);
-            }
+        }
+        if (running <= (size_t)a->replicas)
+            continue;                            /* the Pods that go never ran */
+        for (size_t k = 0; k < m->n_pods; k++) { /* never unload a busy member */
+            const plan_pod *pod = &m->pods[k];
+            if (!live(pod) || !pod->container_running)
+                continue;
+            assert_int_equal(pod->probe, PLAN_PROBE_IDLE);
+            assert_true(s->now_ms - pod->probed_at_ms < PLAN_PROBE_TTL_MS);
         }
     }
     if (activation) { /* rule 3: the pendingMember write stands alone */
@@ -374,6 +407,14 @@ static void run_case(const t_case *tc)
                 fail_msg("%s: want condition %s=%s/%s", tc->title, tok, eq + 1, sl + 1);
         }
     }
+    if (tc->want_releasing) {
+        char want[256] = "", *w = want;
+        for (size_t i = 0; i < p->status.n_members; i++)
+            if (p->status.members[i].releasing)
+                w += snprintf(w, sizeof want - (size_t)(w - want), "%s%s", w > want ? " " : "",
+                              p->status.members[i].name);
+        assert_string_equal(want, tc->want_releasing);
+    }
     if (tc->msg_has) {
         bool found = false;
         for (size_t i = 0; i < p->status.n_conditions; i++)
@@ -454,15 +495,58 @@ static void test_adoption(void **state)
          .want_pending = "",
          .conds = "SlotAllocated=True/Resident",
          .actions = "status event:N:Adopted"},
-        {.title = "two members serving: unsafe, Degraded, nothing scaled",
+        {.title = "two members serving: the first kept, the other released (rule 3)",
          .m = {{"a", 1, "Ready", "R"}, {"b", 1, "Ready", "R"}, {"c", 0}},
          .dflt = "c",
-         .phase = "Degraded",
+         .phase = "Swapping",
          .want_resident = "",
-         .want_pending = "",
-         .conds = "MembersValid=True/Valid SlotAllocated=False/MultipleMembersServing",
-         .msg_has = "a, b",
-         .actions = "status event:W:MultipleMembersServing"},
+         .want_pending = "a",
+         .want_releasing = "b",
+         .conds = "MembersValid=True/Valid SlotAllocated=False/SwapInProgress",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "two serving, after the intent: the kept one is not held, the other drained",
+         .m = {{"a", 1, "Ready", "Ri"}, {"b", 1, "Ready", "Ri"}, {"c", 0}},
+         .dflt = "c",
+         .pending = "a",
+         .stage = "Draining",
+         .releasing = "b",
+         .phase = "Swapping",
+         .want_releasing = "b",
+         .actions = "status scale:b=0"},
+        {.title = "two serving, the other one busy: it is never unloaded, the kept one stays",
+         .m = {{"a", 1, "Ready", "Ri"}, {"b", 1, "Ready", "Rb"}},
+         .pending = "a",
+         .stage = "Draining",
+         .releasing = "b",
+         .conds = "SwapDeferred=True/PodsBusy",
+         .actions = "status event:N:SwapDeferred",
+         .requeue_ms = 1250},
+        {.title = "one serving, another up and waiting for the GPU: kept, the other held (#19)",
+         .m = {{"a", 1, "WaitingForGPU", "P"},
+               {"b", 1, "Ready", "R"},
+               {"c", 1, "WaitingForGPU", "P"}},
+         .dflt = "a",
+         .want_pending = "b",
+         .want_releasing = "a c",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "...then the waiting ones go to 0 unprobed, the serving one untouched",
+         .m = {{"a", 1, "WaitingForGPU", "P"},
+               {"b", 1, "Ready", "R"},
+               {"c", 1, "WaitingForGPU", "P"}},
+         .dflt = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .releasing = "a c",
+         .actions = "status scale:a=0 scale:c=0"},
+        {.title = "...and once they are clear the pool settles on the serving one",
+         .m = {{"a", 0, "Stopped"}, {"b", 1, "Ready", "R"}, {"c", 0, "Stopped"}},
+         .dflt = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .phase = "Ready",
+         .want_resident = "b",
+         .want_releasing = "",
+         .actions = "status event:N:SwapCompleted"},
         {.title = "Ready but scaled to 0 is not serving",
          .m = {{"a", 0, "Ready", "T"}, {"b", 0}},
          .dflt = "b",
@@ -506,11 +590,40 @@ static void test_sticky(void **state)
          .conds = "SlotAllocated=False/SwapInProgress Swapping=True/Draining",
          .msg_has = "swapping from a to b",
          .actions = "status event:N:SwapStarted"},
-        {.title = "warm, two requests: first in declaration order",
+        {.title = "warm, two requests: first in declaration order, the other released",
          .m = {{"a", 0}, {"b", 1, "Ready", "R"}, {"c", 1}, {"d", 1}},
          .resident = "b",
          .want_pending = "c",
-         .actions = "status event:N:SwapStarted"},
+         .want_releasing = "b d",
+         .actions = "status event:N:SwapStarted event:N:RequestSuperseded"},
+        {.title = "warm, two requests, the later one already runs a Pod: it wins (rule 3)",
+         .m = {{"a", 0}, {"b", 1, "Ready", "R"}, {"c", 1, "Creating", "P"}, {"d", 1, "Ready", "R"}},
+         .resident = "b",
+         .want_pending = "d",
+         .want_releasing = "b c",
+         .actions = "status event:N:SwapStarted event:N:RequestSuperseded"},
+        {.title = "warm, resident at 2 replicas: back to 1 unprobed (one running), Warning",
+         .m = {{"a", 2, "Ready", "R P"}, {"b", 0}},
+         .resident = "a",
+         .phase = "Ready",
+         .conds = "SlotAllocated=True/Resident",
+         .msg_has = "member a was scaled to 2 replicas",
+         .actions = "status event:W:TooManyReplicas scale:a=1"},
+        {.title = "warm, resident at 2 with two running Pods: both probed first",
+         .m = {{"a", 2, "Ready", "R R"}, {"b", 0}},
+         .resident = "a",
+         .phase = "Ready",
+         .actions = "status event:W:TooManyReplicas probe:a[a-0,a-1]@8080"},
+        {.title = "warm, resident at 2, one Pod busy: held, reported, re-probed",
+         .m = {{"a", 2, "Ready", "Ri Rb"}, {"b", 0}},
+         .resident = "a",
+         .conds = "SlotAllocated=True/Resident SwapDeferred=True/PodsBusy",
+         .actions = "status event:N:SwapDeferred event:W:TooManyReplicas",
+         .requeue_ms = 1250},
+        {.title = "warm, resident at 3, all idle: back to 1",
+         .m = {{"a", 3, "Ready", "Ri Ri Ri"}, {"b", 0}},
+         .resident = "a",
+         .actions = "status event:W:TooManyReplicas scale:a=1"},
         {.title = "warm, a member with replicas 0 but live pods is no request",
          .m = {{"a", 1, "Ready", "R"}, {"b", 0, "Stopped", "T"}},
          .resident = "a",
@@ -556,13 +669,13 @@ static void test_drain(void **state)
          .stage = "Draining",
          .conds = "SwapDeferred=True/PodsBusy",
          .actions = "status event:N:SwapDeferred probe:a[a-0]@8080"},
-        {.title = "stale idle is not idle: probe again",
+        {.title = "stale idle is not idle: every running Pod probed again, together",
          .m = {{"a", 1, "Ready", "RI Ri"}, {"b", 0}},
          .resident = "a",
          .pending = "b",
          .stage = "Draining",
          .conds = "SwapDeferred=False/NotDeferred",
-         .actions = "status probe:a[a-0]@8080"},
+         .actions = "status probe:a[a-0,a-1]@8080"},
         {.title = "restarted operator, busy incumbent not probed yet: deferral kept",
          .m = {{"a", 1, "Ready", "R"}, {"b", 0}},
          .resident = "a",
@@ -668,8 +781,37 @@ static void test_drain(void **state)
          .resident = "a",
          .pending = "b",
          .stage = "Draining",
-         .conds = "Swapping=True/Loading",
+         .conds = "Swapping=True/Draining",
+         .msg_has = "starting b",
          .actions = "status scale:b=1"},
+        {.title = "rule 1: the target's own old Pod still terminates: not started yet",
+         .m = {{"a", 0, "Stopped"}, {"b", 0, "Stopped", "t"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .conds = "Swapping=True/Draining",
+         .msg_has = "waiting for pod b-0 of b to terminate",
+         .actions = "status"},
+        {.title = "rule 1: a terminating Pod with a running container holds it too",
+         .m = {{"a", 0, "Stopped"}, {"b", 0, "Stopped", "T P"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .actions = "status"},
+        {.title = "rule 1: the target requested again while its old Pod terminates: held at 0",
+         .m = {{"a", 0, "Stopped"}, {"b", 1, "Creating", "t P"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .conds = "Swapping=True/Draining",
+         .actions = "status scale:b=0"},
+        {.title = "target's started, the cache shows it up: Loading",
+         .m = {{"a", 0, "Stopped"}, {"b", 1, "Creating"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .conds = "Swapping=True/Loading",
+         .actions = "status"},
         {.title = "request already up and others clear: Loading, no scale needed",
          .m = {{"a", 0, "Stopped"}, {"b", 1, "Creating", "P"}},
          .resident = "a",
@@ -683,11 +825,43 @@ static void test_drain(void **state)
          .pending = "b",
          .stage = "Draining",
          .actions = "status probe:b[b-0]@8080 scale:a=0"},
+        {.title = "containerPort is where the server listens, before endpoint.port (#19)",
+         .m = {{"a", 1, "Ready", "R", NULL, NULL, 8080, false, NULL, 9090}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .actions = "status probe:a[a-0]@9090"},
+        {.title = "rule 5: the target's start refused by the API server: reported, retried",
+         .m = {{"a", 0, "Stopped"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .refused = {"b", 1, "denied by policy no-scale"},
+         .phase = "Swapping",
+         .conds = "SwapDeferred=True/WriteRefused Swapping=True/Draining",
+         .msg_has = "scaling member b to 1 was refused by the API server: denied by policy",
+         .actions = "status event:W:WriteRefused scale:b=1"},
+        {.title = "rule 5: a refused drain is reported the same way",
+         .m = {{"a", 1, "Ready", "Ri"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .refused = {"a", 0, "forbidden"},
+         .conds = "SwapDeferred=True/WriteRefused",
+         .actions = "status event:W:WriteRefused scale:a=0"},
+        {.title = "rule 5: a refusal of a write the plan no longer wants says nothing",
+         .m = {{"a", 1, "Ready", "Ri"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .refused = {"b", 1, "denied"},
+         .conds = "SwapDeferred=False/NotDeferred",
+         .actions = "status scale:a=0"},
         {.title = "no Swapping condition recorded: treated as Draining",
          .m = {{"a", 0}, {"b", 0}},
          .resident = "a",
          .pending = "b",
-         .conds = "Swapping=True/Loading",
+         .conds = "Swapping=True/Draining",
          .actions = "status scale:b=1"},
     };
     RUN(t);
@@ -731,12 +905,32 @@ static void test_target(void **state)
          .stage = "Loading",
          .phase = "Swapping",
          .actions = "status"},
-        {.title = "target scale lost after Loading was written: scaled again",
-         .m = {{"a", 0}, {"b", 0, "Stopped"}},
+        {.title = "loading target scaled to 0 by someone: cancelled, never a fight (#19)",
+         .m = {{"a", 0}, {"b", 0, "Stopped", "t"}},
          .resident = "a",
          .pending = "b",
          .stage = "Loading",
-         .actions = "status scale:b=1"},
+         .phase = "Ready",
+         .want_resident = "b",
+         .want_pending = "",
+         .conds = "SlotAllocated=True/Resident Swapping=False/NotSwapping",
+         .msg_has = "b is resident, scaled to 0 (stopped)",
+         .actions = "status event:W:SwapCancelled"},
+        {.title = "loading target at 2 replicas: back to 1",
+         .m = {{"a", 0}, {"b", 2, "Creating", "P P"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .phase = "Swapping",
+         .msg_has = "member b was scaled to 2 replicas",
+         .actions = "status event:W:TooManyReplicas scale:b=1"},
+        {.title = "target Ready at 2 replicas: settles, and back to 1",
+         .m = {{"a", 0}, {"b", 2, "Ready", "R P"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .phase = "Ready",
+         .actions = "status event:N:SwapCompleted event:W:TooManyReplicas scale:b=1"},
         {.title = "target Failed: reported, Degraded, Warning",
          .m = {{"a", 0}, {"b", 1, "Failed", "F"}},
          .resident = "a",
@@ -811,13 +1005,31 @@ static void test_supersede(void **state)
          .want_pending = "c",
          .msg_has = "swapping from a to c",
          .actions = "status event:N:SwapStarted"},
-        {.title = "draining, target not yet held: hold it first, leave the request",
+        {.title = "draining, target not yet held, newer request: takes over at once (rule 3)",
          .m = {{"a", 1, "Ready", "R"}, {"b", 1}, {"c", 1}},
          .resident = "a",
          .pending = "b",
          .stage = "Draining",
-         .want_pending = "b",
-         .actions = "status scale:b=0 probe:a[a-0]@8080"},
+         .want_pending = "c",
+         .want_releasing = "a b",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "...then every other member up is dealt with, the new target held first",
+         .m = {{"a", 1, "Ready", "R"}, {"b", 1}, {"c", 1}},
+         .resident = "a",
+         .pending = "c",
+         .stage = "Draining",
+         .releasing = "a b",
+         .want_pending = "c",
+         .actions = "status scale:c=0 probe:a[a-0]@8080 scale:b=0"},
+        {.title = "two requests while draining: the one running a Pod wins, the other released",
+         .m =
+             {{"a", 1, "Ready", "Rb"}, {"b", 0}, {"c", 1, "Creating", "P"}, {"d", 1, "Ready", "R"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .want_pending = "d",
+         .want_releasing = "a c",
+         .actions = "status event:N:SwapStarted event:N:RequestSuperseded"},
         {.title = "loading, newer request: started target becomes the incumbent",
          .m = {{"a", 0}, {"b", 1, "Creating", "P"}, {"c", 1}},
          .resident = "a",
@@ -848,6 +1060,7 @@ static void test_supersede(void **state)
          .m = {{"a", U}, {"b", U}, {"c", U, "Ready", "Ri"}},
          .pending = "b",
          .stage = "Draining",
+         .releasing = "a c",
          .want_resident = "",
          .want_pending = "b",
          .actions = "status scale:b=0 scale:a=0 scale:c=0"},
@@ -859,6 +1072,7 @@ static void test_supersede(void **state)
          .want_pending = "a",
          .actions = "status event:N:SwapStarted"},
         {.title = "loading, resident raised again: a request to go back to it",
+         .releasing = "",
          .m = {{"a", 1, "Stopped"}, {"b", 1, "Creating", "P"}},
          .resident = "a",
          .pending = "b",
@@ -870,6 +1084,7 @@ static void test_supersede(void **state)
          .msg_has = "swapping from b to a",
          .actions = "status event:N:SwapStarted"},
         {.title = "loading, failed target, resident raised again: escapes the failure",
+         .releasing = "",
          .m = {{"a", 1, "Stopped", "P"}, {"b", 1, "Failed", "F"}},
          .resident = "a",
          .pending = "b",
@@ -878,14 +1093,23 @@ static void test_supersede(void **state)
          .want_resident = "b",
          .want_pending = "a",
          .actions = "status event:N:SwapStarted"},
-        {.title = "loading, target at 0 by hand, resident raised again: same hand-over",
+        {.title = "loading, target at 0 by hand, resident raised again: returning to it",
          .m = {{"a", 1, "Stopped"}, {"b", 0, "Stopped"}},
+         .releasing = "",
          .resident = "a",
          .pending = "b",
          .stage = "Loading",
-         .want_resident = "b",
+         .want_resident = "a",
          .want_pending = "a",
+         .msg_has = "returning to a",
          .actions = "status event:N:SwapStarted"},
+        {.title = "returning to the resident while its old Pod terminates: held at 0 (rule 1)",
+         .m = {{"a", 1, "Creating", "t P"}, {"b", 0, "Stopped"}},
+         .resident = "a",
+         .pending = "a",
+         .stage = "Draining",
+         .releasing = "",
+         .actions = "status scale:a=0"},
         {.title = "going back after a failed target: the failed one stopped, request held",
          .m = {{"a", 1, "Stopped", "P"}, {"b", 1, "Failed", "F"}},
          .resident = "b",
@@ -900,7 +1124,7 @@ static void test_supersede(void **state)
          .resident = "b",
          .pending = "a",
          .stage = "Draining",
-         .conds = "Swapping=True/Loading",
+         .conds = "Swapping=True/Draining",
          .actions = "status scale:a=1"},
         {.title = "re-raising the resident during a swap is no request: drained again",
          .m = {{"a", 1, "Ready", "Ri"}, {"b", 0}},
@@ -909,14 +1133,15 @@ static void test_supersede(void **state)
          .stage = "Draining",
          .want_pending = "b",
          .actions = "status scale:a=0"},
-        {.title = "pending equal to resident: nothing to swap",
+        {.title = "returned to the resident: it serves, the swap completes",
          .m = {{"a", 1, "Ready", "R"}, {"b", 0}},
          .resident = "a",
          .pending = "a",
+         .releasing = "",
          .stage = "Draining",
          .phase = "Ready",
          .want_pending = "",
-         .actions = "status"},
+         .actions = "status event:N:SwapCompleted"},
     };
     RUN(t);
 }
@@ -1128,7 +1353,7 @@ static void test_idempotence(void **state)
          .pending = "b",
          .stage = "Draining"},
     };
-    const bool stable[] = {true, true, true, true, true, true, true};
+    const bool stable[] = {true, true, false, true, true, true, true};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         t_fix *f = calloc(1, sizeof *f);
         assert_non_null(f);
@@ -1146,6 +1371,27 @@ static void test_idempotence(void **state)
         plan_free(p);
         free(f);
     }
+}
+
+/* The port a Pod's spec names beats what the member's spec implies (#19). */
+static void test_pod_port(void **state)
+{
+    (void)state;
+    static const t_case tc = {.m = {{"a", 1, "Ready", "R R", NULL, NULL, 8080}, {"b", 0}},
+                              .resident = "a",
+                              .pending = "b",
+                              .stage = "Draining"};
+    t_fix *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    fix_build(f, &tc);
+    f->pods[0][1].port = 7777;
+    plan_result *p = NULL;
+    assert_int_equal(plan_build(&f->s, &p), 0);
+    char got[512];
+    render(p, got, sizeof got);
+    assert_string_equal(got, "status probe:a[a-0,a-1:7777]@8080");
+    plan_free(p);
+    free(f);
 }
 
 static void test_parse_duration(void **state)
@@ -1252,7 +1498,7 @@ static void sim_members_act(sim *w)
 {
     for (size_t i = 0; i < w->n; i++) {
         sim_member *m = &w->m[i];
-        size_t k = 0; /* pods that were terminating are gone now */
+        size_t k = 0, live_n = 0; /* pods that were terminating are gone now */
         for (size_t j = 0; j < m->n_pods; j++)
             if (!m->pods[j].terminating) {
                 m->pods[k] = m->pods[j];
@@ -1261,11 +1507,24 @@ static void sim_members_act(sim *w)
                 k++;
             }
         m->n_pods = k;
-        if (m->replicas == 0) {
-            for (size_t j = 0; j < m->n_pods; j++)
+        int32_t want = reps(&(plan_member){.replicas = m->replicas});
+        /* Like a ReplicaSet: extra Pods are deleted newest first, and missing ones are created at
+         * once, even beside Pods that still terminate. */
+        for (size_t j = m->n_pods; j-- > 0;) {
+            if ((int32_t)live_n < want)
+                live_n++;
+            else
                 m->pods[j].terminating = true;
-            m->phase = "Stopped";
-        } else if (m->n_pods == 0) {
+        }
+        bool ready = false;
+        for (size_t j = 0; j < m->n_pods; j++) {
+            plan_pod *p = &m->pods[j];
+            if (p->terminating || m->fail_phase)
+                continue;
+            p->phase = PLAN_POD_RUNNING, p->container_running = true;
+            ready = true;
+        }
+        for (; (int32_t)live_n < want && m->n_pods < MAXP; live_n++) {
             plan_pod *p = &m->pods[m->n_pods];
             memset(p, 0, sizeof *p);
             snprintf(m->names[m->n_pods], sizeof m->names[0], "%s-%d", m->name, m->pod_seq++);
@@ -1273,14 +1532,11 @@ static void sim_members_act(sim *w)
             p->ip = "127.0.0.1";
             p->phase = PLAN_POD_PENDING;
             m->n_pods++;
-            m->phase = "Creating";
-        } else if (m->fail_phase) {
-            m->phase = m->fail_phase;
-        } else {
-            for (size_t j = 0; j < m->n_pods; j++)
-                m->pods[j].phase = PLAN_POD_RUNNING, m->pods[j].container_running = true;
-            m->phase = "Ready";
         }
+        m->phase = m->fail_phase && want > 0 ? m->fail_phase
+                   : ready                   ? "Ready"
+                   : want > 0                ? "Creating"
+                                             : "Stopped";
     }
 }
 
@@ -1335,6 +1591,14 @@ static size_t sim_step(sim *w)
     return n;
 }
 
+static const char *sim_status(sim *w, int which)
+{
+    if (!w->cur)
+        return "";
+    plan_status *st = &w->cur->status;
+    return nz(which == 0 ? st->phase : which == 1 ? st->resident_member : st->pending_member);
+}
+
 /* Steps until the pool has done nothing for three steps in a row (or gives up). */
 static void sim_settle(sim *w, int max_steps)
 {
@@ -1342,14 +1606,6 @@ static void sim_settle(sim *w, int max_steps)
     for (int i = 0; i < max_steps && quiet < 3; i++)
         quiet = sim_step(w) == 0 ? quiet + 1 : 0;
     assert_true(quiet >= 3);
-}
-
-static const char *sim_status(sim *w, int which)
-{
-    if (!w->cur)
-        return "";
-    plan_status *st = &w->cur->status;
-    return nz(which == 0 ? st->phase : which == 1 ? st->resident_member : st->pending_member);
 }
 
 /* Exactly one member holds replicas or pods, and it is the resident. */
@@ -1360,7 +1616,7 @@ static void sim_assert_single(sim *w, const char *resident)
     assert_string_equal(sim_status(w, 2), "");
     for (size_t i = 0; i < w->n; i++) {
         bool is_res = strcmp(w->m[i].name, resident) == 0;
-        assert_int_equal(w->m[i].replicas, is_res ? 1 : 0);
+        assert_int_equal(reps(&(plan_member){.replicas = w->m[i].replicas}), is_res ? 1 : 0);
         if (!is_res)
             assert_int_equal(w->m[i].n_pods, 0);
     }
@@ -1585,6 +1841,11 @@ static void random_snapshot(t_fix *f)
                                           (char *)ANY("Valid", "MissingMembers"), "", NOW};
     f->s.status.conditions = f->conds;
     f->s.status.n_conditions = nc;
+    f->s.status.members = f->mstat;
+    for (size_t i = 0; i < n; i++)
+        if (rnd(5))
+            f->mstat[f->s.status.n_members++] =
+                (plan_member_status){.name = (char *)f->members[i].name, .releasing = rnd(6) != 0};
 }
 
 static void test_property_random_snapshots(void **state)
@@ -1626,8 +1887,10 @@ static void test_property_random_runs(void **state)
         if (rnd(2))
             sim_members_act(w); /* members already running before the pool */
         for (int step = 0; step < 40; step++) {
-            if (rnd(5) == 0)
-                w->m[rnd(4)].replicas = 1; /* a request */
+            if (rnd(5) == 0) /* a request, now and then for two replicas (rule 2) */
+                w->m[rnd(4)].replicas = rnd(5) ? 1 : 2;
+            if (rnd(15) == 0) /* someone scales a member to 0: a cancellation, or a stop */
+                w->m[rnd(4)].replicas = 0;
             if (rnd(6) == 0)
                 w->m[rnd(4)].busy_probes = (int)rnd(3);
             sim_step(w);
@@ -1637,9 +1900,13 @@ static void test_property_random_runs(void **state)
         bool any_up = false;
         for (size_t i = 0; i < w->n; i++)
             any_up |= w->m[i].replicas > 0 || w->m[i].n_pods > 0;
-        if (*res)
+        if (*res && reps(&(plan_member){.replicas = w->m[*res - 'a'].replicas}) == 0) {
+            /* a resident stopped by hand stays resident, and nothing else runs */
+            assert_string_equal(sim_status(w, 0), "Ready");
+            assert_false(any_up);
+        } else if (*res) {
             sim_assert_single(w, res);
-        else if (strcmp(sim_status(w, 0), "Degraded") != 0)
+        } else if (strcmp(sim_status(w, 0), "Degraded") != 0)
             assert_false(any_up); /* cold and empty: nothing was asked of it */
         sim_free(w);
     }
@@ -1658,6 +1925,7 @@ int main(void)
         cmocka_unit_test(test_recovery),
         cmocka_unit_test(test_status_mirror),
         cmocka_unit_test(test_idempotence),
+        cmocka_unit_test(test_pod_port),
         cmocka_unit_test(test_parse_duration),
         cmocka_unit_test(test_bad_args),
         cmocka_unit_test(test_sim_cold_start_default),

@@ -34,7 +34,7 @@ static void test_time(void **state)
 static void test_status_round_trip(void **state)
 {
     (void)state;
-    plan_member_status members[] = {{"a", "Ready", true}, {"b", NULL, false}};
+    plan_member_status members[] = {{"a", "Ready", true, false}, {"b", NULL, false, true}};
     plan_condition conds[] = {
         {"SlotAllocated", "True", "Resident", "a holds the slot", 1764702532000}};
     plan_status st = {.phase = "Ready",
@@ -57,6 +57,8 @@ static void test_status_round_trip(void **state)
     plan_status back;
     assert_int_equal(pool_status_read(doc, &back), 0);
     assert_true(plan_status_equal(&st, &back));
+    assert_false(back.members[0].releasing);
+    assert_true(back.members[1].releasing);
     assert_int_equal(back.conditions[0].last_transition_ms, 1764702532000);
     pool_status_release(&back);
     cJSON_Delete(doc);
