@@ -154,6 +154,13 @@ int main(int argc, char **argv)
         kube_error_clear(&err);
         return 2;
     }
+    /* Named in managedFields and audit logs (a kubeconfig has no say in it). */
+    free(cfg.user_agent);
+    if (!(cfg.user_agent = strdup("modelpool-operator/" MP_VERSION))) {
+        fprintf(stderr, "modelpool-operator: out of memory\n");
+        kube_config_clear(&cfg);
+        return 1;
+    }
     /* Where the Lease lives: the flag, $POD_NAMESPACE, else our own namespace in a cluster. */
     const char *lease_ns = opts.leader_election_ns;
     if (!lease_ns && cfg.origin && strcmp(cfg.origin, "in-cluster") == 0)
