@@ -698,8 +698,7 @@ static void start_swap(plan_ctx *c, plan_want *w, const char *from, const char *
     const plan_snapshot *s = c->s;
     /* Every other member that is up is released: its replicas were counted before this swap. */
     for (size_t i = 0; i < s->n_members; i++)
-        if (is_up(&s->members[i]) && !str_eq(s->members[i].name, to))
-            c->rel[i] = true;
+        c->rel[i] = str_eq(s->members[i].name, to) ? false : c->rel[i] || is_up(&s->members[i]);
     w->phase = "Swapping";
     w->resident = from;
     w->pending = to;

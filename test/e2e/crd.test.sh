@@ -41,8 +41,9 @@ expect_eq "nulls.yaml spec" \
 	"$(dry_get "$fx/nulls.yaml" '{.spec}')"
 expect_eq "isvc-minimal.yaml" "1|llamacpp|llama-8b|4096|8081|/v1/chat/completions" \
 	"$(dry_get "$fx/isvc-minimal.yaml" '{.spec.replicas}|{.spec.runtime}|{.spec.modelRef}|{.spec.contextSize}|{.spec.endpoint.port}|{.spec.endpoint.path}')"
-# Every form of Go duration the operator must parse passes the swapBudget rule (its regex guards duration()).
-for v in 300s 5m 1h30m 1.5h .5s 2h45m30.5s 1500ms 250us 2µs 1000000ns; do
+# Every form of Go duration the operator must parse passes the swapBudget rule (its regex guards duration()),
+# down to its 1 ms resolution (1000000ns); below it is refused (fixtures/crd/invalid-swapbudget-500us.yaml).
+for v in 300s 5m 1h30m 1.5h .5s 2h45m30.5s 1500ms 1500us 2000µs 1ms500us 1000000ns; do
 	expect_eq "minimal.yaml with swapBudget $v" "$v" \
 		"$(sed '$a\  swapBudget: "'"$v"'"' "$fx/minimal.yaml" | dry_get - '{.spec.swapBudget}')"
 done
