@@ -1,7 +1,8 @@
 # Fast interleaved activations over four members, with slot-check watching the whole test: never
-# two members with live Pods, never two Ready. Pods linger terminating (finalizer, terminate-ms),
-# so requests land in every stage of a swap: while the incumbent drains, while its Pods go, while
-# the target loads, and back to a member that was just stopped.
+# two Pods holding the slot, never two members Ready. Pods linger terminating (finalizer,
+# terminate-ms) longer than a new Pod takes to load, so a member started too early would run beside
+# one still going, and requests land in every stage of a swap: while the incumbent drains, while
+# its Pods go, while the target loads, and back to a member that was just stopped.
 #  1. Paced: each request is made as soon as it means something and the next follows as soon as
 #     the pool has recorded it (milliseconds; no swap waits to finish). The last requested member
 #     ends resident.
@@ -16,8 +17,8 @@ install_crds
 install_operator_rbac
 start_slot_check
 # load-ms leaves the operator ample time to hold back a member its user just scaled up (README:
-# between a request and the hold its own controller may start a Pod).
-start_sim --finalizer --terminate-ms 200 --load-ms 1000
+# between a request and the hold its own controller may start a Pod, at once, as a ReplicaSet does).
+start_sim --finalizer --terminate-ms 1500 --load-ms 1000
 start_operator
 
 create_members "$ns" m-a m-b m-c m-d

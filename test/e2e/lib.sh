@@ -121,8 +121,9 @@ stop_operator() {
 	expect_eq "operator exit status after SIGTERM" 0 "$rc"
 }
 
-# start_slot_check / stop_slot_check: watches the whole test for two members of a pool holding the
-# slot (Running Pods) or reporting Ready at once; stop fails the test on any violation.
+# start_slot_check / stop_slot_check: watches the whole test for two Pods of a pool (of two members or of
+# one) holding the slot (Running, terminating or not) or two members reporting Ready at once; stop fails
+# the test on any violation.
 start_slot_check() {
 	"$MP_BUILD_DIR/slot-check" "$KUBECONFIG" >"$MP_STATE_DIR/slot-check.log" 2>&1 &
 	MP_SLOT_CHECK_PID=$!
@@ -134,6 +135,30 @@ stop_slot_check() {
 	wait "$MP_SLOT_CHECK_PID" || rc=$?
 	cat "$MP_STATE_DIR/slot-check.log" >&2
 	expect_eq "slot-check exit status (0: no violation seen)" 0 "$rc"
+}
+
+# sim_overlap NS MEMBER...: reads the simulator's Pod lines (sim.log, in the order things happened) and
+# fails, printing the line number and the Pods, at the first moment two Pods of these members held the GPU
+# at once (ip= set: from Running until Gone, terminating or not); succeeds when that never happened.
+sim_overlap() {
+	local ns=$1
+	shift
+	awk -v ns="$ns" -v members="$*" '
+		BEGIN { n = split(members, ms, " "); for (i = 1; i <= n; i++) want[ns "/" ms[i]] = 1 }
+		$1 == "sim" && ($2 in want) && $3 ~ /^pod=/ {
+			pod = substr($3, 5); ip = substr($5, 4)
+			if (ip != "-") hold[pod] = 1; else delete hold[pod]
+			c = 0; s = ""
+			for (p in hold) { c++; s = s " " p }
+			if (c > 1) { print "sim.log line " NR ": two Pods held the GPU:" s; bad = 1; exit }
+		}
+		END { exit bad }' "$MP_STATE_DIR/sim.log"
+}
+
+# sim_deleted_busy NS MEMBER: the Pods of MEMBER the simulator saw deleted while the member was annotated
+# busy (a busy model unloaded), one per line; empty when none was.
+sim_deleted_busy() {
+	grep "^sim $1/$2 pod=[^ ]* state=Terminating .* busy=true\$" "$MP_STATE_DIR/sim.log" || true
 }
 
 # pool_get POOL JSONPATH [NS]: one field of a ModelPool's status or spec.

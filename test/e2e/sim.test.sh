@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # End to end on a real kube-apiserver: the member simulator (test/sim) plays the InferenceService controller and
-# the kubelet as the other e2e tests assume. Scaling creates and removes one labelled Pod, the status follows
-# (Creating, Ready, Stopped), the Pod serves its idle probe on its podIP as the annotations ask, failures and
+# the kubelet as the other e2e tests assume, as harshly as the ReplicaSet behind a real member: scaling creates
+# spec.replicas labelled Pods with generated names (at once, even while older ones still terminate) and removes
+# the newest extra one first, the status follows (Creating, Ready, Stopped as soon as no Pod is ready), each Pod
+# serves its idle probe on its own podIP as the annotations ask (answers, errors, refusals, hangs), failures and
 # evictions are reported, a Pod held by the finalizer is seen terminating, and a restarted simulator adopts it.
 set -euo pipefail
 
@@ -33,6 +35,7 @@ phase_is() { [ "$(isvc "$1" '{.status.phase}')" == "$2" ]; }
 pods_of() { k get pods -l "inference.llmkube.dev/service=$1" -o 'jsonpath={range .items[*]}{.metadata.name}{"\n"}{end}'; }
 no_pods() { [ -z "$(pods_of "$1")" ]; }
 pod() { k get pod "$1" -o "jsonpath=$2"; }
+no_pods_but() { [ "$(pods_of "$1")" == "$2" ]; } # no_pods_but MEMBER POD: POD is its only Pod
 has() { [ -n "$(pod "$1" "{$2}")" ]; } # has POD FIELD: the field is set (read anew on each call)
 # The member's one Pod in phase $2 (Running by default), or failure.
 pod_in_phase() {
@@ -130,6 +133,7 @@ expect_eq "alpha Pod readiness" "True/true/" \
 	"$(pod "$a" '{.status.conditions[?(@.type=="Ready")].status}/{.status.containerStatuses[0].ready}/{.status.containerStatuses[0].state.running.startedAt}' | sed 's/[0-9TZ:-]*$//')"
 ipa=$(pod "$a" '{.status.podIP}')
 [[ $ipa =~ ^127\.0\.0\.[0-9]+$ ]] || fail "alpha podIP '$ipa' is not a loopback address"
+ipa_first=$ipa
 if [ -n "$squatter" ]; then
 	[ "$ipa" != 127.0.0.2 ] || fail "alpha was given 127.0.0.2 although another process listens there on $pa"
 	kill "$squatter"
@@ -151,6 +155,26 @@ wait_for 30 get -o /dev/null "http://$ipa:$pa/slots"
 n=$(get "http://$ipa:$pa/sim/requests")
 [ "$n" -ge 5 ] || fail "alpha counted $n requests, expected at least 5"
 
+log "probe=hang: the connection is accepted and the request never answered, until the annotation goes"
+k annotate isvc alpha sim.modelpool.test/probe=hang >/dev/null
+# hangs URL: the request times out (curl exit 28), it is not refused (7) or answered.
+hangs() {
+	local rc=0
+	curl -sS --max-time 1 -o /dev/null "$1" 2>/dev/null || rc=$?
+	echo "curl exit $rc"
+	[ "$rc" -eq 28 ]
+}
+wait_for 30 hangs "http://$ipa:$pa/slots"
+held=$(grep -c "request held.*pod=$a path=/slots" "$sim_err" || true)
+[ "$held" -ge 1 ] || fail "the simulator did not log the held request"
+get --max-time 60 "http://$ipa:$pa/slots" >"$MP_STATE_DIR/held.out" 2>&1 &
+held_curl=$!
+more_held() { [ "$(grep -c "request held.*pod=$a path=/slots" "$sim_err")" -gt "$held" ]; }
+wait_for 30 more_held
+k annotate isvc alpha sim.modelpool.test/probe- >/dev/null
+wait "$held_curl" || fail "the held request failed once released: $(cat "$MP_STATE_DIR/held.out")"
+expect_eq "the held request's answer once released" '[{"id":0,"is_processing":false}]' "$(cat "$MP_STATE_DIR/held.out")"
+
 log "beta (vllm, containerPort) and gamma (generic idle-endpoint) each get their own address"
 k scale isvc/beta isvc/gamma --replicas=1 >/dev/null
 wait_for 60 phase_is beta Ready
@@ -169,25 +193,57 @@ expect_eq "gamma /idle idle" 200 "$(get -o /dev/null -w '%{http_code}' "http://$
 k annotate isvc gamma sim.modelpool.test/busy=true >/dev/null
 expect_eq "gamma /idle busy" 503 "$(get -o /dev/null -w '%{http_code}' "http://$ipg:$pc/idle")"
 
-log "scale alpha to 0, Pod held by the finalizer: seen terminating, not serving, status not yet Stopped"
+log "scale alpha to 0, Pod held by the finalizer: seen terminating, not serving, status Stopped at once"
 k annotate isvc alpha sim.modelpool.test/terminate-ms=600000 >/dev/null
 k scale isvc alpha --replicas=0 >/dev/null
 wait_for 60 has "$a" .metadata.deletionTimestamp
 wait_for 30 refused "http://$ipa:$pa/slots"
-wait_for 30 grep -q "^sim $ns/alpha pod=$a phase=Terminating ip=$ipa\$" "$sim_out"
-[ "$(isvc alpha '{.status.phase}')" != Stopped ] || fail "alpha reported Stopped while its Pod still terminates"
-log "released: the Pod goes, then alpha is Stopped"
+wait_for 30 grep -q "^sim $ns/alpha pod=$a state=Terminating ip=$ipa busy=false\$" "$sim_out"
+wait_for 60 phase_is alpha Stopped
+expect_eq "alpha status.replicas while its Pod terminates" 0 "$(isvc alpha '{.status.replicas}')"
+has "$a" .metadata.deletionTimestamp || fail "alpha's Pod is no longer there: the test held nothing"
+
+log "alpha back to 1 while its old Pod terminates: a new Pod at once, beside it, on another address"
+k scale isvc alpha --replicas=1 >/dev/null
+wait_for 60 phase_is alpha Ready
+a2=$(k get pods -l inference.llmkube.dev/service=alpha \
+	-o 'jsonpath={range .items[*]}{.metadata.name}{" "}{.status.phase}{" "}{.metadata.deletionTimestamp}{"\n"}{end}' |
+	awk '$2 == "Running" && $3 == "" {print $1}')
+[ -n "$a2" ] && [ "$a2" != "$a" ] || fail "alpha has no new Running Pod: $(pods_of alpha)"
+has "$a" .metadata.deletionTimestamp || fail "alpha's old Pod went before the new one ran"
+ipa2=$(pod "$a2" '{.status.podIP}')
+[ "$ipa2" != "$ipa" ] || fail "the new Pod took the address $ipa its terminating predecessor still holds"
+expect_eq "alpha new Pod /slots" '[{"id":0,"is_processing":false}]' "$(get "http://$ipa2:$pa/slots")"
+grep -q "^sim $ns/alpha phase=Ready ready=1 holding=2\$" "$sim_out" || fail "no line with two alpha Pods holding the GPU"
+log "released: the Pods go, then nothing is left"
+k scale isvc alpha --replicas=0 >/dev/null
 k annotate isvc alpha sim.modelpool.test/terminate-ms=0 --overwrite >/dev/null
 wait_for 60 no_pods alpha
 wait_for 60 phase_is alpha Stopped
 expect_eq "alpha status.replicas" 0 "$(isvc alpha '{.status.replicas}')"
 
-log "early-stopped: beta reports Stopped while its Pod still terminates"
-k annotate isvc beta sim.modelpool.test/early-stopped=true sim.modelpool.test/terminate-ms=600000 >/dev/null
+log "replicas 2: two Pods, each Running on its own address; back to 1 deletes the newest"
+k annotate isvc beta sim.modelpool.test/busy- >/dev/null
+k scale isvc beta --replicas=2 >/dev/null
+two_ready() { [ "$(isvc beta '{.status.phase}/{.status.replicas}')" == Ready/2 ]; }
+wait_for 60 two_ready
+running_b=$(k get pods -l inference.llmkube.dev/service=beta \
+	-o 'jsonpath={range .items[*]}{.metadata.creationTimestamp}{" "}{.metadata.name}{" "}{.status.phase}{" "}{.status.podIP}{"\n"}{end}' |
+	awk '$3 == "Running"' | sort)
+expect_eq "beta Running Pods" 2 "$(wc -l <<<"$running_b")"
+grep -q " $b " <<<"$running_b" || fail "beta's first Pod $b is not one of them: $running_b"
+b2=$(awk -v b="$b" '$2 != b {print $2}' <<<"$running_b")
+ipb2=$(awk -v b="$b" '$2 != b {print $4}' <<<"$running_b")
+[ "$ipb2" != "$ipb" ] || fail "beta's two Pods share the address $ipb"
+for ip in "$ipb" "$ipb2"; do
+	get "http://$ip:$pb/metrics" | grep -Eq '^vllm:num_requests_running(\{[^}]*\})? 0$' ||
+		fail "beta's Pod at $ip does not serve: $(get "http://$ip:$pb/metrics")"
+done
+k scale isvc beta --replicas=1 >/dev/null
+wait_for 60 no_pods_but beta "$b"
+expect_eq "beta after scaling to 1" Ready/1 "$(isvc beta '{.status.phase}/{.status.replicas}')"
+wait_for 30 refused "http://$ipb2:$pb/metrics"
 k scale isvc beta --replicas=0 >/dev/null
-wait_for 60 phase_is beta Stopped
-has "$b" .metadata.deletionTimestamp || fail "beta's Pod is not terminating"
-k annotate isvc beta sim.modelpool.test/terminate-ms- >/dev/null
 wait_for 60 no_pods beta
 
 log "fail: the Pod goes Failed instead of Running, status Failed"
@@ -204,7 +260,6 @@ wait_for 60 no_pods alpha
 wait_for 60 phase_is alpha Stopped
 
 log "evict: the running Pod is left Failed (Evicted), status Failed, no new Pod"
-k annotate isvc beta sim.modelpool.test/early-stopped- sim.modelpool.test/busy- >/dev/null
 k scale isvc beta --replicas=1 >/dev/null
 wait_for 60 phase_is beta Ready
 b=$(pod_in_phase beta) || fail "beta has not exactly one Running Pod"
@@ -248,11 +303,16 @@ wait_for 60 has "$g" .status.podIP
 wait_for 30 get -o /dev/null "http://$(pod "$g" '{.status.podIP}'):$pc/idle"
 
 log "the state lines tell the story in order"
-grep -Eq "^sim $ns/alpha pod=$a phase=Ready ip=127\.0\.0\.[0-9]+$" "$sim_out" || fail "no Ready line for $a"
-grep -q "^sim $ns/beta pod=- phase=Failed ip=-$" "$sim_out" || fail "no line for beta's eviction"
-lines=$(grep -n "^sim $ns/alpha pod=" "$sim_out" | grep -E "pod=$a |phase=Stopped" | cut -d: -f2-)
-grep -A1 "pod=$a phase=Terminating" <<<"$lines" | tail -n 1 | grep -q "pod=- phase=Stopped ip=-" ||
-	fail "alpha's Terminating line is not followed by pod=- phase=Stopped: $lines"
+expect_eq "alpha's first Pod, line by line" \
+	"Pending - Running $ipa_first Terminating $ipa_first Gone -" \
+	"$(sed -n "s/^sim $ns\/alpha pod=$a state=\([A-Za-z]*\) ip=\([0-9.-]*\) busy=.*/\1 \2/p" "$sim_out" | uniq | paste -sd ' ' -)"
+grep -q "^sim $ns/beta pod=$b state=Failed ip=- busy=false\$" "$sim_out" || fail "no line for beta's eviction"
+grep -q "^sim $ns/beta phase=Failed ready=0 holding=0\$" "$sim_out" || fail "no member line for beta Failed"
+# alpha reported Stopped while its first Pod still held the GPU, before that Pod was gone.
+stopped=$(grep -n "^sim $ns/alpha phase=Stopped ready=0 holding=1\$" "$sim_out" | head -n 1 | cut -d: -f1)
+gone=$(grep -n "^sim $ns/alpha pod=$a state=Gone " "$sim_out" | head -n 1 | cut -d: -f1)
+[ -n "$stopped" ] && [ -n "$gone" ] && [ "$stopped" -lt "$gone" ] ||
+	fail "alpha was not Stopped while $a still held the GPU:"$'\n'"$(grep "^sim $ns/alpha " "$sim_out")"
 
 log "scale everything to 0 and stop"
 k scale isvc/alpha isvc/beta isvc/gamma --replicas=0 >/dev/null

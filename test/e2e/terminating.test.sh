@@ -1,6 +1,6 @@
 # A Pod still terminating holds the GPU: the simulator puts a finalizer on every Pod and holds the
 # incumbent's in deletion (terminate-ms) while its InferenceService already reports Stopped
-# (early-stopped, as DESIGN.md allows). The target stays at 0 replicas, re-planned or not, until
+# (as a real member does once no Pod is ready). The target stays at 0 replicas, re-planned or not, until
 # that Pod is gone; then the swap completes. slot-check watches the whole test.
 install_crds_and_samples
 install_operator_rbac
@@ -12,8 +12,7 @@ log "the pool warms llama-8b"
 wait_for 90 pool_is shared-gpu Ready llama-8b
 
 log "llama-8b's Pod will stay terminating, with the member already Stopped; qwen-7b is requested"
-kubectl_admin annotate isvc llama-8b sim.modelpool.test/terminate-ms=600000 \
-	sim.modelpool.test/early-stopped=true --overwrite >/dev/null
+kubectl_admin annotate isvc llama-8b sim.modelpool.test/terminate-ms=600000 --overwrite >/dev/null
 kubectl_admin scale isvc qwen-7b --replicas=1 >/dev/null
 wait_for 30 pending_is shared-gpu qwen-7b
 wait_for 30 replicas_are llama-8b 0
@@ -56,13 +55,14 @@ expect_sole_resident shared-gpu qwen-7b
 wait_for 30 condition_is shared-gpu SlotAllocated True/Resident
 wait_for 30 condition_is shared-gpu Swapping False/NotSwapping
 
-# The simulator prints one line per change, in order: llama-8b held no Pod before qwen-7b had a
-# running one (ip= is set only once its Pod is Running).
-sim_lines=$(grep -E '^sim default/(llama-8b|qwen-7b) ' "$MP_STATE_DIR/sim.log")
-gone=$(grep -n '^sim default/llama-8b pod=- ' <<<"$sim_lines" | tail -n 1 | cut -d: -f1)
-up=$(grep -n '^sim default/qwen-7b pod=[^-].* ip=[0-9]' <<<"$sim_lines" | head -n 1 | cut -d: -f1)
+# The simulator prints one line per change, in order: llama-8b's Pod was gone before qwen-7b had a
+# running one (ip= is set from Running until Gone), and never did two Pods hold the GPU at once.
+sim_lines=$(grep -E '^sim default/(llama-8b|qwen-7b) pod=' "$MP_STATE_DIR/sim.log")
+gone=$(grep -n '^sim default/llama-8b pod=[^ ]* state=Gone ' <<<"$sim_lines" | tail -n 1 | cut -d: -f1)
+up=$(grep -n '^sim default/qwen-7b pod=[^ ]* state=Running ip=[0-9]' <<<"$sim_lines" | head -n 1 | cut -d: -f1)
 [ -n "$gone" ] && [ -n "$up" ] && [ "$gone" -lt "$up" ] ||
 	fail "qwen-7b ran before llama-8b's Pod was gone:"$'\n'"$sim_lines"
+sim_overlap default llama-8b qwen-7b || fail "two Pods held the GPU at once:"$'\n'"$sim_lines"
 
 stop_operator
 stop_slot_check

@@ -18,8 +18,9 @@
 
 static const char sim_usage[] =
     "Usage: member-sim [flags]\n"
-    "Plays the InferenceService controller for tests: one Pod per member scaled to >= 1, its\n"
-    "status written as a kubelet would, its idle probe served on 127.0.0.N:<port>.\n"
+    "Plays the InferenceService controller for tests: spec.replicas Pods per member, created at\n"
+    "once as a ReplicaSet does, their status written as a kubelet would, each Pod's idle probe\n"
+    "served on its own 127.0.0.N:<port>.\n"
     "  --kubeconfig PATH     kubeconfig (default $KUBECONFIG, in-cluster, ~/.kube/config)\n"
     "  --namespace NS        watch one namespace (default: all)\n"
     "  --finalizer           put sim.modelpool.test/hold on Pods, so they are seen terminating\n"
@@ -30,7 +31,7 @@ static const char sim_usage[] =
     "  -v                    more logs (repeat for more)\n"
     "  --help                this text\n"
     "Per member, annotations sim.modelpool.test/{load-ms,terminate-ms,busy,probe,fail,evict,\n"
-    "waiting-for-gpu,early-stopped} change what it does; see test/sim/sim.h.\n";
+    "waiting-for-gpu} change what it does; see test/sim/sim.h.\n";
 
 typedef struct sim_flags {
     const char *kubeconfig;

@@ -1,6 +1,7 @@
 /* sim: the member controller the simulator plays (DESIGN.md "Testing"): it watches
- * InferenceServices and their Pods through the project's informers and drives each member through
- * Creating -> Ready -> Stopped with one Pod that serves the idle probe on a loopback address. */
+ * InferenceServices and their Pods through the project's informers and keeps each member's Pods
+ * as the ReplicaSet behind a real InferenceService does, each Pod serving its idle probe on its
+ * own loopback address. */
 #ifndef MP_SIM_SIM_H
 #define MP_SIM_SIM_H
 
@@ -11,19 +12,28 @@
 #include "kube/client.h"
 #include "loop/ev.h"
 
-/* The contract tests rely on.
+/* The contract tests rely on. Where a real member controller could be kinder or harsher, the sim
+ * is harsher: it never waits for the GPU to be free.
  *
- * Per InferenceService (desired = spec.replicas, absent = 1):
- *   desired >= 1, no live Pod: creates Pod <name>-<5 a-z> (labels app=<name>,
- *     inference.llmkube.dev/service=<name>; container `server`, image `sim`; finalizer
- *     sim.modelpool.test/hold with --finalizer), status Creating. After the load delay it listens
- *     on 127.0.0.N:<port> (N 2..254, one per live Pod; --ip-first/--ip-count move and widen the
- *     range, address index n being 127.<n>>16>.<n>>8 & 255>.<n & 255>), then writes the Pod Running
- * with that podIP and a ready `server` container, then status Ready, replicas 1. A Pod that is
- * terminating blocks a new one until it is gone (it still holds the GPU); extra live Pods are
- * deleted. desired == 0 (or the InferenceService is gone): stops listening, deletes its Pods (grace
- * 0); a Pod with the finalizer is held terminating for the terminate delay, then the finalizer is
- *     removed. Status Stopped, replicas 0, once no Pod is left.
+ * Per InferenceService (desired = spec.replicas, absent = 1). A Pod is active while it is not
+ *   being deleted and not Failed or Succeeded, as a ReplicaSet counts them.
+ *   Fewer active Pods than desired: creates Pods at once, one write after another, named
+ *     <name>-<5 a-z> (labels app=<name>, inference.llmkube.dev/service=<name>; container `server`,
+ *     image `sim`; finalizer sim.modelpool.test/hold with --finalizer), even while older Pods of
+ *     the same member still terminate (they are not counted). replicas: 2 gives two Pods.
+ *   After the load delay a Pod listens on its own 127.0.0.N:<port> (N 2..254, one per Pod that
+ *     has run; --ip-first/--ip-count move and widen the range, address index n being
+ *     127.<n>>16>.<n>>8 & 255>.<n & 255>), then is written Running with that podIP and a ready
+ *     `server` container.
+ *   More active Pods than desired: deletes the extra ones as a ReplicaSet picks them (Pending
+ *     before Running, not ready before ready, then newest first). desired == 0 (or the
+ *     InferenceService is gone): deletes every Pod, Failed ones included. Deletion is grace 0;
+ *     a Pod with the finalizer stays terminating for the terminate delay (its address still in
+ *     its status, no longer listening), then the finalizer is removed and it is gone.
+ *   Status (phase, replicas = ready Pods): Ready while at least one active Pod is Running;
+ *     otherwise Stopped when desired is 0, even while Pods still terminate (as the real
+ *     controller does); Failed while the fail/evict annotation has failed its Pods (none is
+ *     replaced then); WaitingForGPU while held Pending by that annotation; else Creating.
  *   port: spec.endpoint.port, else spec.containerPort, else the runtime's default (8080; vllm
  *     8000, tgi 80, sglang 30000), as DESIGN.md's idle probe.
  * Annotations, read on every pass and on every request (so kubectl annotate acts at once):
@@ -31,22 +41,27 @@
  *       its deletion); lowering one releases a Pod held by a large one
  *   sim.modelpool.test/busy: "true"       busy answers: /slots is_processing true, the /metrics
  *       gauge 1, a generic idle-endpoint 503
- *   sim.modelpool.test/probe: "refuse"    no listener (connection refused); "error": HTTP 500
- *   sim.modelpool.test/fail: "true"       the Pod goes Failed instead of Running (or from Running),
+ *   sim.modelpool.test/probe: "refuse"    no listener (connection refused); "error": HTTP 500;
+ *       "hang": connections are accepted and requests read but never answered (the client's
+ *       timeout decides) until the annotation changes (held requests are then answered as it
+ *       now says) or the Pod stops serving (they are closed unanswered)
+ *   sim.modelpool.test/fail: "true"       Pods go Failed instead of Running (or from Running),
  *       status Failed, no new Pod while the annotation stays
- *   sim.modelpool.test/evict: "true"      the running Pod goes Failed (reason Evicted, no address),
+ *   sim.modelpool.test/evict: "true"      running Pods go Failed (reason Evicted, no address),
  *       status Failed, no new Pod while the annotation stays
- *   sim.modelpool.test/waiting-for-gpu: "true"  the Pod stays Pending, status WaitingForGPU
- *   sim.modelpool.test/early-stopped: "true"    status Stopped as soon as every Pod is terminating
+ *   sim.modelpool.test/waiting-for-gpu: "true"  Pods stay Pending, status WaitingForGPU
  * Endpoints per runtime: llamacpp, llamacpp-router GET /slots; vllm, tgi, sglang GET /metrics
  *   (vllm:num_requests_running, tgi_batch_current_size, sglang:num_running_reqs); generic the path
  *   in inference.llmkube.dev/idle-endpoint (200 idle, 503 busy); all GET /health. Anything else
  *   404. GET /sim/requests answers how many requests the member served (itself not counted).
- * stdout, one line per change, in the order things happened:
- *   sim <ns>/<name> pod=<live Pod or -> phase=<phase> ip=<address or ->
- *   pod=- means the member holds no GPU; phase is the status the sim reports, or Terminating while
- *   its Pod is being deleted and the status is not yet Stopped. At exit, per member:
- *   sim <ns>/<name> requests=<n>
+ * stdout, one line per change, in the order things happened (each printed right after the write
+ *   that caused it, before the operator can see that write):
+ *   sim <ns>/<name> pod=<pod> state=<Pending|Running|Failed|Terminating|Gone> ip=<addr|-> busy=<b>
+ *     ip is set while the Pod holds the GPU: from Running until Gone, terminating or not (a Pod
+ *     that never ran holds nothing); busy is the member's busy annotation at that moment, so
+ *     "state=Terminating ... busy=true" is a busy member's Pod being deleted.
+ *   sim <ns>/<name> phase=<status phase> ready=<ready Pods> holding=<Pods holding the GPU>
+ *   At exit, per member: sim <ns>/<name> requests=<n>
  */
 
 typedef struct sim_options {

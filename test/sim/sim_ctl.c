@@ -16,6 +16,7 @@
 #include "informer/informer.h"
 #include "informer/workqueue.h"
 #include "util/strmap.h"
+#include "sim_hang.h"
 #include "sim_isvc.h"
 
 #define SIM_INDEX_MEMBER "member"
@@ -55,9 +56,11 @@ struct sim_pod {
      * test can hold a Pod (load-ms or terminate-ms huge) and release it by lowering them. */
     uint64_t born_ms, term_since_ms;
     uint64_t load_timer, load_at, term_timer, term_at;
-    unsigned mark; /* pass number of the last time it was in the cache */
-    httpd *http;
-    int http_port;
+    unsigned mark;  /* pass number of the last time it was in the cache */
+    httpd *http;    /* the probe endpoints, answered at once */
+    sim_hang *hang; /* or, with probe: "hang", a listener that answers nothing */
+    int http_port;  /* the port of either */
+    char *shown;    /* the last state line printed for it */
 };
 
 struct sim_member {
@@ -65,9 +68,10 @@ struct sim_member {
     sim *s;
     char *key; /* "ns/name" */
     char *ns, *name;
-    sim_pod *pods;
+    sim_pod *pods; /* newest first */
     int desired;
     const char *phase; /* the phase last decided for its status, NULL before */
+    int ready;         /* Pods ready when it was decided */
     /* The last status write and the resourceVersion it was made on: while the cache still holds
      * that version, our write has not come back through the watch and must not be repeated. */
     const char *status_phase;
@@ -224,40 +228,63 @@ static int sim_ip_adopt(sim *s, const char *text)
     return n;
 }
 
-/* ---- the state line ---- */
+/* ---- the state lines ---- */
 
-static sim_pod *sim_live_pod(const sim_member *m)
+/* A Pod holds the GPU once its container ran and until it is gone, terminating or not. */
+static bool sim_pod_holds(const sim_pod *p)
 {
-    for (sim_pod *p = m->pods; p; p = p->next)
-        if (!p->gone && !sim_terminal(p->phase))
-            return p;
-    return NULL;
+    return !p->gone && sim_eq(p->phase, "Running");
 }
 
-/* One line per change of (live Pod, phase, address), for the e2e invariant checker: pod=- means
- * the member holds no GPU. Printed right after the write that caused it, before anything that
- * write lets the operator do, so the order of lines is the order of events. */
-static void sim_show(sim_member *m)
+/* Prints line unless it is what *shown already says; takes line. */
+static void sim_print_once(char **shown, char *line)
 {
-    const sim_pod *p = sim_live_pod(m);
-    const char *phase = m->phase ? m->phase : "-";
-    if (!p && m->desired <= 0)
-        phase = "Stopped";
-    else if (p && p->terminating && !sim_eq(phase, "Stopped"))
-        phase = "Terminating";
-    char ip[24];
-    sim_ip_text(p && sim_eq(p->phase, "Running") ? p->ip : 0, ip, sizeof(ip));
-    char *line = NULL;
-    if (asprintf(&line, "sim %s pod=%s phase=%s ip=%s", m->key, p ? p->name : "-", phase, ip) < 0)
+    if (!line)
         return;
-    if (m->shown && strcmp(m->shown, line) == 0) {
+    if (*shown && strcmp(*shown, line) == 0) {
         free(line);
         return;
     }
     printf("%s\n", line);
     fflush(stdout);
-    free(m->shown);
-    m->shown = line;
+    free(*shown);
+    *shown = line;
+}
+
+/* One line per change of a Pod (state, address, and whether its member was busy then). */
+static void sim_show_pod(sim_pod *p, bool busy)
+{
+    const char *state = p->gone ? "Gone" : p->terminating ? "Terminating" : p->phase;
+    char ip[24];
+    sim_ip_text(sim_pod_holds(p) ? p->ip : 0, ip, sizeof(ip));
+    char *line = NULL;
+    if (asprintf(&line, "sim %s pod=%s state=%s ip=%s busy=%s", p->m->key, p->name, state, ip,
+                 busy ? "true" : "false") < 0)
+        line = NULL;
+    sim_print_once(&p->shown, line);
+}
+
+static bool sim_member_busy(const sim_member *m)
+{
+    return sim_isvc_flag(store_get(informer_store(m->s->isvcs), m->key), "sim.modelpool.test/busy");
+}
+
+/* The lines for the e2e tests and their checks: per Pod and per member, each printed right after
+ * the write that caused it, before anything that write lets the operator do, so the order of
+ * lines is the order of events. */
+static void sim_show(sim_member *m)
+{
+    bool busy = sim_member_busy(m);
+    int holding = 0;
+    for (sim_pod *p = m->pods; p; p = p->next) {
+        sim_show_pod(p, busy);
+        holding += sim_pod_holds(p);
+    }
+    char *line = NULL;
+    if (asprintf(&line, "sim %s phase=%s ready=%d holding=%d", m->key, m->phase ? m->phase : "-",
+                 m->ready, holding) < 0)
+        line = NULL;
+    sim_print_once(&m->shown, line);
 }
 
 /* ---- Pods in memory ---- */
@@ -320,10 +347,12 @@ static void sim_pod_free(sim_pod *p)
 {
     sim *s = p->m->s;
     httpd_stop(p->http);
+    sim_hang_stop(p->hang, NULL, NULL);
     ev_timer_cancel(s->loop, p->load_timer);
     ev_timer_cancel(s->loop, p->term_timer);
     sim_ip_release(s, &p->ip);
     free(p->name);
+    free(p->shown);
     free(p);
 }
 
@@ -376,38 +405,67 @@ static void sim_on_request(void *ud, const char *method, const char *path, httpd
         *out = (httpd_reply){.code = 500};
 }
 
-/* Closes p's listener: probes of it are refused from now on. */
+/* Logged at info level: a test waits for this line to know a probe is in flight and hung. */
+static void sim_hang_held(void *ud, const char *path)
+{
+    sim_pod *p = ud;
+    log_kv(LOG_INFO, "request held", "member", p->m->key, "pod", p->name, "path", path, NULL);
+}
+
+static void sim_hang_release(void *ud, const char *path, sim_reply *out)
+{
+    sim_answer(ud, "GET", path, out);
+}
+
+/* Closes p's listener: probes of it are refused from now on, and requests held by a hang are
+ * dropped unanswered (the server went away under them). */
 static void sim_pod_unserve(sim_pod *p)
 {
-    if (p->http)
+    if (p->http || p->hang)
         log_kv(LOG_DEBUG, "stopped serving", "member", p->m->key, "pod", p->name, NULL);
     httpd_stop(p->http);
     p->http = NULL;
+    sim_hang_stop(p->hang, NULL, NULL);
+    p->hang = NULL;
 }
 
-/* Serves (or stops serving) p's probe endpoints as isvc asks. 0, or -1 when it cannot listen
- * (why in err). */
+/* Serves (or stops serving) p's probe endpoints as isvc asks: answered (httpd), held unanswered
+ * (probe: hang), or not at all (probe: refuse). Leaving a hang answers what it held, as the
+ * annotation now says. 0, or -1 when it cannot listen (why in err). */
 static int sim_pod_serve(sim_pod *p, const cJSON *isvc, bool want, char *err, size_t errlen)
 {
     const char *probe = sim_isvc_annotation(isvc, "sim.modelpool.test/probe");
     int port = sim_isvc_port(isvc);
     want = want && p->ip && !sim_eq(probe, "refuse");
-    if (!want || p->http_port != port)
+    bool hang = want && sim_eq(probe, "hang");
+    if (!want || p->http_port != port) {
         sim_pod_unserve(p);
-    if (!want || p->http)
+    } else if (p->hang && !hang) {
+        log_kv(LOG_DEBUG, "hang released", "member", p->m->key, "pod", p->name, NULL);
+        sim_hang_stop(p->hang, sim_hang_release, p);
+        p->hang = NULL;
+    } else if (p->http && hang) {
+        httpd_stop(p->http);
+        p->http = NULL;
+    }
+    if (!want || p->http || p->hang)
         return 0;
     char ip[24];
     sim_ip_text(p->ip, ip, sizeof(ip));
-    char bind[40];
-    snprintf(bind, sizeof(bind), "%s:%d", ip, port);
-    p->http = httpd_start(p->m->s->loop, bind, sim_on_request, p, err, errlen);
-    if (!p->http)
+    if (hang) {
+        p->hang = sim_hang_start(p->m->s->loop, ip, port, sim_hang_held, p, err, errlen);
+    } else {
+        char bind[40];
+        snprintf(bind, sizeof(bind), "%s:%d", ip, port);
+        p->http = httpd_start(p->m->s->loop, bind, sim_on_request, p, err, errlen);
+    }
+    if (!p->http && !p->hang)
         return -1;
     p->http_port = port;
     char port_text[8];
     snprintf(port_text, sizeof(port_text), "%d", port);
-    log_kv(LOG_DEBUG, "serving", "member", p->m->key, "pod", p->name, "ip", ip, "port", port_text,
-           NULL);
+    log_kv(LOG_DEBUG, hang ? "hanging" : "serving", "member", p->m->key, "pod", p->name, "ip", ip,
+           "port", port_text, NULL);
     return 0;
 }
 
@@ -495,6 +553,8 @@ static int sim_sync_pods(sim_member *m)
         if (p->mark != s->pass && (p->seen || p->gone || now - p->born_ms > SIM_UNSEEN_FORGET_MS)) {
             *pp = p->next;
             log_kv(LOG_DEBUG, "pod gone", "member", m->key, "pod", p->name, NULL);
+            p->gone = true; /* deleted by someone else, or our answer was lost */
+            sim_show_pod(p, sim_member_busy(m));
             sim_pod_free(p);
         } else {
             pp = &p->next;
@@ -549,7 +609,6 @@ static sim_step sim_create(sim_member *m, const cJSON *isvc)
         m->op_name = NULL;
         return SIM_RETRY;
     }
-    m->phase = "Creating";
     const char *uid = sim_str(isvc, "metadata", "uid");
     cJSON *pod = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(pod, "metadata");
@@ -794,7 +853,48 @@ static void sim_on_done(void *ud, const kube_error *err, long http_code, const c
 
 /* ---- one pass over a member ---- */
 
-/* A live Pod that is not being deleted: load it, fail it, or keep it serving. */
+/* Active as a ReplicaSet counts Pods: not being deleted, not Failed or Succeeded. */
+static bool sim_active(const sim_pod *p)
+{
+    return !p->gone && !p->terminating && !sim_terminal(p->phase);
+}
+
+/* Ready: Running, its address in its status, not being deleted. */
+static bool sim_ready(const sim_pod *p)
+{
+    return sim_active(p) && sim_eq(p->phase, "Running") && p->ip_in_status;
+}
+
+/* The active Pod a ReplicaSet deletes first when there are too many (getPodsToDelete's ranking,
+ * less what needs nodes): Pending before Running, not ready before ready, then the newest. */
+static sim_pod *sim_extra(sim_member *m)
+{
+    sim_pod *pick = NULL;
+    for (sim_pod *p = m->pods; p; p = p->next) {
+        if (!sim_active(p))
+            continue;
+        if (!pick) {
+            pick = p;
+            continue;
+        }
+        bool p_pending = sim_eq(p->phase, "Pending"), k_pending = sim_eq(pick->phase, "Pending");
+        if (p_pending != k_pending) {
+            if (p_pending)
+                pick = p;
+            continue;
+        }
+        if (sim_ready(p) != sim_ready(pick)) {
+            if (!sim_ready(p))
+                pick = p;
+            continue;
+        }
+        if (p->born_ms > pick->born_ms)
+            pick = p;
+    }
+    return pick;
+}
+
+/* One active Pod: load it, fail it, keep it serving. SIM_IDLE when it needs no write now. */
 static sim_step sim_run(sim_member *m, const cJSON *isvc, sim_pod *p)
 {
     sim *s = m->s;
@@ -803,16 +903,14 @@ static sim_step sim_run(sim_member *m, const cJSON *isvc, sim_pod *p)
     bool evict = sim_isvc_flag(isvc, "sim.modelpool.test/evict");
     if (sim_eq(p->phase, "Pending")) {
         if (sim_isvc_flag(isvc, "sim.modelpool.test/waiting-for-gpu"))
-            return sim_status(m, isvc, "WaitingForGPU", 0);
+            return SIM_IDLE;
         uint64_t load = sim_isvc_ms(isvc, "sim.modelpool.test/load-ms", s->opt.load_ms);
         if (!sim_due(s->loop, p->born_ms + load, &p->load_timer, &p->load_at, sim_on_load, p))
-            return sim_status(m, isvc, "Creating", 0);
+            return SIM_IDLE;
         if (!cached) /* its resourceVersion is needed; the ADDED event will bring us back */
             return SIM_IDLE;
-        if (fail) {
-            m->phase = "Failed";
+        if (fail)
             return sim_pod_status(m, p, cached, SIM_POD_FAILED);
-        }
         /* Listening before the status says Running, so a probe never finds a Pod that is not
          * there yet. */
         if (sim_pod_place(p, isvc) < 0)
@@ -820,7 +918,6 @@ static sim_step sim_run(sim_member *m, const cJSON *isvc, sim_pod *p)
         return sim_pod_status(m, p, cached, SIM_POD_RUNNING);
     }
     if (evict || fail) {
-        m->phase = "Failed";
         sim_pod_unserve(p);
         return cached ? sim_pod_status(m, p, cached, evict ? SIM_POD_EVICTED : SIM_POD_FAILED)
                       : SIM_IDLE;
@@ -829,7 +926,25 @@ static sim_step sim_run(sim_member *m, const cJSON *isvc, sim_pod *p)
         return SIM_RETRY;
     if (!p->ip_in_status)
         return cached ? sim_pod_status(m, p, cached, SIM_POD_RUNNING) : SIM_IDLE;
-    return sim_status(m, isvc, "Ready", 1);
+    return SIM_IDLE;
+}
+
+/* The status a Deployment-backed member reports: Ready while a Pod is ready (terminating Pods are
+ * not: Stopped can come while they still go); else Failed when the test fails its Pods, else
+ * WaitingForGPU or Creating while it wants replicas, else Stopped. */
+static const char *sim_member_phase(const sim_member *m, const cJSON *isvc, bool failed, int ready)
+{
+    if (ready > 0)
+        return "Ready";
+    if (m->desired <= 0)
+        return "Stopped";
+    if (failed)
+        return "Failed";
+    for (const sim_pod *p = m->pods; p; p = p->next)
+        if (sim_active(p) && sim_eq(p->phase, "Pending") &&
+            sim_isvc_flag(isvc, "sim.modelpool.test/waiting-for-gpu"))
+            return "WaitingForGPU";
+    return "Creating";
 }
 
 static sim_step sim_reconcile(sim_member *m)
@@ -858,45 +973,41 @@ static sim_step sim_reconcile(sim_member *m)
             return sim_unfinalize(m, p, cached);
     }
 
+    /* As a ReplicaSet: the old Pods still terminating are not counted, so replacements are
+     * created at once beside them; a Pod failed on the test's request is not replaced while the
+     * annotation stays (it would fail again, forever). */
+    int active = 0;
+    bool failed = false;
+    for (sim_pod *p = m->pods; p; p = p->next) {
+        active += sim_active(p);
+        failed |= !p->gone && !p->terminating && sim_terminal(p->phase);
+    }
+    failed = failed && (sim_isvc_flag(isvc, "sim.modelpool.test/fail") ||
+                        sim_isvc_flag(isvc, "sim.modelpool.test/evict"));
     if (m->desired <= 0) {
-        bool any = false;
-        for (sim_pod *p = m->pods; p; p = p->next) {
-            if (p->gone)
-                continue;
-            if (!p->terminating)
+        /* Failed Pods go too, so a member scaled to 0 is left without Pods. */
+        for (sim_pod *p = m->pods; p; p = p->next)
+            if (!p->gone && !p->terminating)
                 return sim_delete(m, p);
-            any = true;
-        }
-        if (!isvc)
-            return SIM_IDLE;
-        if (any && !sim_isvc_flag(isvc, "sim.modelpool.test/early-stopped"))
-            return SIM_IDLE;
-        return sim_status(m, isvc, "Stopped", 0);
+    } else if (active > m->desired) {
+        return sim_delete(m, sim_extra(m));
+    } else if (active < m->desired && !failed) {
+        return sim_create(m, isvc);
     }
 
-    sim_pod *primary = NULL;
-    bool failed = false, leaving = false;
+    int ready = 0;
     for (sim_pod *p = m->pods; p; p = p->next) {
-        if (p->gone)
+        if (!sim_active(p))
             continue;
-        if (p->terminating)
-            leaving = true;
-        else if (sim_terminal(p->phase))
-            failed = true;
-        else if (!primary)
-            primary = p;
-        else /* the sim keeps one Pod per member */
-            return sim_delete(m, p);
+        sim_step step = sim_run(m, isvc, p);
+        if (step != SIM_IDLE)
+            return step;
+        ready += sim_ready(p);
     }
-    if (primary)
-        return sim_run(m, isvc, primary);
-    /* The GPU is not free until the old Pod is gone. */
-    if (leaving)
+    m->ready = ready;
+    if (!isvc)
         return SIM_IDLE;
-    if (failed && (sim_isvc_flag(isvc, "sim.modelpool.test/fail") ||
-                   sim_isvc_flag(isvc, "sim.modelpool.test/evict")))
-        return sim_status(m, isvc, "Failed", 0);
-    return sim_create(m, isvc);
+    return sim_status(m, isvc, sim_member_phase(m, isvc, failed, ready), ready);
 }
 
 /* ---- members ---- */

@@ -1,10 +1,11 @@
 /* slot-check: the end-to-end suite's invariant checker. It watches ModelPools, member
  * InferenceServices and their Pods through the project's own informers and, after every event,
- * checks each pool: at most one member with a Pod holding the slot (phase Running or Unknown; a
- * terminating one counts) and at most one member reporting Ready. A Pending Pod does not count: a
- * member scaled up by a user may get one before the operator holds it back, as it would in a
- * cluster where it cannot be scheduled beside the incumbent. Each violation is printed; on
- * SIGTERM it prints a summary line and exits 1 if it ever saw one, else 0. */
+ * checks each pool: at most one Pod, of all its members together, holds the slot (phase Running or
+ * Unknown, terminating or not; so two Pods of one member are a violation too), and at most one
+ * member reports Ready. A Pending Pod never ran and holds nothing: a member scaled up by a user may
+ * get one before the operator holds it back, as in a cluster where it cannot be scheduled beside
+ * the incumbent. Succeeded and Failed Pods have let go. Each violation is printed with the Pods
+ * and members involved; on SIGTERM it prints a summary line and exits 1 if it ever saw one. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,37 +32,65 @@ static const char *check_str(const cJSON *o, const char *a, const char *b)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* The Pods of one pool holding the slot, as " <pod>(<member>,<phase>[,terminating])". */
+typedef struct check_holders {
+    const char *member;
+    int n;
+    char text[2048];
+} check_holders;
+
 static bool check_live(const char *key, const cJSON *pod, void *ud)
 {
     (void)key;
+    check_holders *h = ud;
     const char *phase = check_str(pod, "status", "phase");
-    if (phase && (strcmp(phase, "Running") == 0 || strcmp(phase, "Unknown") == 0))
-        *(int *)ud += 1;
+    if (!phase || (strcmp(phase, "Running") != 0 && strcmp(phase, "Unknown") != 0))
+        return true;
+    h->n++;
+    size_t len = strlen(h->text);
+    snprintf(h->text + len, sizeof(h->text) - len, " %s(%s,%s%s)",
+             check_str(pod, "metadata", "name"), h->member, phase,
+             cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"),
+                                              "deletionTimestamp")
+                 ? ",terminating"
+                 : "");
     return true;
+}
+
+/* A member listed twice (a spec the operator rejects) is still one member with the same Pods. */
+static bool check_listed_before(const cJSON *pool, const cJSON *entry, const char *name)
+{
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(pool, "spec"), "members"))
+    {
+        if (m == entry)
+            return false;
+        const char *other = check_str(m, "inferenceServiceRef", "name");
+        if (other && strcmp(other, name) == 0)
+            return true;
+    }
+    return false;
 }
 
 static bool check_pool(const char *key, const cJSON *pool, void *ud)
 {
     check *c = ud;
     const char *ns = check_str(pool, "metadata", "namespace");
-    char live[1024] = "", ready[1024] = "";
-    int n_live = 0, n_ready = 0;
+    check_holders holders = {0};
+    char ready[1024] = "";
+    int n_ready = 0;
     const cJSON *m;
     cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(
                               cJSON_GetObjectItemCaseSensitive(pool, "spec"), "members"))
     {
         const char *name = check_str(m, "inferenceServiceRef", "name");
-        if (!name)
+        if (!name || check_listed_before(pool, m, name))
             continue;
         char mkey[600];
         snprintf(mkey, sizeof(mkey), "%s/%s", ns ? ns : "", name);
-        int pods = 0;
-        store_index_each(informer_store(c->pods), POOL_INDEX_SERVICE, mkey, check_live, &pods);
-        if (pods > 0) {
-            n_live++;
-            strncat(live, " ", sizeof(live) - strlen(live) - 1);
-            strncat(live, name, sizeof(live) - strlen(live) - 1);
-        }
+        holders.member = name;
+        store_index_each(informer_store(c->pods), POOL_INDEX_SERVICE, mkey, check_live, &holders);
         const cJSON *isvc = store_get(informer_store(c->isvcs), mkey);
         const char *phase = isvc ? check_str(isvc, "status", "phase") : NULL;
         if (phase && strcmp(phase, "Ready") == 0) {
@@ -71,9 +100,10 @@ static bool check_pool(const char *key, const cJSON *pool, void *ud)
         }
     }
     c->checks++;
-    if (n_live > 1 || n_ready > 1) {
+    if (holders.n > 1 || n_ready > 1) {
         c->violations++;
-        printf("VIOLATION pool=%s live-pods:%s ready:%s\n", key, live, ready);
+        printf("VIOLATION pool=%s pods holding the slot:%s ready members:%s\n", key, holders.text,
+               ready);
         fflush(stdout);
     }
     return true;
