@@ -22,7 +22,7 @@ helm template modelpool-operator "$chart" -n modelpool-system --include-crds >"$
 check drift "$s/kustomize.yaml" "$s/helm.yaml" ||
 	fail "the chart and config/default drifted apart (diff above: - config/default, + chart)"
 
-log "the comparison itself finds drift: a changed flag, a rule more, an object less, a label more"
+log "the comparison itself finds drift: a changed flag, a rule more, an object more and one less, a label more"
 # Each edit of the kustomize side must make the check fail and name what differs; else a pass proves nothing.
 drifted() { # NAME REGEX PYTHON: apply PYTHON to the kustomize objects (list `docs`), expect REGEX in the output.
 	python3 -c 'import sys, yaml
@@ -36,12 +36,12 @@ yaml.safe_dump_all(docs, open(sys.argv[3], "w"))' "$s/kustomize.yaml" "$3" "$s/e
 	fi
 	grep -qE -- "$2" <<<"$out" || fail "drift check after '$1' does not say '$2':"$'\n'"$out"
 }
-drifted "metrics port 8443" '^- +"--metrics-bind-address=:8443",$' \
-	'a = byname[("Deployment", "modelpool-operator")]["spec"]["template"]["spec"]["containers"][0]["args"]; a[1] = "--metrics-bind-address=:8443"'
-drifted "a rule more" '^- +"tokenreviews"$' \
-	'byname[("ClusterRole", "modelpool-operator")]["rules"].append({"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]})'
-drifted "a Service more" '^drift: Service/modelpool-operator-metrics is in config/default but the chart does not render it$' \
-	'docs.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "modelpool-operator-metrics", "namespace": "modelpool-system"}})'
+drifted "another metrics port" '^- +"--metrics-bind-address=:9999",$' \
+	'a = byname[("Deployment", "modelpool-operator")]["spec"]["template"]["spec"]["containers"][0]["args"]; a[1] = "--metrics-bind-address=:9999"'
+drifted "a rule more" '^- +"secrets"$' \
+	'byname[("ClusterRole", "modelpool-operator")]["rules"].append({"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]})'
+drifted "an object more" '^drift: ConfigMap/modelpool-operator-drift is in config/default but the chart does not render it$' \
+	'docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "modelpool-operator-drift", "namespace": "modelpool-system"}})'
 drifted "an object less" '^drift: Role/modelpool-operator-leader-election is rendered by the chart \(default values\) but not in config/default$' \
 	'docs.remove(byname[("Role", "modelpool-operator-leader-election")])'
 drifted "a label more" '^- +"app.kubernetes.io/part-of": "modelpool",?$' \
