@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that building and testing modelpool-operator needs, and checks the
-# tools that do not come from Debian here (Go, for the test control plane; kubectl).
+# tools that do not come from Debian here (Go, for the test control plane and helm; kubectl).
 # Idempotent: packages already installed are not touched, so a second run does no network I/O.
 set -euo pipefail
 
@@ -8,7 +8,7 @@ packages=(
 	build-essential cmake pkg-config
 	libcurl4-openssl-dev libcjson-dev libyaml-dev libssl-dev libcmocka-dev libmicrohttpd-dev
 	clang libclang-rt-14-dev clang-format valgrind
-	openssl curl ca-certificates procps python3 python3-yaml
+	openssl curl ca-certificates procps python3 python3-yaml jq
 )
 
 missing=()
@@ -25,7 +25,7 @@ fi
 
 fail=0
 if ! command -v go >/dev/null; then
-	echo "bootstrap: 'go' (1.26 or newer) is needed to build the test control plane and is not on PATH" >&2
+	echo "bootstrap: 'go' (1.26 or newer) is needed to build the test control plane and helm and is not on PATH" >&2
 	fail=1
 fi
 if ! command -v kubectl >/dev/null; then

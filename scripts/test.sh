@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds the test control plane (cached), then
-#  1. builds with ASan+UBSan and -Werror and runs every ctest test (unit, CLI, end to end);
+# The test command: installs what is missing, builds the test control plane and helm (cached), then
+#  1. builds with ASan+UBSan and -Werror and runs every ctest test (unit, CLI, end to end, Helm chart);
 #  2. runs the unit tests under valgrind (a plain build), where a leak or bad read is a failure;
 #  3. builds the libFuzzer targets with clang and runs each for MP_FUZZ_SECONDS (default 30).
 # With arguments, only step 1 runs and the arguments go to ctest (e.g. `-L unit`, `-R e2e.swap`).
@@ -12,8 +12,9 @@ jobs=$(nproc)
 step() { echo "=== test.sh: $*" >&2; }
 
 bash "$top/scripts/bootstrap.sh"
-step "test control plane (built once, then cached)"
+step "test control plane and helm (built once, then cached)"
 bash "$top/test/controlplane/build.sh" >/dev/null
+bash "$top/test/controlplane/build-helm.sh" >/dev/null
 
 step "sanitizer build and ctest"
 cmake -S "$top" -B "$out/sanitize" -DCMAKE_BUILD_TYPE=Debug -DMP_SANITIZE=ON -DMP_WERROR=ON >/dev/null

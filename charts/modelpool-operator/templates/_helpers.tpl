@@ -1,0 +1,82 @@
+{{/*
+Names, labels and the operator's RBAC rules, shared by the templates. Names and the name/component labels
+are config/default's with the default release name (modelpool-operator); Helm's own labels come on top.
+*/}}
+
+{{- define "modelpool-operator.name" -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The release's full name: the release name when it already says modelpool-operator, else both. */}}
+{{- define "modelpool-operator.fullname" -}}
+{{- if contains .Chart.Name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{- define "modelpool-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "modelpool-operator.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* Helm's labels: the ones test/helm/drift.test.sh leaves out when it compares with config/default. */}}
+{{- define "modelpool-operator.helmLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* Labels of an object: name, component (the argument's .component), then Helm's. */}}
+{{- define "modelpool-operator.labels" -}}
+app.kubernetes.io/name: {{ include "modelpool-operator.name" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{ include "modelpool-operator.helmLabels" .root }}
+{{- end }}
+
+{{/* The Deployment's selector: fixed at install (a selector cannot change), as config/manager has it. */}}
+{{- define "modelpool-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "modelpool-operator.name" . }}
+app.kubernetes.io/component: controller
+{{- end }}
+
+{{/*
+The controller's rights, as config/rbac/role.yaml grants them (exactly the verbs the operator issues); used
+by the ClusterRole, or by the Role in watchNamespace. Comments on each rule are in config/rbac/role.yaml.
+*/}}
+{{- define "modelpool-operator.rules" -}}
+- apiGroups: ["inference.llmkube.dev"]
+  resources: ["modelpools"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["inference.llmkube.dev"]
+  resources: ["modelpools/status"]
+  verbs: ["get", "patch", "update"]
+- apiGroups: ["inference.llmkube.dev"]
+  resources: ["inferenceservices"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["inference.llmkube.dev"]
+  resources: ["inferenceservices/scale"]
+  verbs: ["get", "patch", "update"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end }}
+
+{{/* The metrics Service is rendered for itself or for the ServiceMonitor. */}}
+{{- define "modelpool-operator.serviceMonitorServed" -}}
+{{- if .Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor" }}true{{ end }}
+{{- end }}
+{{- define "modelpool-operator.metricsService" -}}
+{{- if and .Values.metrics.enabled (or .Values.metrics.service.enabled (and .Values.serviceMonitor.enabled (include "modelpool-operator.serviceMonitorServed" .))) }}true{{ end }}
+{{- end }}

@@ -1,0 +1,63 @@
+# helm.dryrun (run by test/helm/run-one.sh against a fresh control plane): the chart's objects, with the
+# defaults and with each example of README's values table, are accepted by a real API server in a server-side
+# dry run, with no warning, in a namespace that enforces the restricted Pod Security Standard; then helm's own
+# `install --dry-run=server` sees the ServiceMonitor kind served (test CRD) and renders one.
+# shellcheck source=lib.sh
+source "$MP_SOURCE_DIR/test/helm/lib.sh"
+helm_setup
+s=$MP_STATE_DIR
+sys=modelpool-system
+
+log "the release namespace as README creates it (restricted Pod Security), team-a, and a ServiceMonitor CRD"
+kubectl_admin create namespace "$sys" >/dev/null
+kubectl_admin label namespace "$sys" pod-security.kubernetes.io/enforce=restricted \
+	pod-security.kubernetes.io/warn=restricted >/dev/null
+kubectl_admin create namespace team-a >/dev/null
+apply_crd "$MP_SOURCE_DIR/test/crds/servicemonitors.monitoring.coreos.com.yaml"
+
+# dry_run NAME [--set-json K=V]...: render, then apply as a server dry run; any error or warning fails.
+dry_run() {
+	local name=$1 out
+	shift
+	render "$s/$name.yaml" "$@"
+	out=$(kubectl_admin apply --dry-run=server -f "$s/$name.yaml" 2>&1) || fail "server dry run of $name ($*):"$'\n'"$out"
+	grep -qi 'warning' <<<"$out" && fail "server dry run of $name ($*) warned:"$'\n'"$out"
+	expect_eq "objects the dry run of $name took" "$(check kinds "$s/$name.yaml" | wc -l)" "$(grep -c '(server dry run)$' <<<"$out")"
+}
+
+log "defaults"
+dry_run default
+log "each example of README's values table"
+check docs "$chart/values.yaml" "$MP_SOURCE_DIR/README.md" >"$s/examples.txt"
+n=0
+while IFS= read -r line; do
+	mapfile -d '' args < <(set_json_args "$line")
+	n=$((n + 1))
+	echo "  $line" >&2
+	dry_run "example-$n" "${args[@]}"
+done <"$s/examples.txt"
+[ "$n" -gt 20 ] || fail "only $n examples"
+# The dry run created nothing.
+expect_fail NotFound kubectl_admin get crd modelpools.inference.llmkube.dev
+expect_fail NotFound kubectl_admin -n "$sys" get deployment modelpool-operator
+
+log "the control: a Pod template that breaks the restricted standard is refused with a warning here"
+render "$s/bad.yaml" --set-json 'podLabels={"x":"y"}'
+sed -i 's/allowPrivilegeEscalation: false/allowPrivilegeEscalation: true/' "$s/bad.yaml"
+out=$(kubectl_admin apply --dry-run=server -f "$s/bad.yaml" 2>&1) || true
+grep -q 'would violate PodSecurity "restricted' <<<"$out" || fail "no Pod Security warning for a privileged template:"$'\n'"$out"
+
+log "helm install --dry-run=server: discovery finds the ServiceMonitor kind, so the chart renders one"
+out=$(helm install modelpool-operator "$chart" -n "$sys" --dry-run=server --set serviceMonitor.enabled=true 2>&1) ||
+	fail "helm install --dry-run=server:"$'\n'"$out"
+grep -qx 'kind: ServiceMonitor' <<<"$out" || fail "no ServiceMonitor in helm's dry run:"$'\n'"$out"
+grep -qx 'kind: Service' <<<"$out" || fail "no metrics Service in helm's dry run"
+grep -q 'kubectl get modelpools --all-namespaces' <<<"$out" || fail "NOTES do not say how to check:"$'\n'"$out"
+kubectl_admin delete crd servicemonitors.monitoring.coreos.com --wait >/dev/null
+wait_for 60 bash -c '! kubectl --kubeconfig "$KUBECONFIG" api-resources --api-group=monitoring.coreos.com -o name | grep -q .'
+out=$(helm install modelpool-operator "$chart" -n "$sys" --dry-run=server --set serviceMonitor.enabled=true 2>&1) ||
+	fail "helm install --dry-run=server without the ServiceMonitor kind:"$'\n'"$out"
+grep -qx 'kind: ServiceMonitor' <<<"$out" && fail "a ServiceMonitor rendered where the kind is not served"
+grep -q 'does not serve monitoring.coreos.com/v1 ServiceMonitor' <<<"$out" || fail "NOTES do not say the ServiceMonitor was skipped:"$'\n'"$out"
+
+log "helm.dryrun: all checks passed"

@@ -1,0 +1,118 @@
+# helm.install (run by test/helm/run-one.sh against a fresh control plane): a real `helm install` of the chart,
+# the operator binary run with the flags and environment of the Deployment Helm created (no kubelet runs
+# here) and with only the rights the chart granted its ServiceAccount; it warms and swaps the sample pool.
+# `helm upgrade` to one watched namespace narrows the rights and changes the flags, and the operator run from
+# them still swaps; `helm uninstall` removes the operator and leaves the CRD, the pool and its members.
+# shellcheck source=lib.sh
+source "$MP_SOURCE_DIR/test/helm/lib.sh"
+helm_setup
+s=$MP_STATE_DIR
+sys=modelpool-system
+g=inference.llmkube.dev
+
+# Two loopback ports nobody uses: the chart's ports, so the operator's servers never collide with a
+# parallel test's (the rendered flags bind every interface).
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 12000))
+		grep -qi ":$(printf %04X "$p") " /proc/net/tcp /proc/net/tcp6 2>/dev/null || { echo "$p"; return; }
+	done
+}
+mport=$(free_port)
+hport=$(free_port)
+while [ "$hport" == "$mport" ]; do hport=$(free_port); done
+
+# run_rendered_operator LOG: the operator with the Deployment's args and env as the API server stores them,
+# as the operator's identity (ServiceAccount modelpool-system/modelpool-operator).
+run_rendered_operator() {
+	kubectl_admin -n "$sys" get deployment modelpool-operator -o json >"$s/deployment.json"
+	mapfile -t op_args < <(jq -r '.spec.template.spec.containers[0].args[]' "$s/deployment.json")
+	# The downward API the kubelet would resolve; any other env form is not known here and fails the test.
+	mapfile -t op_env < <(jq -r --arg ns "$sys" '.spec.template.spec.containers[0].env[] |
+		if .valueFrom.fieldRef.fieldPath == "metadata.namespace" then "\(.name)=\($ns)"
+		elif .valueFrom.fieldRef.fieldPath == "metadata.name" then "\(.name)=modelpool-operator-helm-test"
+		elif has("value") then "\(.name)=\(.value)"
+		else error("env \(.name): no stand-in for \(.valueFrom)") end' "$s/deployment.json")
+	echo "operator: ${op_env[*]} modelpool-operator ${op_args[*]}" >&2
+	env "${op_env[@]}" "$MP_BUILD_DIR/modelpool-operator" --kubeconfig "$MP_OPERATOR_KUBECONFIG" "${op_args[@]}" \
+		>>"$MP_STATE_DIR/$1" 2>&1 &
+	MP_OPERATOR_PID=$!
+}
+healthy() { curl -fsS "http://127.0.0.1:$hport/readyz"; }
+gone() { ! kubectl_admin "$@" >/dev/null 2>&1; }
+
+log "members' CRD (their controller's) and the simulator; then helm install, ports $mport/$hport"
+apply_crd "$MP_SOURCE_DIR/test/crds/inferenceservices.inference.llmkube.dev.yaml"
+start_sim --load-ms 100
+out=$(helm install modelpool-operator "$chart" -n "$sys" --create-namespace \
+	--set-json "metrics.port=$mport" --set-json "health.port=$hport" 2>&1) || fail "helm install:"$'\n'"$out"
+echo "$out" >&2
+grep -q "kubectl get modelpools --all-namespaces" <<<"$out" || fail "NOTES do not say how to check"
+expect_eq "release" "modelpool-operator deployed 1" \
+	"$(helm list -n "$sys" -o json | jq -r '.[] | "\(.name) \(.status) \(.revision)"')"
+kubectl_admin wait --for=condition=Established --timeout=60s crd/modelpools.$g >/dev/null
+expect_eq "CRD as in crd/" "$(kubectl_admin create --dry-run=client -o json -f "$MP_SOURCE_DIR/crd/modelpools.$g.yaml" | jq -c .spec)" \
+	"$(kubectl_admin get crd modelpools.$g -o json | jq -c '.spec | del(.conversion)')"
+kubectl_admin -n "$sys" get serviceaccount/modelpool-operator role/modelpool-operator-leader-election \
+	rolebinding/modelpool-operator-leader-election deployment/modelpool-operator >/dev/null
+kubectl_admin get clusterrole/modelpool-operator clusterrolebinding/modelpool-operator >/dev/null
+wait_for 60 kubectl_operator auth can-i list modelpools.$g -A
+
+log "the operator, run from the rendered flags with the chart's rights, warms and swaps the sample pool"
+run_rendered_operator operator.log
+kubectl_admin apply -f "$MP_SOURCE_DIR/config/samples/inferenceservices.yaml" >/dev/null
+kubectl_admin apply -f "$MP_SOURCE_DIR/config/samples/modelpool.yaml" >/dev/null
+wait_for 90 pool_is shared-gpu Ready llama-8b
+kubectl_admin scale isvc qwen-7b --replicas=1 >/dev/null
+wait_for 90 pool_is shared-gpu Ready qwen-7b
+expect_eq "replicas after the swap" "0 1" "$(isvc_get llama-8b '{.spec.replicas}') $(isvc_get qwen-7b '{.spec.replicas}')"
+wait_for 30 healthy
+curl -fsS "http://127.0.0.1:$mport/metrics" >"$s/metrics.txt" || fail "no /metrics on the chart's port $mport"
+grep -Eq '^modelpool_swaps_total\{namespace="default",pool="shared-gpu"\} [1-9]' "$s/metrics.txt" ||
+	fail "no swap in /metrics: $(grep swaps_total "$s/metrics.txt")"
+expect_eq "Lease holder (leader election from the chart's flag and Role)" modelpool-operator-helm-test \
+	"$(kubectl_admin -n "$sys" get lease modelpool-operator -o 'jsonpath={.spec.holderIdentity}' | cut -c1-28)"
+
+log "helm upgrade: watch namespace default only, JSON logs; the ClusterRole becomes a Role in default"
+stop_operator # as a rollout would: the old Pod ends before the new one starts (one replica here)
+out=$(helm upgrade modelpool-operator "$chart" -n "$sys" --reuse-values \
+	--set watchNamespace=default --set logging.format=json 2>&1) || fail "helm upgrade:"$'\n'"$out"
+grep -q "watching namespace default only" <<<"$out" || fail "NOTES after the upgrade:"$'\n'"$out"
+expect_eq "revision" 2 "$(helm list -n "$sys" -o json | jq -r '.[0].revision')"
+wait_for 60 gone get clusterrole modelpool-operator
+wait_for 60 gone get clusterrolebinding modelpool-operator
+kubectl_admin -n default get role/modelpool-operator rolebinding/modelpool-operator >/dev/null
+wait_for 60 kubectl_operator auth can-i list modelpools.$g -n default
+expect_eq "can-i list pools in every namespace" no "$(kubectl_operator auth can-i list modelpools.$g -A 2>/dev/null || true)"
+expect_eq "can-i patch members in kube-system" no \
+	"$(kubectl_operator auth can-i patch inferenceservices.$g -n kube-system 2>/dev/null || true)"
+run_rendered_operator operator-upgraded.log
+grep -qx -- --namespace=default <<<"$(printf '%s\n' "${op_args[@]}")" || fail "no --namespace=default in ${op_args[*]}"
+kubectl_admin scale isvc llama-8b --replicas=1 >/dev/null
+wait_for 90 pool_is shared-gpu Ready llama-8b
+expect_eq "replicas after the swap back" "1 0" "$(isvc_get llama-8b '{.spec.replicas}') $(isvc_get qwen-7b '{.spec.replicas}')"
+head -n 1 "$MP_STATE_DIR/operator-upgraded.log" | jq -e . >/dev/null || fail "the log is not JSON after logging.format=json"
+stop_operator
+
+log "helm uninstall: the operator's objects go; the CRD, the pool and its members stay as they were"
+helm uninstall modelpool-operator -n "$sys" >&2 || fail "helm uninstall"
+expect_eq "releases left" 0 "$(helm list -n "$sys" -o json | jq length)"
+for o in deployment/modelpool-operator serviceaccount/modelpool-operator role/modelpool-operator-leader-election \
+	rolebinding/modelpool-operator-leader-election; do
+	wait_for 60 gone -n "$sys" get "$o"
+done
+wait_for 60 gone -n default get role/modelpool-operator
+wait_for 60 gone -n default get rolebinding/modelpool-operator
+kubectl_admin get crd modelpools.$g >/dev/null || fail "helm uninstall deleted the CRD"
+expect_eq "the pool after uninstall" "Ready/llama-8b" "$(pool_get shared-gpu '{.status.phase}/{.status.residentMember}')"
+expect_eq "members' replicas after uninstall" "1 0" "$(isvc_get llama-8b '{.spec.replicas}') $(isvc_get qwen-7b '{.spec.replicas}')"
+
+log "install again over the CRD and pools left behind, then uninstall"
+helm install modelpool-operator "$chart" -n "$sys" >/dev/null 2>"$s/reinstall.err" ||
+	fail "helm install over the existing CRD: $(cat "$s/reinstall.err")"
+kubectl_admin -n "$sys" get deployment/modelpool-operator >/dev/null
+helm uninstall modelpool-operator -n "$sys" >/dev/null
+kubectl_admin get modelpool shared-gpu >/dev/null || fail "the pool went with the second uninstall"
+
+log "helm.install: all checks passed"

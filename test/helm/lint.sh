@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# ctest helm.lint: the chart without a cluster. helm lint clean; the default render holds exactly the expected
+# objects; each example of README's values table renders, changes the render, and (for the values that
+# change what the operator may do or how it runs) does what the table says; wrong values are refused by
+# name; the chart's CRD and appVersion are the repository's.
+# Usage: MP_SOURCE_DIR=<repo> MP_BUILD_DIR=<build> bash test/helm/lint.sh
+set -euo pipefail
+export MP_SOURCE_DIR=${MP_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+MP_STATE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/mp-helm-lint.XXXXXX")
+export MP_STATE_DIR
+trap 'rm -rf "$MP_STATE_DIR"' EXIT
+# shellcheck source=../e2e/lib.sh
+source "$MP_SOURCE_DIR/test/e2e/lib.sh"
+# shellcheck source=lib.sh
+source "$MP_SOURCE_DIR/test/helm/lib.sh"
+helm_setup
+s=$MP_STATE_DIR
+
+log "helm $("$MP_HELM" version --short): lint --strict is clean"
+out=$(helm lint --strict "$chart" 2>&1) || fail "helm lint --strict:"$'\n'"$out"
+grep -E '^\[(WARNING|ERROR)\]' <<<"$out" && fail "helm lint warned:"$'\n'"$out"
+
+log "the chart's CRD is crd/ byte for byte; appVersion is the binary's version"
+cmp "$MP_SOURCE_DIR/crd/modelpools.inference.llmkube.dev.yaml" "$chart/crds/modelpools.inference.llmkube.dev.yaml" ||
+	fail "charts/modelpool-operator/crds/ differs from crd/: cp crd/modelpools.inference.llmkube.dev.yaml charts/modelpool-operator/crds/"
+app_version=$(python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["appVersion"])' "$chart/Chart.yaml")
+binary_version=$("${MP_BUILD_DIR:?}/modelpool-operator" --version | awk '{print $2}')
+expect_eq "Chart.yaml appVersion (the binary says $binary_version)" "$binary_version" "$app_version"
+
+log "default values: the expected objects, the image pinned to appVersion"
+render "$s/default.yaml"
+expect_eq "objects" "ClusterRole/modelpool-operator ClusterRoleBinding/modelpool-operator CustomResourceDefinition/modelpools.inference.llmkube.dev Deployment/modelpool-operator Role/modelpool-operator-leader-election RoleBinding/modelpool-operator-leader-election ServiceAccount/modelpool-operator" \
+	"$(check kinds "$s/default.yaml" | paste -sd ' ' -)"
+d=Deployment/modelpool-operator
+c=spec.template.spec.containers[0]
+expect_eq "image" "modelpool-operator:$app_version" "$(check get "$s/default.yaml" $d $c.image)"
+expect_eq "args" '["--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"]' \
+	"$(check get "$s/default.yaml" $d $c.args)"
+
+log "README's values table matches values.yaml; each example renders and changes the render"
+check docs "$chart/values.yaml" "$MP_SOURCE_DIR/README.md" >"$s/examples.txt"
+n=0
+while IFS= read -r line; do
+	mapfile -d '' args < <(set_json_args "$line")
+	n=$((n + 1))
+	render "$s/example-$n.yaml" "${args[@]}"
+	cmp -s "$s/default.yaml" "$s/example-$n.yaml" && fail "example '$line' renders the same objects as the defaults"
+	echo "$line" >"$s/example-$n.txt"
+done <"$s/examples.txt"
+[ "$n" -gt 20 ] || fail "only $n examples in README's values table"
+echo "$n examples rendered" >&2
+
+# example KEY: the render of the README example that sets KEY first.
+example() {
+	local f
+	for f in "$s"/example-*.txt; do
+		if [[ "$(cut -f1 "$f" | cut -d= -f1)" == "$1" ]]; then
+			echo "${f%.txt}.yaml"
+			return 0
+		fi
+	done
+	fail "no README example sets $1 first"
+}
+args_of() { check get "$1" $d $c.args; }
+
+log "watchNamespace: a Role and RoleBinding in that namespace replace the ClusterRole; --namespace is passed"
+f=$(example watchNamespace)
+expect_eq "objects" "CustomResourceDefinition/modelpools.inference.llmkube.dev Deployment/modelpool-operator Role/modelpool-operator Role/modelpool-operator-leader-election RoleBinding/modelpool-operator RoleBinding/modelpool-operator-leader-election ServiceAccount/modelpool-operator" \
+	"$(check kinds "$f" | paste -sd ' ' -)"
+expect_eq "Role namespace" team-a "$(check get "$f" Role/modelpool-operator metadata.namespace)"
+expect_eq "RoleBinding namespace" team-a "$(check get "$f" RoleBinding/modelpool-operator metadata.namespace)"
+expect_eq "RoleBinding subject" '[{"kind": "ServiceAccount", "name": "modelpool-operator", "namespace": "modelpool-system"}]' \
+	"$(check get "$f" RoleBinding/modelpool-operator subjects)"
+expect_eq "the Role's rules are the ClusterRole's" "$(check get "$s/default.yaml" ClusterRole/modelpool-operator rules)" \
+	"$(check get "$f" Role/modelpool-operator rules)"
+grep -q -- '"--namespace=team-a"' <<<"$(args_of "$f")" || fail "no --namespace=team-a in $(args_of "$f")"
+
+log "leaderElection.enabled=false: no --leader-elect and no Lease rights"
+f=$(example leaderElection.enabled)
+expect_eq "args" '["--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"]' "$(args_of "$f")"
+check kinds "$f" | grep -q leader-election && fail "leader-election RBAC rendered with leader election off"
+expect_eq "leaderElection.id" '["--leader-elect", "--leader-election-id=modelpool-operator-b", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"]' \
+	"$(args_of "$(example leaderElection.id)")"
+
+log "logging, ports, metrics off, extra args: the flags the operator gets"
+expect_eq "logging.level" "--log-level=1" "$(args_of "$(example logging.level)" | grep -o -- '--log-level=[0-9]*')"
+expect_eq "logging.format" "--log-format=json" "$(args_of "$(example logging.format)" | grep -o -- '--log-format=[a-z]*')"
+f=$(example metrics.port)
+expect_eq "metrics.port flag" "--metrics-bind-address=:9090" "$(args_of "$f" | grep -o -- '--metrics-bind-address=[^"]*')"
+expect_eq "metrics.port port" 9090 "$(check get "$f" $d $c.ports[0].containerPort)"
+f=$(example health.port)
+expect_eq "health.port flag" "--health-probe-bind-address=:9091" "$(args_of "$f" | grep -o -- '--health-probe-bind-address=[^"]*')"
+expect_eq "health.port port (probes use its name)" "health:9091 health/health" \
+	"$(check get "$f" $d $c.ports[1].name):$(check get "$f" $d $c.ports[1].containerPort) $(check get "$f" $d $c.livenessProbe.httpGet.port)/$(check get "$f" $d $c.readinessProbe.httpGet.port)"
+f=$(example metrics.enabled)
+expect_eq "metrics off: flag" "--metrics-bind-address=0" "$(args_of "$f" | grep -o -- '--metrics-bind-address=[^"]*')"
+expect_eq "metrics off: ports" '[{"containerPort": 8081, "name": "health", "protocol": "TCP"}]' "$(check get "$f" $d $c.ports)"
+expect_eq "extraArgs come last" '"--leader-election-namespace=modelpool-system"' \
+	"$(args_of "$(example extraArgs)" | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)[-1]))')"
+f=$(example metrics.podAnnotations)
+expect_eq "scrape annotations" 'true/8080//metrics' \
+	"$(for a in scrape port path; do check get "$f" $d "spec.template.metadata.annotations.prometheus\\.io/$a"; done | paste -sd / -)"
+
+log "serviceMonitor: a ServiceMonitor and the Service it selects; none where the kind is not served"
+f=$(example serviceMonitor.enabled)
+expect_eq "objects added" "Service/modelpool-operator-metrics ServiceMonitor/modelpool-operator" \
+	"$(comm -13 <(check kinds "$s/default.yaml") <(check kinds "$f") | paste -sd ' ' -)"
+sm_sel=$(check get "$f" ServiceMonitor/modelpool-operator spec.selector.matchLabels)
+svc_labels=$(check get "$f" Service/modelpool-operator-metrics metadata.labels)
+python3 -c 'import json, sys; sel, labels = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+sys.exit(0 if all(labels.get(k) == v for k, v in sel.items()) else "ServiceMonitor selector %s does not select the Service (%s)" % (sel, labels))' "$sm_sel" "$svc_labels"
+expect_eq "Service targets the metrics port" metrics "$(check get "$f" Service/modelpool-operator-metrics spec.ports[0].targetPort)"
+helm template modelpool-operator "$chart" -n modelpool-system --set serviceMonitor.enabled=true >"$s/sm-unserved.yaml"
+expect_eq "no ServiceMonitor, no Service where the kind is not served" "$(check kinds "$s/default.yaml" | grep -v CustomResourceDefinition)" \
+	"$(check kinds "$s/sm-unserved.yaml")"
+
+log "rbac.create=false and serviceAccount.create=false: none of those objects, the named account used"
+expect_eq "rbac.create=false" "CustomResourceDefinition/modelpools.inference.llmkube.dev Deployment/modelpool-operator ServiceAccount/modelpool-operator" \
+	"$(check kinds "$(example rbac.create)" | paste -sd ' ' -)"
+f=$(example serviceAccount.create)
+check kinds "$f" | grep -q ServiceAccount/ && fail "serviceAccount.create=false rendered a ServiceAccount"
+expect_eq "serviceAccountName" existing-sa "$(check get "$f" $d spec.template.spec.serviceAccountName)"
+expect_eq "binding subject" existing-sa "$(check get "$f" ClusterRoleBinding/modelpool-operator subjects[0].name)"
+
+log "a release name without the chart's name prefixes every object; with it, names stay config/default's"
+helm template team-b "$chart" -n ops >"$s/team-b.yaml"
+expect_eq "objects of release team-b" "ClusterRole/team-b-modelpool-operator ClusterRoleBinding/team-b-modelpool-operator Deployment/team-b-modelpool-operator Role/team-b-modelpool-operator-leader-election RoleBinding/team-b-modelpool-operator-leader-election ServiceAccount/team-b-modelpool-operator" \
+	"$(check kinds "$s/team-b.yaml" | paste -sd ' ' -)"
+
+log "wrong values are refused with the value's name"
+bad() { # PATTERN ARGS...: helm template with ARGS must fail with PATTERN in its message.
+	local pattern=$1
+	shift
+	expect_fail "$pattern" helm template modelpool-operator "$chart" -n modelpool-system "$@"
+}
+bad "/logging/format" --set logging.format=xml
+bad "/logging/level" --set logging.level=5
+bad "/replicaCount" --set replicaCount=-1
+bad "/metrics/port" --set metrics.port=0
+bad "/watchNamespace" --set watchNamespace=Team_A
+bad "/image/pullPolicy" --set image.pullPolicy=Sometimes
+bad "additional properties 'replicas' not allowed" --set replicas=3
+bad "/extraArgs" --set-json 'extraArgs=[1]'
+bad "replicaCount > 1 needs leaderElection.enabled" --set leaderElection.enabled=false
+bad "metrics.port and health.port must differ" --set metrics.port=8081
+bad "serviceAccount.name is required" --set serviceAccount.create=false
+
+log "helm.lint: all checks passed"
