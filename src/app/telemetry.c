@@ -241,7 +241,7 @@ int telemetry_secure(telemetry *t, const telemetry_secure_opts *o, char *err, si
         if (host[0])
             names[n++] = host;
         names[n++] = "localhost";
-        if (ip && *ip)
+        if (ip && *ip && strcmp(ip, "127.0.0.1") != 0)
             names[n++] = ip;
         names[n++] = "127.0.0.1";
         if (httpd_tls_self_signed(&t->tls, names, why, sizeof(why)) < 0) {
