@@ -167,8 +167,8 @@ for v in create patch; do
 done
 for v in get create update; do can "$v" leases.coordination.k8s.io -n "$sys"; done
 # Secure metrics: each scraper's token and rights are reviewed by the API server.
-can create tokenreviews.authentication.k8s.io
-can create subjectaccessreviews.authorization.k8s.io
+can create tokenreviews.authentication.k8s.io -A
+can create subjectaccessreviews.authorization.k8s.io -A
 
 log "and cannot do what it must not"
 cannot delete pods -A
