@@ -367,6 +367,12 @@ void httpd_stop(httpd *h)
     if (h->epfd >= 0)
         ev_fd_clear(h->loop, h->epfd);
     ev_timer_cancel(h->loop, h->timer);
+    /* MHD refuses to stop with suspended connections: resumed unanswered, they are closed. */
+    for (httpd_req *r = h->reqs; r; r = r->next)
+        if (r->suspended) {
+            r->suspended = false;
+            MHD_resume_connection(r->conn);
+        }
     if (h->d)
         MHD_stop_daemon(h->d);
     /* Requests MHD dropped without telling (suspended ones, at shutdown). */
