@@ -1,7 +1,7 @@
 # Secure metrics against the real API server, the way a Prometheus in the cluster meets them: HTTPS with a
 # self-signed certificate valid for the Pod's names, a ServiceAccount bound to metrics-reader gets 200, no
 # token 401, a ServiceAccount without the binding 403; a burst of scrapes costs one TokenReview; with the API
-# server down a new caller gets 503 and the operator lives on; a certificate given by flags is served.
+# server down or hanging a new caller gets 503 and the operator lives on; a certificate given by flags is served.
 install_crds
 install_operator_rbac
 
@@ -95,6 +95,13 @@ kill -0 "$MP_OPERATOR_PID" || fail "the operator died with the API server"
 grep -q 'metrics scrape refused: access could not be checked' "$MP_STATE_DIR/operator.log" ||
 	fail "the 503 is not logged"
 start_apiserver
+log "the API server hanging (SIGSTOP): the review times out, 503, and the operator keeps running"
+hung=$(token prometheus)
+kill -STOP "$MP_APISERVER_PID"
+got=$(code --max-time 60 -H "$(bearer "$hung")")
+kill -CONT "$MP_APISERVER_PID"
+expect_eq "scrape while the API server hangs" 503 "$got"
+kill -0 "$MP_OPERATOR_PID" || fail "the operator died while the API server hung"
 # Not cached: the same token is allowed as soon as the API server answers again.
 scrape_ok() { local c; c=$(code -H "$(bearer "$unknown")"); echo "$c"; [ "$c" == 200 ]; }
 wait_for 60 scrape_ok
