@@ -4,6 +4,7 @@
 #ifndef MP_HTTPD_TLS_H
 #define MP_HTTPD_TLS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct httpd_tls {
@@ -20,6 +21,10 @@ int httpd_tls_load(httpd_tls *out, const char *dir, const char *cert_name, const
  * authentication) for names: DNS names or IP addresses (either form; the first is also the
  * subject's CN), ending with NULL. 0, or -1 with the reason in err. */
 int httpd_tls_self_signed(httpd_tls *out, const char *const *names, char *err, size_t errlen);
+
+/* Whether name can go in a certificate: an IPv4 or IPv6 address, or a DNS name (letters, digits,
+ * '-' and '.'). */
+bool httpd_tls_name_ok(const char *name);
 
 /* Wipes the key, frees both and zeroes out. */
 void httpd_tls_clear(httpd_tls *t);

@@ -238,7 +238,7 @@ int telemetry_secure(telemetry *t, const telemetry_secure_opts *o, char *err, si
         const char *ip = getenv("POD_IP");
         const char *names[5] = {0};
         size_t n = 0;
-        if (host[0])
+        if (host[0] && httpd_tls_name_ok(host)) /* a host name is not always a DNS name */
             names[n++] = host;
         names[n++] = "localhost";
         if (ip && *ip && strcmp(ip, "127.0.0.1") != 0)

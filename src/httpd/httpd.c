@@ -195,7 +195,7 @@ static enum MHD_Result httpd_on_request(void *cls, struct MHD_Connection *conn, 
             return MHD_YES;
         }
     }
-    if (!r->replied) /* not resumed before the reply; nothing to do yet */
+    if (!r->replied) /* resumed without a reply: the server is stopping */
         return MHD_YES;
     return httpd_queue(conn, &r->reply);
 }
@@ -303,10 +303,8 @@ httpd *httpd_start_config(ev_loop *loop, const httpd_config *cfg, char *err, siz
         return NULL;
     }
     httpd *h = calloc(1, sizeof(*h));
-    if (!h || (tls && (!(h->tls_cert = strdup(cfg->tls_cert_pem)) ||
-                       !(h->tls_key = strdup(cfg->tls_key_pem))))) {
+    if (!h) {
         snprintf(err, errlen, "out of memory");
-        httpd_stop(h);
         return NULL;
     }
     h->loop = loop;
@@ -314,6 +312,12 @@ httpd *httpd_start_config(ev_loop *loop, const httpd_config *cfg, char *err, siz
     h->request = cfg->request;
     h->ud = cfg->ud;
     h->epfd = -1;
+    if (tls &&
+        (!(h->tls_cert = strdup(cfg->tls_cert_pem)) || !(h->tls_key = strdup(cfg->tls_key_pem)))) {
+        snprintf(err, errlen, "out of memory");
+        httpd_stop(h);
+        return NULL;
+    }
     unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;

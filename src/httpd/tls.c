@@ -119,6 +119,20 @@ static int httpd_tls_ext(X509 *x, int nid, const char *value)
     return ok ? 0 : -1;
 }
 
+static bool httpd_tls_is_ip(const char *name)
+{
+    unsigned char ip[16];
+    return inet_pton(AF_INET, name, ip) == 1 || inet_pton(AF_INET6, name, ip) == 1;
+}
+
+bool httpd_tls_name_ok(const char *name)
+{
+    /* Nothing that could break the comma-separated list of subjectAltName. */
+    return httpd_tls_is_ip(name) ||
+           (*name && strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                  "0123456789-.") == strlen(name));
+}
+
 /* "DNS:a,IP:1.2.3.4,..." for subjectAltName; NULL for a name that is neither. */
 static char *httpd_tls_san(const char *const *names, char *err, size_t errlen)
 {
@@ -132,19 +146,13 @@ static char *httpd_tls_san(const char *const *names, char *err, size_t errlen)
     }
     san[0] = 0;
     for (const char *const *n = names; *n; n++) {
-        unsigned char ip[16];
-        bool is_ip = inet_pton(AF_INET, *n, ip) == 1 || inet_pton(AF_INET6, *n, ip) == 1;
-        /* A DNS name: letters, digits, '-', '.', and a leading "*." at most; nothing that could
-         * break the comma-separated list. */
-        bool is_dns = **n && strspn(*n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                        "0123456789-.") == strlen(*n);
-        if (!is_ip && !is_dns) {
+        if (!httpd_tls_name_ok(*n)) {
             snprintf(err, errlen, "'%s' is neither a DNS name nor an IP address", *n);
             free(san);
             return NULL;
         }
         strcat(san, san[0] ? "," : "");
-        strcat(san, is_ip ? "IP:" : "DNS:");
+        strcat(san, httpd_tls_is_ip(*n) ? "IP:" : "DNS:");
         strcat(san, *n);
     }
     return san;

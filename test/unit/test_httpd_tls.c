@@ -72,6 +72,11 @@ static void test_self_signed(void **state)
     httpd_tls_clear(&t);
     assert_null(t.cert_pem);
 
+    assert_true(httpd_tls_name_ok("pod-1.ns.svc"));
+    assert_true(httpd_tls_name_ok("fe80::1"));
+    assert_false(httpd_tls_name_ok("under_score"));
+    assert_false(httpd_tls_name_ok(""));
+    assert_false(httpd_tls_name_ok("a,IP:1.2.3.4"));
     const char *bad[] = {"ok", "bad,name", NULL};
     assert_int_equal(httpd_tls_self_signed(&t, bad, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "'bad,name' is neither a DNS name nor an IP address"));
