@@ -105,7 +105,22 @@ kill -0 "$MP_OPERATOR_PID" || fail "the operator died while the API server hung"
 # Not cached: the same token is allowed as soon as the API server answers again.
 scrape_ok() { local c; c=$(code -H "$(bearer "$unknown")"); echo "$c"; [ "$c" == 200 ]; }
 wait_for 60 scrape_ok
+
+log "SIGTERM while a scrape waits on its review (the API server frozen): no answer, and the operator exits 0"
+waiting=$(token prometheus)
+kill -STOP "$MP_APISERVER_PID"
+curl -sk -o /dev/null -w '%{http_code}' -H "$(bearer "$waiting")" "https://127.0.0.1:$port/metrics" \
+	>"$MP_STATE_DIR/waiting.code" &
+curl_pid=$!
+# The review is on its way once the frozen API server has unread bytes (nothing else talks to it now: no
+# pools, no leader election, idle watches only send server to client).
+apiserver_port=${MP_APISERVER_URL##*:}
+review_sent() { ss -Htn state established "( sport = :$apiserver_port )" | awk '$1 > 0 {f = 1} END {exit !f}'; }
+wait_for 30 review_sent
 stop_operator
+wait "$curl_pid" || true
+kill -CONT "$MP_APISERVER_PID"
+expect_eq "the waiting scrape's answer (the connection closed)" 000 "$(cat "$MP_STATE_DIR/waiting.code")"
 
 log "a certificate given by flags (--metrics-cert-path, kubebuilder's file names) is served as it is"
 pki=$MP_STATE_DIR/metrics-pki
