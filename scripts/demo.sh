@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The demo: a real kube-apiserver + etcd on loopback, the CRDs and samples, the member simulator
-# and the operator; scales qwen-7b to 1 and shows the pool swap and a few metrics, then stops everything.
+# and the operator; scales qwen-7b to 1 and shows the pool swap and a few metrics (over HTTPS, with the token
+# of a ServiceAccount allowed to read them), then stops everything.
 set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$top/scripts/bootstrap.sh"
@@ -28,6 +29,14 @@ for _ in $(seq 1 60); do [ "$(k get mpool shared-gpu -o jsonpath='{.status.resid
 show "after kubectl scale isvc qwen-7b --replicas=1"
 k describe modelpool shared-gpu | sed -n '/Events:/,$p'
 port=$(grep -o ' metrics_port=[0-9]*' "$state/operator.log" | head -n 1 | cut -d= -f2)
-echo "--- the operator's metrics (curl 127.0.0.1:$port/metrics), a few of them"
-curl -fsS "http://127.0.0.1:$port/metrics" |
+# Metrics are HTTPS for callers allowed get /metrics: a ServiceAccount bound to the metrics-reader
+# ClusterRole, as a Prometheus would be, and its token. -k: the certificate is self-signed.
+k apply -f "$top/config/rbac/metrics_reader_role.yaml" >/dev/null
+k create serviceaccount demo-scraper >/dev/null
+k create clusterrolebinding demo-scraper --clusterrole=modelpool-operator-metrics-reader \
+	--serviceaccount=default:demo-scraper >/dev/null
+token=$(k create token demo-scraper)
+echo "--- without a token: HTTP $(curl -sk -o /dev/null -w '%{http_code}' "https://127.0.0.1:$port/metrics")"
+echo "--- the operator's metrics (curl -H 'Authorization: Bearer <demo-scraper's token>' https://127.0.0.1:$port/metrics), a few of them"
+curl -fsSk -H "Authorization: Bearer $token" "https://127.0.0.1:$port/metrics" |
 	grep -E '^(modelpool_pool_resident|modelpool_swaps_total|modelpool_reaction_seconds_(count|sum)|process_resident_memory_bytes)'

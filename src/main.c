@@ -196,6 +196,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "modelpool-operator: cannot start the controller (out of memory)\n");
         goto out;
     }
+    telemetry_secure_opts mso = {.client = client,
+                                 .cert_dir = opts.metrics_cert_path,
+                                 .cert_name = opts.metrics_cert_name,
+                                 .key_name = opts.metrics_cert_key};
+    if (opts.metrics_secure && strcmp(opts.metrics_addr, "0") != 0 &&
+        telemetry_secure(tm, &mso, msg, sizeof(msg)) < 0) {
+        fprintf(stderr, "modelpool-operator: %s\n", msg);
+        rc = 2; /* a configuration fault, like a bad flag */
+        goto out;
+    }
     if (telemetry_serve(tm, m.loop, opts.metrics_addr, opts.health_addr, main_ready, &m, msg,
                         sizeof(msg)) < 0) {
         fprintf(stderr, "modelpool-operator: %s\n", msg);

@@ -15,7 +15,11 @@ typedef struct app_options {
     bool leader_elect;      /* --leader-elect: compete for a Lease; only the leader writes */
     const char *leader_election_id; /* --leader-election-id: the Lease's name */
     const char *leader_election_ns; /* --leader-election-namespace, else $POD_NAMESPACE */
-    const char *metrics_addr;       /* --metrics-bind-address: /metrics; "0" off; default :8080 */
+    const char *metrics_addr; /* --metrics-bind-address: /metrics; "0" off; :8443 (:8080 plain) */
+    bool metrics_secure;      /* --metrics-secure: HTTPS and access reviews (default true) */
+    const char *metrics_cert_path; /* --metrics-cert-path DIR; NULL: a self-signed certificate */
+    const char *metrics_cert_name; /* --metrics-cert-name: file in DIR; default tls.crt */
+    const char *metrics_cert_key;  /* --metrics-cert-key: file in DIR; default tls.key */
     const char *health_addr; /* --health-probe-bind-address: /healthz, /readyz; "0" off; :8081 */
     bool help, version;
 } app_options;

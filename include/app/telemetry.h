@@ -1,12 +1,14 @@
 /* telemetry: the operator's Prometheus registry (process and API-request series here; the
  * controller adds its own) and its two HTTP endpoints: /metrics on one address, /healthz and
- * /readyz on another, as controller-runtime's operators serve them. */
+ * /readyz on another, as controller-runtime's operators serve them. /metrics is HTTPS for
+ * callers allowed `get /metrics` (telemetry_secure); the probes stay plain HTTP. */
 #ifndef MP_APP_TELEMETRY_H
 #define MP_APP_TELEMETRY_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "kube/client.h"
 #include "loop/ev.h"
 #include "metrics/metrics.h"
 
@@ -21,6 +23,19 @@ metrics *telemetry_registry(telemetry *t);
 
 /* A kube_observe_fn (ud: the telemetry): counts modelpool_api_requests_total{verb,code}. */
 void telemetry_api_request(void *ud, const char *verb, long http_code);
+
+typedef struct telemetry_secure_opts {
+    kube_client *client; /* asks the API server about each caller; borrowed */
+    /* The certificate: cert_dir/cert_name and cert_dir/key_name; cert_dir NULL means a
+     * self-signed one made now for this host's names (hostname, $POD_IP, localhost). */
+    const char *cert_dir, *cert_name, *key_name;
+} telemetry_secure_opts;
+
+/* Makes telemetry_serve's /metrics HTTPS with the certificate o names, answered only to callers
+ * whose bearer token the API server accepts (TokenReview) for a user allowed get /metrics
+ * (SubjectAccessReview): 401 without a valid token, 403 not allowed, 503 when the API server
+ * cannot tell. Call before telemetry_serve. 0, or -1 with err set (a bad certificate). */
+int telemetry_secure(telemetry *t, const telemetry_secure_opts *o, char *err, size_t errlen);
 
 /* Serves /metrics at metrics_addr and /healthz, /readyz at health_addr ("0": not served).
  * /readyz answers 200 once ready(ready_ud) is true, 503 before. 0, or -1 with err set. */

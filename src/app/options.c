@@ -35,7 +35,19 @@ const char *app_options_usage(void)
            "                      service account's namespace when in a cluster\n"
            "  --metrics-bind-address ADDR\n"
            "                      serve Prometheus metrics on /metrics at ADDR (:PORT,\n"
-           "                      HOST:PORT, [V6]:PORT); 0 turns it off; default :8080\n"
+           "                      HOST:PORT, [V6]:PORT); 0 turns it off; default :8443\n"
+           "                      (:8080 with --metrics-secure=false)\n"
+           "  --metrics-secure[=true|false]\n"
+           "                      metrics over HTTPS, only to callers whose bearer token\n"
+           "                      may get /metrics (TokenReview, SubjectAccessReview);\n"
+           "                      default true; false serves plain HTTP to anyone\n"
+           "  --metrics-cert-path DIR\n"
+           "                      directory of the metrics certificate and key; default:\n"
+           "                      a self-signed certificate made at start\n"
+           "  --metrics-cert-name FILE\n"
+           "                      the certificate in DIR; default tls.crt\n"
+           "  --metrics-cert-key FILE\n"
+           "                      the private key in DIR; default tls.key\n"
            "  --health-probe-bind-address ADDR\n"
            "                      serve /healthz and /readyz at ADDR; 0 turns it off;\n"
            "                      default :8081\n"
@@ -48,6 +60,18 @@ static int app_parse_format(const char *s, bool *json)
     if (strcmp(s, "text") != 0 && strcmp(s, "json") != 0)
         return -1;
     *json = strcmp(s, "json") == 0;
+    return 0;
+}
+
+/* A boolean flag as Go's flag package takes it: bare, =true or =false. */
+static int app_parse_bool(const char *arg, bool *out)
+{
+    if (!arg || strcmp(arg, "true") == 0)
+        *out = true;
+    else if (strcmp(arg, "false") == 0)
+        *out = false;
+    else
+        return -1;
     return 0;
 }
 
@@ -85,6 +109,10 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
         OPT_LEADER_NS,
         OPT_METRICS_ADDR,
         OPT_HEALTH_ADDR,
+        OPT_METRICS_SECURE,
+        OPT_METRICS_CERT_PATH,
+        OPT_METRICS_CERT_NAME,
+        OPT_METRICS_CERT_KEY,
     };
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
@@ -97,6 +125,10 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
         {"leader-election-namespace", required_argument, NULL, OPT_LEADER_NS},
         {"metrics-bind-address", required_argument, NULL, OPT_METRICS_ADDR},
         {"health-probe-bind-address", required_argument, NULL, OPT_HEALTH_ADDR},
+        {"metrics-secure", optional_argument, NULL, OPT_METRICS_SECURE},
+        {"metrics-cert-path", required_argument, NULL, OPT_METRICS_CERT_PATH},
+        {"metrics-cert-name", required_argument, NULL, OPT_METRICS_CERT_NAME},
+        {"metrics-cert-key", required_argument, NULL, OPT_METRICS_CERT_KEY},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -106,7 +138,9 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
     o->namespace_ = getenv_fn("WATCH_NAMESPACE");
     o->leader_election_id = "modelpool-operator";
     o->leader_election_ns = getenv_fn("POD_NAMESPACE");
-    o->metrics_addr = ":8080";
+    o->metrics_secure = true;
+    o->metrics_cert_name = "tls.crt";
+    o->metrics_cert_key = "tls.key";
     o->health_addr = ":8081";
     const char *level = getenv_fn("LOG_LEVEL");
     if (level && *level && app_parse_level(level, &o->log_level) < 0) {
@@ -169,6 +203,21 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
         case OPT_HEALTH_ADDR:
             o->health_addr = optarg;
             break;
+        case OPT_METRICS_SECURE:
+            if (app_parse_bool(optarg, &o->metrics_secure) < 0) {
+                snprintf(err, errlen, "--metrics-secure=%s: want true or false", optarg);
+                return -1;
+            }
+            break;
+        case OPT_METRICS_CERT_PATH:
+            o->metrics_cert_path = optarg;
+            break;
+        case OPT_METRICS_CERT_NAME:
+            o->metrics_cert_name = optarg;
+            break;
+        case OPT_METRICS_CERT_KEY:
+            o->metrics_cert_key = optarg;
+            break;
         case 'h':
             o->help = true;
             break;
@@ -197,6 +246,20 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
         snprintf(err, errlen, "--leader-election-id must not be empty");
         return -1;
     }
+    if (o->metrics_cert_path && !*o->metrics_cert_path)
+        o->metrics_cert_path = NULL;
+    if (!*o->metrics_cert_name || !*o->metrics_cert_key) {
+        snprintf(err, errlen, "--metrics-cert-name and --metrics-cert-key must not be empty");
+        return -1;
+    }
+    if (o->metrics_cert_path && !o->metrics_secure) {
+        snprintf(err, errlen,
+                 "--metrics-cert-path needs --metrics-secure (plain HTTP has no "
+                 "certificate)");
+        return -1;
+    }
+    if (!o->metrics_addr) /* the ports kubebuilder's manifests use for each */
+        o->metrics_addr = o->metrics_secure ? ":8443" : ":8080";
     struct sockaddr_storage ms, hs;
     socklen_t ml, hl;
     char why[160];

@@ -1,5 +1,6 @@
 /* telemetry: process series are read from /proc when a scrape asks (nothing polls); API requests
- * are counted as the client reports each attempt. Both servers answer GET (and HEAD) only. */
+ * are counted as the client reports each attempt. Both servers answer GET (and HEAD) only. A
+ * secure scrape waits (its connection suspended) for kube_access's verdict. */
 #include "app/telemetry.h"
 
 #include <dirent.h>
@@ -8,12 +9,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "app/log.h"
 #include "httpd/httpd.h"
+#include "httpd/tls.h"
+#include "kube/access.h"
 
 struct telemetry {
     metrics *reg;
     metrics_family *api, *cpu, *rss, *rss_peak, *fds, *start;
     httpd *metrics_srv, *health_srv;
+    httpd_tls tls;       /* set by telemetry_secure */
+    kube_access *access; /* idem: who may scrape */
     bool (*ready)(void *ud);
     void *ready_ud;
 };
@@ -114,9 +120,11 @@ void telemetry_free(telemetry *t)
 {
     if (!t)
         return;
+    kube_access_free(t->access); /* first: its checks hold requests of the metrics server */
     httpd_stop(t->metrics_srv);
     httpd_stop(t->health_srv);
     metrics_free(t->reg);
+    httpd_tls_clear(&t->tls);
     free(t);
 }
 
@@ -148,15 +156,20 @@ static bool telemetry_method_ok(const char *method, httpd_reply *out)
     return false;
 }
 
-static void telemetry_on_metrics(void *ud, const char *method, const char *path, httpd_reply *out)
+/* Method and path: the answer when they are wrong (true), before any access review. */
+static bool telemetry_metrics_refused(const char *method, const char *path, httpd_reply *out)
 {
-    telemetry *t = ud;
     if (!telemetry_method_ok(method, out))
-        return;
+        return true;
     if (strcmp(path, "/metrics") != 0) {
         telemetry_text(out, 404, "not found: metrics are at /metrics\n");
-        return;
+        return true;
     }
+    return false;
+}
+
+static void telemetry_render(telemetry *t, httpd_reply *out)
+{
     size_t len = 0;
     char *text = metrics_render(t->reg, &len);
     if (!text) {
@@ -167,6 +180,85 @@ static void telemetry_on_metrics(void *ud, const char *method, const char *path,
                          .content_type = "text/plain; version=0.0.4; charset=utf-8",
                          .body = text,
                          .len = len};
+}
+
+static void telemetry_on_metrics(void *ud, const char *method, const char *path, httpd_reply *out)
+{
+    if (!telemetry_metrics_refused(method, path, out))
+        telemetry_render(ud, out);
+}
+
+static void telemetry_on_access(void *ud, int code, const char *why)
+{
+    httpd_req *req = ud;
+    telemetry *t = httpd_req_ud(req);
+    httpd_reply out = {0};
+    char c[8];
+    snprintf(c, sizeof(c), "%d", code);
+    if (code == 200) {
+        log_kv(LOG_TRACE, "metrics scrape allowed", "why", why, NULL);
+        telemetry_render(t, &out);
+    } else if (code == 401 || code == 403) {
+        log_kv(LOG_DEBUG, "metrics scrape refused", "code", c, "why", why, NULL);
+        telemetry_text(&out, (unsigned)code, code == 401 ? "Unauthorized\n" : "Forbidden\n");
+    } else {
+        /* Never an open door: the caller is refused until the API server can vouch for it. */
+        log_kv(LOG_ERROR, "metrics scrape refused: access could not be checked", "code", c, "why",
+               why, NULL);
+        telemetry_text(&out, 503, "Service Unavailable: access could not be checked\n");
+    }
+    httpd_req_reply(req, &out);
+}
+
+static void telemetry_on_secure_metrics(void *ud, httpd_req *req)
+{
+    telemetry *t = ud;
+    httpd_reply out = {0};
+    if (telemetry_metrics_refused(httpd_req_method(req), httpd_req_path(req), &out)) {
+        httpd_req_reply(req, &out);
+        return;
+    }
+    kube_access_check(t->access, httpd_req_header(req, "Authorization"), telemetry_on_access, req);
+}
+
+int telemetry_secure(telemetry *t, const telemetry_secure_opts *o, char *err, size_t errlen)
+{
+    char why[300];
+    if (o->cert_dir) {
+        if (httpd_tls_load(&t->tls, o->cert_dir, o->cert_name, o->key_name, why, sizeof(why)) < 0) {
+            snprintf(err, errlen, "metrics certificate: %s", why);
+            return -1;
+        }
+        log_kv(LOG_INFO, "metrics over HTTPS", "certificate", o->cert_dir, NULL);
+    } else {
+        /* As controller-runtime does without a certificate: good for encryption, and for
+         * scrapers that pin this certificate, not for anyone who must verify a CA. */
+        char host[256] = "", list[400] = "";
+        gethostname(host, sizeof(host) - 1);
+        const char *ip = getenv("POD_IP");
+        const char *names[5] = {0};
+        size_t n = 0;
+        if (host[0] && httpd_tls_name_ok(host)) /* a host name is not always a DNS name */
+            names[n++] = host;
+        names[n++] = "localhost";
+        if (ip && *ip && strcmp(ip, "127.0.0.1") != 0)
+            names[n++] = ip;
+        names[n++] = "127.0.0.1";
+        if (httpd_tls_self_signed(&t->tls, names, why, sizeof(why)) < 0) {
+            snprintf(err, errlen, "metrics certificate: %s", why);
+            return -1;
+        }
+        for (size_t i = 0; i < n; i++)
+            snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? "," : "",
+                     names[i]);
+        log_kv(LOG_INFO, "metrics over HTTPS with a self-signed certificate", "names", list, NULL);
+    }
+    kube_access_opts ao = {.path = "/metrics", .verb = "get"};
+    if (!(t->access = kube_access_new(o->client, &ao))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
 }
 
 static void telemetry_on_health(void *ud, const char *method, const char *path, httpd_reply *out)
@@ -190,9 +282,15 @@ int telemetry_serve(telemetry *t, ev_loop *loop, const char *metrics_addr, const
     t->ready = ready;
     t->ready_ud = ready_ud;
     char why[200];
+    httpd_config mc = {.bind = metrics_addr, .answer = telemetry_on_metrics, .ud = t};
+    if (t->access) {
+        mc.answer = NULL;
+        mc.request = telemetry_on_secure_metrics;
+        mc.tls_cert_pem = t->tls.cert_pem;
+        mc.tls_key_pem = t->tls.key_pem;
+    }
     if (strcmp(metrics_addr, "0") != 0 &&
-        !(t->metrics_srv =
-              httpd_start(loop, metrics_addr, telemetry_on_metrics, t, why, sizeof(why)))) {
+        !(t->metrics_srv = httpd_start_config(loop, &mc, why, sizeof(why)))) {
         snprintf(err, errlen, "metrics server: %s", why);
         return -1;
     }

@@ -1,7 +1,8 @@
 /* httpd: libmicrohttpd in "external epoll" mode. MHD keeps its own epoll set; its fd becomes
  * readable whenever a listener or connection needs work, and MHD_get_timeout says when idle
  * connections must be looked at, so one ev fd and one ev timer drive the whole server. Requests
- * are GETs with no body worth reading; anything uploaded is discarded. */
+ * are GETs with no body worth reading; anything uploaded is discarded. An answer that needs the
+ * network (an access review) suspends its connection until the reply comes. */
 #include "httpd/httpd.h"
 
 #include <arpa/inet.h>
@@ -19,6 +20,19 @@
 /* Scrapers and probes are few; a flood of connections must not exhaust our fds. */
 #define HTTPD_MAX_CONNECTIONS 64
 
+/* TLS 1.2 and 1.3 only, as Go servers (kubebuilder's metrics endpoint) accept by default. */
+#define HTTPD_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
+struct httpd_req {
+    httpd *h;
+    struct MHD_Connection *conn;
+    const char *method, *path; /* MHD's, valid for the request's life */
+    httpd_reply reply;
+    bool replied;
+    bool suspended;
+    httpd_req *prev, *next; /* the server's list of requests being answered asynchronously */
+};
+
 struct httpd {
     ev_loop *loop;
     struct MHD_Daemon *d;
@@ -26,12 +40,17 @@ struct httpd {
     int port;
     uint64_t timer;
     httpd_answer_fn answer;
+    httpd_request_fn request;
     void *ud;
+    char *tls_cert, *tls_key; /* kept until MHD stops: it may read them after the start */
+    httpd_req *reqs;
     char lasterr[160]; /* MHD's last log line: the reason a start failed */
 };
 
 /* The first call for a request only announces it; MHD expects the answer on a later call. */
 static char httpd_seen;
+
+static void httpd_on_timer(ev_loop *loop, void *ud);
 
 int httpd_parse_bind(const char *s, struct sockaddr_storage *ss, socklen_t *len, char *err,
                      size_t errlen)
@@ -102,6 +121,44 @@ __attribute__((format(printf, 2, 0))) static void httpd_on_log(void *cls, const 
     h->lasterr[strcspn(h->lasterr, "\n")] = 0;
 }
 
+static enum MHD_Result httpd_queue(struct MHD_Connection *conn, httpd_reply *r)
+{
+    struct MHD_Response *resp =
+        r->body ? MHD_create_response_from_buffer(r->len, r->body, MHD_RESPMEM_MUST_FREE)
+                : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!resp) {
+        free(r->body);
+        r->body = NULL;
+        return MHD_NO;
+    }
+    r->body = NULL; /* the response owns it now */
+    enum MHD_Result ret = MHD_add_response_header(
+        resp, "Content-Type", r->content_type ? r->content_type : "text/plain; charset=utf-8");
+    if (ret == MHD_YES && r->code == 401)
+        ret = MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+    if (ret == MHD_YES)
+        ret = MHD_queue_response(conn, r->code ? r->code : 500, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static void httpd_req_unlink(httpd_req *r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        r->h->reqs = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+}
+
+static void httpd_req_free(httpd_req *r)
+{
+    httpd_req_unlink(r);
+    free(r->reply.body);
+    free(r);
+}
+
 static enum MHD_Result httpd_on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                         const char *method, const char *version, const char *upload,
                                         size_t *upload_size, void **req_cls)
@@ -117,24 +174,78 @@ static enum MHD_Result httpd_on_request(void *cls, struct MHD_Connection *conn, 
         *upload_size = 0;
         return MHD_YES;
     }
-    httpd_reply r = {0};
-    h->answer(h->ud, method, url, &r);
-    struct MHD_Response *resp =
-        r.body ? MHD_create_response_from_buffer(r.len, r.body, MHD_RESPMEM_MUST_FREE)
-               : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-    if (!resp) {
-        free(r.body);
-        return MHD_NO;
+    if (*req_cls == &httpd_seen && h->answer) {
+        httpd_reply r = {0};
+        h->answer(h->ud, method, url, &r);
+        return httpd_queue(conn, &r);
     }
-    enum MHD_Result ret = MHD_add_response_header(
-        resp, "Content-Type", r.content_type ? r.content_type : "text/plain; charset=utf-8");
-    if (ret == MHD_YES)
-        ret = MHD_queue_response(conn, r.code ? r.code : 500, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    httpd_req *r = *req_cls;
+    if (r == (void *)&httpd_seen) {
+        if (!(r = calloc(1, sizeof(*r))))
+            return MHD_NO;
+        *r = (httpd_req){.h = h, .conn = conn, .method = method, .path = url, .next = h->reqs};
+        if (h->reqs)
+            h->reqs->prev = r;
+        h->reqs = r;
+        *req_cls = r; /* freed when MHD says the request is over (httpd_on_completed) */
+        h->request(h->ud, r);
+        if (!r->replied) {
+            r->suspended = true;
+            MHD_suspend_connection(conn);
+            return MHD_YES;
+        }
+    }
+    if (!r->replied) /* resumed without a reply: the server is stopping */
+        return MHD_YES;
+    return httpd_queue(conn, &r->reply);
 }
 
-static void httpd_on_timer(ev_loop *loop, void *ud);
+static void httpd_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                               enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    if (*req_cls && *req_cls != (void *)&httpd_seen)
+        httpd_req_free(*req_cls);
+    *req_cls = NULL;
+}
+
+const char *httpd_req_method(const httpd_req *r)
+{
+    return r->method;
+}
+
+const char *httpd_req_path(const httpd_req *r)
+{
+    return r->path;
+}
+
+const char *httpd_req_header(const httpd_req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+void *httpd_req_ud(const httpd_req *r)
+{
+    return r->h->ud;
+}
+
+void httpd_req_reply(httpd_req *r, httpd_reply *reply)
+{
+    r->reply = *reply;
+    *reply = (httpd_reply){0};
+    r->replied = true;
+    if (!r->suspended)
+        return; /* answered inside the request callback: httpd_on_request queues it */
+    r->suspended = false;
+    MHD_resume_connection(r->conn);
+    /* MHD picks the connection up on its next run; run it from the loop, not from inside the
+     * caller (which may be any callback). */
+    httpd *h = r->h;
+    ev_timer_cancel(h->loop, h->timer);
+    h->timer = ev_timer_add(h->loop, 0, httpd_on_timer, h);
+}
 
 /* After every run MHD may have work queued that no fd will announce (a connection whose request
  * is complete, one that timed out); its timeout says so, 0 meaning "run again now". */
@@ -167,12 +278,28 @@ static void httpd_on_fd(ev_loop *loop, int fd, int events, void *ud)
 httpd *httpd_start(ev_loop *loop, const char *bind, httpd_answer_fn answer, void *ud, char *err,
                    size_t errlen)
 {
+    httpd_config cfg = {.bind = bind, .answer = answer, .ud = ud};
+    return httpd_start_config(loop, &cfg, err, errlen);
+}
+
+httpd *httpd_start_config(ev_loop *loop, const httpd_config *cfg, char *err, size_t errlen)
+{
     struct sockaddr_storage ss;
     socklen_t sl;
+    const char *bind = cfg->bind;
     int rc = httpd_parse_bind(bind, &ss, &sl, err, errlen);
     if (rc != 0) {
         if (rc > 0)
             snprintf(err, errlen, "bind address 0 means no server");
+        return NULL;
+    }
+    bool tls = cfg->tls_cert_pem || cfg->tls_key_pem;
+    if (tls && (!cfg->tls_cert_pem || !cfg->tls_key_pem)) {
+        snprintf(err, errlen, "TLS needs both a certificate and a key");
+        return NULL;
+    }
+    if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        snprintf(err, errlen, "libmicrohttpd was built without TLS support");
         return NULL;
     }
     httpd *h = calloc(1, sizeof(*h));
@@ -181,21 +308,41 @@ httpd *httpd_start(ev_loop *loop, const char *bind, httpd_answer_fn answer, void
         return NULL;
     }
     h->loop = loop;
-    h->answer = answer;
-    h->ud = ud;
+    h->answer = cfg->answer;
+    h->request = cfg->request;
+    h->ud = cfg->ud;
     h->epfd = -1;
+    if (tls &&
+        (!(h->tls_cert = strdup(cfg->tls_cert_pem)) || !(h->tls_key = strdup(cfg->tls_key_pem)))) {
+        snprintf(err, errlen, "out of memory");
+        httpd_stop(h);
+        return NULL;
+    }
     unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    if (h->request)
+        flags |= MHD_ALLOW_SUSPEND_RESUME; /* its wake-up fd sits in MHD's epoll set */
+    if (tls)
+        flags |= MHD_USE_TLS;
     uint16_t port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                                    : ((struct sockaddr_in *)&ss)->sin_port);
+    struct MHD_OptionItem tls_opts[] = {
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls_cert},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls_key},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)HTTPD_TLS_PRIORITIES},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (!tls)
+        tls_opts[0].option = MHD_OPTION_END;
     /* MHD sets SO_REUSEADDR by default (a restarted server need not wait out TIME_WAIT) but not
      * SO_REUSEPORT, so a port another process holds is an error, not a shared listener. */
     h->d = MHD_start_daemon(flags, port, NULL, NULL, httpd_on_request, h, MHD_OPTION_SOCK_ADDR,
                             (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_TIMEOUT,
                             (unsigned)HTTPD_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT,
                             (unsigned)HTTPD_MAX_CONNECTIONS, MHD_OPTION_EXTERNAL_LOGGER,
-                            httpd_on_log, h, MHD_OPTION_END);
+                            httpd_on_log, h, MHD_OPTION_NOTIFY_COMPLETED, httpd_on_completed, h,
+                            MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
     const union MHD_DaemonInfo *info =
         h->d ? MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
     if (info)
@@ -224,7 +371,20 @@ void httpd_stop(httpd *h)
     if (h->epfd >= 0)
         ev_fd_clear(h->loop, h->epfd);
     ev_timer_cancel(h->loop, h->timer);
+    /* MHD refuses to stop with suspended connections: resumed unanswered, they are closed. */
+    for (httpd_req *r = h->reqs; r; r = r->next)
+        if (r->suspended) {
+            r->suspended = false;
+            MHD_resume_connection(r->conn);
+        }
     if (h->d)
         MHD_stop_daemon(h->d);
+    /* Requests MHD dropped without telling (suspended ones, at shutdown). */
+    while (h->reqs)
+        httpd_req_free(h->reqs);
+    if (h->tls_key)
+        explicit_bzero(h->tls_key, strlen(h->tls_key)); /* no private key left in freed memory */
+    free(h->tls_key);
+    free(h->tls_cert);
     free(h);
 }

@@ -41,9 +41,9 @@ for k in crd rbac manager default; do
 	kubectl kustomize "$top/config/$k" >"$MP_STATE_DIR/$k.yaml" || fail "kubectl kustomize config/$k"
 done
 expect_eq "objects in config/default" \
-	"ClusterRole/modelpool-operator ClusterRoleBinding/modelpool-operator CustomResourceDefinition/modelpools.inference.llmkube.dev Deployment/modelpool-operator Namespace/modelpool-system Role/modelpool-operator-leader-election RoleBinding/modelpool-operator-leader-election ServiceAccount/modelpool-operator" \
+	"ClusterRole/modelpool-operator ClusterRole/modelpool-operator-metrics-reader ClusterRoleBinding/modelpool-operator CustomResourceDefinition/modelpools.inference.llmkube.dev Deployment/modelpool-operator Namespace/modelpool-system Role/modelpool-operator-leader-election RoleBinding/modelpool-operator-leader-election Service/modelpool-operator-metrics-service ServiceAccount/modelpool-operator" \
 	"$(kubectl_admin create --dry-run=client -f "$MP_STATE_DIR/default.yaml" -o 'jsonpath={.kind}/{.metadata.name}{"\n"}' |
-		sort | tr '\n' ' ' | sed 's/ $//')"
+		LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//')"
 # Namespaced objects all land in modelpool-system; the CRD and cluster RBAC carry no namespace.
 expect_eq "namespaces in config/default" "$sys" \
 	"$(kubectl_admin create --dry-run=client -f "$MP_STATE_DIR/default.yaml" -o 'jsonpath={.metadata.namespace}{"\n"}' |
@@ -84,7 +84,7 @@ kubectl_admin create --save-config -f "$top/config/manager/namespace.yaml" >/dev
 out=$(kubectl_admin apply -k "$top/config/default" --dry-run=server 2>&1) || fail "server dry run failed:"$'\n'"$out"
 echo "$out" >&2
 grep -qi 'warning' <<<"$out" && fail "server dry run warned"
-expect_eq "objects the dry run would touch" 8 "$(grep -c '(server dry run)$' <<<"$out")"
+expect_eq "objects the dry run would touch" 10 "$(grep -c '(server dry run)$' <<<"$out")"
 expect_fail "NotFound" kubectl_admin get crd modelpools.inference.llmkube.dev
 expect_fail "NotFound" kubectl_admin -n "$sys" get deployment modelpool-operator
 
@@ -95,7 +95,7 @@ grep -qi 'warning' <<<"$out" && fail "apply warned"
 kubectl_admin wait --for=condition=Established --timeout=60s crd/modelpools.inference.llmkube.dev >/dev/null
 wait_for 60 kubectl_admin get modelpools --all-namespaces
 out=$(kubectl_admin apply -k "$top/config/default" 2>&1)
-expect_eq "objects unchanged by a second apply" 8 "$(grep -c ' unchanged$' <<<"$out")"
+expect_eq "objects unchanged by a second apply" 10 "$(grep -c ' unchanged$' <<<"$out")"
 kubectl_admin -n "$sys" get serviceaccount/modelpool-operator role/modelpool-operator-leader-election \
 	rolebinding/modelpool-operator-leader-election deployment/modelpool-operator >/dev/null
 kubectl_admin get clusterrole/modelpool-operator clusterrolebinding/modelpool-operator >/dev/null
@@ -108,9 +108,9 @@ expect_eq "serviceAccountName" modelpool-operator "$(dget $d modelpool-operator 
 expect_eq "automountServiceAccountToken" true "$(dget $d modelpool-operator '{.spec.template.spec.automountServiceAccountToken}')"
 expect_eq "terminationGracePeriodSeconds" 30 "$(dget $d modelpool-operator '{.spec.template.spec.terminationGracePeriodSeconds}')"
 expect_eq "image" "modelpool-operator:latest/IfNotPresent" "$(dget $d modelpool-operator "$c.image}/$c.imagePullPolicy}")"
-expect_eq "args" "--leader-elect --metrics-bind-address=:8080 --health-probe-bind-address=:8081" \
+expect_eq "args" "--leader-elect --metrics-bind-address=:8443 --metrics-secure=true --health-probe-bind-address=:8081" \
 	"$(dget $d modelpool-operator "$c.args[*]}")"
-expect_eq "ports" "metrics:8080 health:8081" \
+expect_eq "ports" "https:8443 health:8081" \
 	"$(dget $d modelpool-operator "{range .spec.template.spec.containers[0].ports[*]}{.name}:{.containerPort} {end}" | sed 's/ $//')"
 expect_eq "probes" "/healthz:health /readyz:health" \
 	"$(dget $d modelpool-operator "$c.livenessProbe.httpGet.path}:$c.livenessProbe.httpGet.port} $c.readinessProbe.httpGet.path}:$c.readinessProbe.httpGet.port}")"
@@ -122,6 +122,17 @@ expect_eq "container securityContext" "false/true/ALL" \
 	"$(dget $d modelpool-operator "$c.securityContext.allowPrivilegeEscalation}/$c.securityContext.readOnlyRootFilesystem}/$c.securityContext.capabilities.drop[*]}")"
 expect_eq "POD_NAMESPACE" "metadata.namespace" \
 	"$(dget $d modelpool-operator "$c.env[?(@.name==\"POD_NAMESPACE\")].valueFrom.fieldRef.fieldPath}")"
+expect_eq "POD_IP (a name of the self-signed metrics certificate)" "status.podIP" \
+	"$(dget $d modelpool-operator "$c.env[?(@.name==\"POD_IP\")].valueFrom.fieldRef.fieldPath}")"
+
+log "the metrics Service: HTTPS on 8443, selecting the Deployment's Pods"
+expect_eq "metrics Service port" "https/8443/https/TCP" \
+	"$(dget service modelpool-operator-metrics-service '{range .spec.ports[*]}{.name}/{.port}/{.targetPort}/{.protocol}{end}')"
+expect_eq "metrics Service selector = the Pod template's labels" \
+	"$(dget $d modelpool-operator '{.spec.template.metadata.labels}')" \
+	"$(dget service modelpool-operator-metrics-service '{.spec.selector}')"
+expect_eq "metrics-reader ClusterRole" '[{"nonResourceURLs":["/metrics"],"verbs":["get"]}]' \
+	"$(kubectl_admin get clusterrole modelpool-operator-metrics-reader -o 'jsonpath={.rules}')"
 
 log "a Pod from the template is admitted under the namespace's enforced restricted Pod Security Standard"
 # No kubelet or controller-manager here, so the Deployment never makes Pods; create one from its template
@@ -155,6 +166,9 @@ for v in create patch; do
 	can "$v" events.events.k8s.io -n default
 done
 for v in get create update; do can "$v" leases.coordination.k8s.io -n "$sys"; done
+# Secure metrics: each scraper's token and rights are reviewed by the API server.
+can create tokenreviews.authentication.k8s.io -A
+can create subjectaccessreviews.authorization.k8s.io -A
 
 log "and cannot do what it must not"
 cannot delete pods -A
@@ -187,6 +201,8 @@ cannot create serviceaccounts --subresource=token -n "$sys"
 cannot escalate clusterroles.rbac.authorization.k8s.io -A
 cannot update clusterroles.rbac.authorization.k8s.io -A
 cannot impersonate serviceaccounts -A
+# The operator reviews scrapers; it may not read its own metrics endpoint's path for itself.
+cannot get /metrics
 
 log "real requests with the operator identity: allowed ones go through, the rest are Forbidden"
 # A pool with one member, by admin.

@@ -128,7 +128,7 @@ static void test_server_flags(void **state)
     app_options o;
     char err[200];
     assert_int_equal(parse(&o, err, sizeof(err), 1), 0);
-    assert_string_equal(o.metrics_addr, ":8080");
+    assert_string_equal(o.metrics_addr, ":8443");
     assert_string_equal(o.health_addr, ":8081");
     assert_int_equal(parse(&o, err, sizeof(err), 3, "--metrics-bind-address=127.0.0.1:9090",
                            "--health-probe-bind-address=[::1]:0"),
@@ -154,6 +154,52 @@ static void test_server_flags(void **state)
     assert_non_null(strstr(err, "not an IPv4 address"));
 }
 
+static void test_metrics_security_flags(void **state)
+{
+    (void)state;
+    memset(test_env_kv, 0, sizeof(test_env_kv));
+    app_options o;
+    char err[200];
+    /* Secure by default, with kubebuilder's port and file names. */
+    assert_int_equal(parse(&o, err, sizeof(err), 1), 0);
+    assert_true(o.metrics_secure);
+    assert_null(o.metrics_cert_path);
+    assert_string_equal(o.metrics_cert_name, "tls.crt");
+    assert_string_equal(o.metrics_cert_key, "tls.key");
+    /* Plain HTTP keeps the old default port; an explicit address wins either way. */
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "--metrics-secure=false"), 0);
+    assert_false(o.metrics_secure);
+    assert_string_equal(o.metrics_addr, ":8080");
+    assert_int_equal(
+        parse(&o, err, sizeof(err), 3, "--metrics-secure=false", "--metrics-bind-address=:9000"),
+        0);
+    assert_string_equal(o.metrics_addr, ":9000");
+    /* The last occurrence wins, as with Go flags; bare means true. */
+    assert_int_equal(parse(&o, err, sizeof(err), 3, "--metrics-secure=false", "--metrics-secure"),
+                     0);
+    assert_true(o.metrics_secure);
+    assert_string_equal(o.metrics_addr, ":8443");
+    assert_int_equal(parse(&o, err, sizeof(err), 5, "--metrics-cert-path", "/certs",
+                           "--metrics-cert-name=c.pem", "--metrics-cert-key=k.pem"),
+                     0);
+    assert_string_equal(o.metrics_cert_path, "/certs");
+    assert_string_equal(o.metrics_cert_name, "c.pem");
+    assert_string_equal(o.metrics_cert_key, "k.pem");
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "--metrics-cert-path="), 0);
+    assert_null(o.metrics_cert_path);
+
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "--metrics-secure=yes"), -1);
+    assert_non_null(strstr(err, "--metrics-secure=yes: want true or false"));
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "--metrics-cert-key="), -1);
+    assert_non_null(strstr(err, "must not be empty"));
+    assert_int_equal(
+        parse(&o, err, sizeof(err), 3, "--metrics-secure=false", "--metrics-cert-path=/c"), -1);
+    assert_non_null(strstr(err, "--metrics-cert-path needs --metrics-secure"));
+    /* The secure default port still must not clash with the health port. */
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "--health-probe-bind-address=:8443"), -1);
+    assert_non_null(strstr(err, "different ports"));
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -175,9 +221,13 @@ static void test_bad_input(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),           cmocka_unit_test(test_flags),
-        cmocka_unit_test(test_env_and_precedence), cmocka_unit_test(test_leader_flags),
-        cmocka_unit_test(test_server_flags),       cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_flags),
+        cmocka_unit_test(test_env_and_precedence),
+        cmocka_unit_test(test_leader_flags),
+        cmocka_unit_test(test_server_flags),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_metrics_security_flags),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
