@@ -32,6 +32,7 @@ run_rendered_operator() {
 	mapfile -t op_env < <(jq -r --arg ns "$sys" '.spec.template.spec.containers[0].env[] |
 		if .valueFrom.fieldRef.fieldPath == "metadata.namespace" then "\(.name)=\($ns)"
 		elif .valueFrom.fieldRef.fieldPath == "metadata.name" then "\(.name)=modelpool-operator-helm-test"
+		elif .valueFrom.fieldRef.fieldPath == "status.podIP" then "\(.name)=127.0.0.1"
 		elif has("value") then "\(.name)=\(.value)"
 		else error("env \(.name): no stand-in for \(.valueFrom)") end' "$s/deployment.json")
 	echo "operator: ${op_env[*]} modelpool-operator ${op_args[*]}" >&2
@@ -40,6 +41,11 @@ run_rendered_operator() {
 	MP_OPERATOR_PID=$!
 }
 healthy() { curl -fsS "http://127.0.0.1:$hport/readyz"; }
+# scrape_code: the HTTP status of a scrape over HTTPS with the token of monitoring/prometheus.
+scrape_code() {
+	curl -sk -o "$s/metrics.txt" -w '%{http_code}' -H "Authorization: Bearer $reader" \
+		"https://127.0.0.1:$mport/metrics" || true
+}
 gone() { ! kubectl_admin "$@" >/dev/null 2>&1; }
 
 log "members' CRD (their controller's) and the simulator; then helm install, ports $mport/$hport"
@@ -68,7 +74,14 @@ kubectl_admin scale isvc qwen-7b --replicas=1 >/dev/null
 wait_for 90 pool_is shared-gpu Ready qwen-7b
 expect_eq "replicas after the swap" "0 1" "$(isvc_get llama-8b '{.spec.replicas}') $(isvc_get qwen-7b '{.spec.replicas}')"
 wait_for 30 healthy
-curl -fsS "http://127.0.0.1:$mport/metrics" >"$s/metrics.txt" || fail "no /metrics on the chart's port $mport"
+# A Prometheus's ServiceAccount bound to the chart's metrics-reader ClusterRole, as NOTES tells.
+kubectl_admin create namespace monitoring >/dev/null
+kubectl_admin -n monitoring create serviceaccount prometheus >/dev/null
+kubectl_admin create clusterrolebinding prometheus-metrics --clusterrole=modelpool-operator-metrics-reader \
+	--serviceaccount=monitoring:prometheus >/dev/null
+reader=$(kubectl_admin -n monitoring create token prometheus)
+expect_eq "scrape without a token" 401 "$(curl -sk -o /dev/null -w '%{http_code}' "https://127.0.0.1:$mport/metrics" || true)"
+expect_eq "scrape with metrics-reader's token (the chart's review rights)" 200 "$(scrape_code)"
 grep -Eq '^modelpool_swaps_total\{namespace="default",pool="shared-gpu"\} [1-9]' "$s/metrics.txt" ||
 	fail "no swap in /metrics: $(grep swaps_total "$s/metrics.txt")"
 expect_eq "Lease holder (leader election from the chart's flag and Role)" modelpool-operator-helm-test \
@@ -93,17 +106,23 @@ kubectl_admin scale isvc llama-8b --replicas=1 >/dev/null
 wait_for 90 pool_is shared-gpu Ready llama-8b
 expect_eq "replicas after the swap back" "1 0" "$(isvc_get llama-8b '{.spec.replicas}') $(isvc_get qwen-7b '{.spec.replicas}')"
 head -n 1 "$MP_STATE_DIR/operator-upgraded.log" | jq -e . >/dev/null || fail "the log is not JSON after logging.format=json"
+# The reviews are cluster-scoped: with one namespace watched they come from the metrics-auth ClusterRole.
+expect_eq "scrape after narrowing to one namespace" 200 "$(scrape_code)"
 stop_operator
 
 log "helm uninstall: the operator's objects go; the CRD, the pool and its members stay as they were"
 helm uninstall modelpool-operator -n "$sys" >&2 || fail "helm uninstall"
 expect_eq "releases left" 0 "$(helm list -n "$sys" -o json | jq length)"
 for o in deployment/modelpool-operator serviceaccount/modelpool-operator role/modelpool-operator-leader-election \
-	rolebinding/modelpool-operator-leader-election; do
+	rolebinding/modelpool-operator-leader-election service/modelpool-operator-metrics-service; do
 	wait_for 60 gone -n "$sys" get "$o"
 done
 wait_for 60 gone -n default get role/modelpool-operator
 wait_for 60 gone -n default get rolebinding/modelpool-operator
+for o in clusterrole/modelpool-operator-metrics-reader clusterrole/modelpool-operator-metrics-auth \
+	clusterrolebinding/modelpool-operator-metrics-auth; do
+	wait_for 60 gone get "$o"
+done
 kubectl_admin get crd modelpools.$g >/dev/null || fail "helm uninstall deleted the CRD"
 expect_eq "the pool after uninstall" "Ready/llama-8b" "$(pool_get shared-gpu '{.status.phase}/{.status.residentMember}')"
 expect_eq "members' replicas after uninstall" "1 0" "$(isvc_get llama-8b '{.spec.replicas}') $(isvc_get qwen-7b '{.spec.replicas}')"

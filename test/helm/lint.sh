@@ -29,12 +29,12 @@ expect_eq "Chart.yaml appVersion (the binary says $binary_version)" "$binary_ver
 
 log "default values: the expected objects, the image pinned to appVersion"
 render "$s/default.yaml"
-expect_eq "objects" "ClusterRole/modelpool-operator ClusterRoleBinding/modelpool-operator CustomResourceDefinition/modelpools.inference.llmkube.dev Deployment/modelpool-operator Role/modelpool-operator-leader-election RoleBinding/modelpool-operator-leader-election ServiceAccount/modelpool-operator" \
+expect_eq "objects" "ClusterRole/modelpool-operator ClusterRole/modelpool-operator-metrics-reader ClusterRoleBinding/modelpool-operator CustomResourceDefinition/modelpools.inference.llmkube.dev Deployment/modelpool-operator Role/modelpool-operator-leader-election RoleBinding/modelpool-operator-leader-election Service/modelpool-operator-metrics-service ServiceAccount/modelpool-operator" \
 	"$(check kinds "$s/default.yaml" | paste -sd ' ' -)"
 d=Deployment/modelpool-operator
 c=spec.template.spec.containers[0]
 expect_eq "image" "modelpool-operator:$app_version" "$(check get "$s/default.yaml" $d $c.image)"
-expect_eq "args" '["--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"]' \
+expect_eq "args" '["--leader-elect", "--metrics-bind-address=:8443", "--metrics-secure=true", "--health-probe-bind-address=:8081"]' \
 	"$(check get "$s/default.yaml" $d $c.args)"
 
 log "README's values table matches values.yaml; each example renders and changes the render"
@@ -65,57 +65,76 @@ args_of() { check get "$1" $d $c.args; }
 
 log "watchNamespace: a Role and RoleBinding in that namespace replace the ClusterRole; --namespace is passed"
 f=$(example watchNamespace)
-expect_eq "objects" "CustomResourceDefinition/modelpools.inference.llmkube.dev Deployment/modelpool-operator Role/modelpool-operator Role/modelpool-operator-leader-election RoleBinding/modelpool-operator RoleBinding/modelpool-operator-leader-election ServiceAccount/modelpool-operator" \
+expect_eq "objects" "ClusterRole/modelpool-operator-metrics-auth ClusterRole/modelpool-operator-metrics-reader ClusterRoleBinding/modelpool-operator-metrics-auth CustomResourceDefinition/modelpools.inference.llmkube.dev Deployment/modelpool-operator Role/modelpool-operator Role/modelpool-operator-leader-election RoleBinding/modelpool-operator RoleBinding/modelpool-operator-leader-election Service/modelpool-operator-metrics-service ServiceAccount/modelpool-operator" \
 	"$(check kinds "$f" | paste -sd ' ' -)"
 expect_eq "Role namespace" team-a "$(check get "$f" Role/modelpool-operator metadata.namespace)"
 expect_eq "RoleBinding namespace" team-a "$(check get "$f" RoleBinding/modelpool-operator metadata.namespace)"
 expect_eq "RoleBinding subject" '[{"kind": "ServiceAccount", "name": "modelpool-operator", "namespace": "modelpool-system"}]' \
 	"$(check get "$f" RoleBinding/modelpool-operator subjects)"
-expect_eq "the Role's rules are the ClusterRole's" "$(check get "$s/default.yaml" ClusterRole/modelpool-operator rules)" \
-	"$(check get "$f" Role/modelpool-operator rules)"
+# The reviews of secure metrics are cluster-scoped: a ClusterRole of their own, not the Role.
+expect_eq "the Role's and metrics-auth's rules are the ClusterRole's" "$(check get "$s/default.yaml" ClusterRole/modelpool-operator rules)" \
+	"$(python3 -c 'import json, sys; print(json.dumps(json.loads(sys.argv[1]) + json.loads(sys.argv[2]), sort_keys=True))' \
+		"$(check get "$f" Role/modelpool-operator rules)" "$(check get "$f" ClusterRole/modelpool-operator-metrics-auth rules)")"
+expect_eq "metrics-auth binds the ServiceAccount" modelpool-system/modelpool-operator \
+	"$(check get "$f" ClusterRoleBinding/modelpool-operator-metrics-auth 'subjects[0].namespace')/$(check get "$f" ClusterRoleBinding/modelpool-operator-metrics-auth 'subjects[0].name')"
 grep -q -- '"--namespace=team-a"' <<<"$(args_of "$f")" || fail "no --namespace=team-a in $(args_of "$f")"
 
 log "leaderElection.enabled=false: no --leader-elect and no Lease rights"
 f=$(example leaderElection.enabled)
-expect_eq "args" '["--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"]' "$(args_of "$f")"
+expect_eq "args" '["--metrics-bind-address=:8443", "--metrics-secure=true", "--health-probe-bind-address=:8081"]' "$(args_of "$f")"
 check kinds "$f" | grep -q leader-election && fail "leader-election RBAC rendered with leader election off"
-expect_eq "leaderElection.id" '["--leader-elect", "--leader-election-id=modelpool-operator-b", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"]' \
+expect_eq "leaderElection.id" '["--leader-elect", "--leader-election-id=modelpool-operator-b", "--metrics-bind-address=:8443", "--metrics-secure=true", "--health-probe-bind-address=:8081"]' \
 	"$(args_of "$(example leaderElection.id)")"
 
 log "logging, ports, metrics off, extra args: the flags the operator gets"
 expect_eq "logging.level" "--log-level=1" "$(args_of "$(example logging.level)" | grep -o -- '--log-level=[0-9]*')"
 expect_eq "logging.format" "--log-format=json" "$(args_of "$(example logging.format)" | grep -o -- '--log-format=[a-z]*')"
 f=$(example metrics.port)
-expect_eq "metrics.port flag" "--metrics-bind-address=:9090" "$(args_of "$f" | grep -o -- '--metrics-bind-address=[^"]*')"
-expect_eq "metrics.port port" 9090 "$(check get "$f" $d $c.ports[0].containerPort)"
+expect_eq "metrics.port flag" "--metrics-bind-address=:9443" "$(args_of "$f" | grep -o -- '--metrics-bind-address=[^"]*')"
+expect_eq "metrics.port port" 9443 "$(check get "$f" $d $c.ports[0].containerPort)"
+expect_eq "the Service targets it by name" https/https \
+	"$(check get "$f" $d $c.ports[0].name)/$(check get "$f" Service/modelpool-operator-metrics-service spec.ports[0].targetPort)"
+f=$(example metrics.secure)
+expect_eq "metrics.secure=false: flags" "--metrics-bind-address=:8443 --metrics-secure=false" \
+	"$(args_of "$f" | grep -o -- '--metrics-[a-z-]*=[^"]*' | paste -sd ' ' -)"
+check kinds "$f" | grep -q metrics-reader && fail "metrics-reader rendered with plain HTTP metrics"
+check get "$f" ClusterRole/modelpool-operator rules | grep -q tokenreviews && fail "review rights with plain HTTP metrics"
+expect_eq "metrics.secure=false: port name" http "$(check get "$f" $d $c.ports[0].name)"
+f=$(example metrics.certSecret)
+expect_eq "metrics.certSecret: flag" "--metrics-cert-path=/etc/modelpool-operator/metrics-certs" \
+	"$(args_of "$f" | grep -o -- '--metrics-cert-path=[^"]*')"
+expect_eq "metrics.certSecret: mounted read-only" "/etc/modelpool-operator/metrics-certs/true/metrics-server-cert" \
+	"$(check get "$f" $d $c.volumeMounts[0].mountPath)/$(check get "$f" $d $c.volumeMounts[0].readOnly)/$(check get "$f" $d spec.template.spec.volumes[0].secret.secretName)"
 f=$(example health.port)
 expect_eq "health.port flag" "--health-probe-bind-address=:9091" "$(args_of "$f" | grep -o -- '--health-probe-bind-address=[^"]*')"
 expect_eq "health.port port (probes use its name)" "health:9091 health/health" \
 	"$(check get "$f" $d $c.ports[1].name):$(check get "$f" $d $c.ports[1].containerPort) $(check get "$f" $d $c.livenessProbe.httpGet.port)/$(check get "$f" $d $c.readinessProbe.httpGet.port)"
 f=$(example metrics.enabled)
-expect_eq "metrics off: flag" "--metrics-bind-address=0" "$(args_of "$f" | grep -o -- '--metrics-bind-address=[^"]*')"
+expect_eq "metrics off: flags" "--metrics-bind-address=0" "$(args_of "$f" | grep -o -- '--metrics-[a-z-]*=[^"]*' | paste -sd ' ' -)"
+check kinds "$f" | grep -Eq 'metrics-(reader|service)' && fail "metrics objects rendered with metrics off"
 expect_eq "metrics off: ports" '[{"containerPort": 8081, "name": "health", "protocol": "TCP"}]' "$(check get "$f" $d $c.ports)"
 expect_eq "extraArgs come last" '"--leader-election-namespace=modelpool-system"' \
 	"$(args_of "$(example extraArgs)" | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)[-1]))')"
 f=$(example metrics.podAnnotations)
-expect_eq "scrape annotations" 'true/8080//metrics' \
-	"$(for a in scrape port path; do check get "$f" $d "spec.template.metadata.annotations.prometheus\\.io/$a"; done | paste -sd / -)"
+expect_eq "scrape annotations" 'true/https/8443//metrics' \
+	"$(for a in scrape scheme port path; do check get "$f" $d "spec.template.metadata.annotations.prometheus\\.io/$a"; done | paste -sd / -)"
 
 log "serviceMonitor: a ServiceMonitor and the Service it selects; none where the kind is not served"
 f=$(example serviceMonitor.enabled)
-expect_eq "objects added" "Service/modelpool-operator-metrics ServiceMonitor/modelpool-operator" \
+expect_eq "objects added" "ServiceMonitor/modelpool-operator" \
 	"$(comm -13 <(check kinds "$s/default.yaml") <(check kinds "$f") | paste -sd ' ' -)"
 sm_sel=$(check get "$f" ServiceMonitor/modelpool-operator spec.selector.matchLabels)
-svc_labels=$(check get "$f" Service/modelpool-operator-metrics metadata.labels)
+svc_labels=$(check get "$f" Service/modelpool-operator-metrics-service metadata.labels)
 python3 -c 'import json, sys; sel, labels = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 sys.exit(0 if all(labels.get(k) == v for k, v in sel.items()) else "ServiceMonitor selector %s does not select the Service (%s)" % (sel, labels))' "$sm_sel" "$svc_labels"
-expect_eq "Service targets the metrics port" metrics "$(check get "$f" Service/modelpool-operator-metrics spec.ports[0].targetPort)"
+expect_eq "the ServiceMonitor scrapes HTTPS with Prometheus's token" "https/https//var/run/secrets/kubernetes.io/serviceaccount/token/true" \
+	"$(for p in port scheme bearerTokenFile tlsConfig.insecureSkipVerify; do check get "$f" ServiceMonitor/modelpool-operator "spec.endpoints[0].$p"; done | paste -sd / -)"
 helm template modelpool-operator "$chart" -n modelpool-system --set serviceMonitor.enabled=true >"$s/sm-unserved.yaml"
-expect_eq "no ServiceMonitor, no Service where the kind is not served" "$(check kinds "$s/default.yaml" | grep -v CustomResourceDefinition)" \
+expect_eq "no ServiceMonitor where the kind is not served" "$(check kinds "$s/default.yaml" | grep -v CustomResourceDefinition)" \
 	"$(check kinds "$s/sm-unserved.yaml")"
 
 log "rbac.create=false and serviceAccount.create=false: none of those objects, the named account used"
-expect_eq "rbac.create=false" "CustomResourceDefinition/modelpools.inference.llmkube.dev Deployment/modelpool-operator ServiceAccount/modelpool-operator" \
+expect_eq "rbac.create=false" "CustomResourceDefinition/modelpools.inference.llmkube.dev Deployment/modelpool-operator Service/modelpool-operator-metrics-service ServiceAccount/modelpool-operator" \
 	"$(check kinds "$(example rbac.create)" | paste -sd ' ' -)"
 f=$(example serviceAccount.create)
 check kinds "$f" | grep -q ServiceAccount/ && fail "serviceAccount.create=false rendered a ServiceAccount"
@@ -124,7 +143,7 @@ expect_eq "binding subject" existing-sa "$(check get "$f" ClusterRoleBinding/mod
 
 log "a release name without the chart's name prefixes every object; with it, names stay config/default's"
 helm template team-b "$chart" -n ops >"$s/team-b.yaml"
-expect_eq "objects of release team-b" "ClusterRole/team-b-modelpool-operator ClusterRoleBinding/team-b-modelpool-operator Deployment/team-b-modelpool-operator Role/team-b-modelpool-operator-leader-election RoleBinding/team-b-modelpool-operator-leader-election ServiceAccount/team-b-modelpool-operator" \
+expect_eq "objects of release team-b" "ClusterRole/team-b-modelpool-operator ClusterRole/team-b-modelpool-operator-metrics-reader ClusterRoleBinding/team-b-modelpool-operator Deployment/team-b-modelpool-operator Role/team-b-modelpool-operator-leader-election RoleBinding/team-b-modelpool-operator-leader-election Service/team-b-modelpool-operator-metrics-service ServiceAccount/team-b-modelpool-operator" \
 	"$(check kinds "$s/team-b.yaml" | paste -sd ' ' -)"
 
 log "wrong values are refused with the value's name"
@@ -143,6 +162,7 @@ bad "additional properties 'replicas' not allowed" --set replicas=3
 bad "/extraArgs" --set-json 'extraArgs=[1]'
 bad "replicaCount > 1 needs leaderElection.enabled" --set leaderElection.enabled=false
 bad "metrics.port and health.port must differ" --set metrics.port=8081
+bad "/metrics/certSecret" --set metrics.certSecret=Not_A_Name
 bad "serviceAccount.name is required" --set serviceAccount.create=false
 
 log "helm.lint: all checks passed"

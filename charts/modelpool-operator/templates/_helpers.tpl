@@ -73,6 +73,28 @@ by the ClusterRole, or by the Role in watchNamespace. Comments on each rule are 
   verbs: ["create", "patch"]
 {{- end }}
 
+{{/*
+Secure metrics: each scrape's token in a TokenReview, its user in a SubjectAccessReview. Both kinds are
+cluster-scoped, so a Role cannot grant them: they join the ClusterRole, or (watchNamespace) a ClusterRole
+of their own, <release>-metrics-auth.
+*/}}
+{{- define "modelpool-operator.reviewRules" -}}
+- apiGroups: ["authentication.k8s.io"]
+  resources: ["tokenreviews"]
+  verbs: ["create"]
+- apiGroups: ["authorization.k8s.io"]
+  resources: ["subjectaccessreviews"]
+  verbs: ["create"]
+{{- end }}
+{{- define "modelpool-operator.secureMetrics" -}}
+{{- if and .Values.metrics.enabled .Values.metrics.secure }}true{{ end }}
+{{- end }}
+
+{{/* The metrics port's name: https as kubebuilder names it, http when metrics.secure is false. */}}
+{{- define "modelpool-operator.metricsPortName" -}}
+{{- ternary "https" "http" .Values.metrics.secure }}
+{{- end }}
+
 {{/* The metrics Service is rendered for itself or for the ServiceMonitor. */}}
 {{- define "modelpool-operator.serviceMonitorServed" -}}
 {{- if .Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor" }}true{{ end }}
