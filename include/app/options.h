@@ -17,6 +17,8 @@ typedef struct app_options {
     const char *leader_election_ns; /* --leader-election-namespace, else $POD_NAMESPACE */
     const char *metrics_addr;       /* --metrics-bind-address: /metrics; "0" off; default :8080 */
     const char *health_addr; /* --health-probe-bind-address: /healthz, /readyz; "0" off; :8081 */
+    int max_concurrent_reconciles; /* --max-concurrent-reconciles N: pools reconciled at once; 4 */
+    long probe_timeout_ms;         /* --probe-timeout DURATION: each idle probe request; 2s */
     bool help, version;
 } app_options;
 
