@@ -33,6 +33,7 @@ struct leader {
     uint64_t sent_ms;    /* when the write in flight was sent */
     uint64_t renewed_ms; /* when our last successful write was sent */
     char *problem;       /* leader_problem */
+    bool problem_read;   /* it is about reading the Lease (a successful read ends it) */
 
     /* the record as last seen or written */
     char *rv;
@@ -64,13 +65,16 @@ static int leader_set(char **dst, const char *src)
 }
 
 /* An answer to a lease request: one that says we may not use the Lease at all (not a conflict,
- * not a passing server or network fault) starts an episode, reported once at error level; any
- * success ends it. */
+ * not a passing server or network fault) starts an episode, reported once at error level; a
+ * successful write ends it (a successful read ends only an episode of failed reads). */
 static void leader_note(leader *l, const kube_error *err, const char *doing)
 {
+    bool read = strcmp(doing, "read") == 0;
     if (err->kind == KUBE_OK) {
-        if (l->problem)
-            log_kv(LOG_INFO, "lease usable again", "lease", l->name, "namespace", l->ns, NULL);
+        /* A read that works says nothing of a write that failed: only a write ends that. */
+        if (!l->problem || (read && !l->problem_read))
+            return;
+        log_kv(LOG_INFO, "lease usable again", "lease", l->name, "namespace", l->ns, NULL);
         free(l->problem);
         l->problem = NULL;
         return;
@@ -83,7 +87,7 @@ static void leader_note(leader *l, const kube_error *err, const char *doing)
                  err->message ? err->message : "") < 0)
         return;
     if (l->problem && strcmp(l->problem, text) == 0) {
-        free(text);
+        free(text); /* the same episode: said already */
         return;
     }
     log_kv(LOG_ERROR, "cannot take part in leader election", "lease", l->name, "namespace", l->ns,
@@ -91,6 +95,7 @@ static void leader_note(leader *l, const kube_error *err, const char *doing)
            err->message ? err->message : "", NULL);
     free(l->problem);
     l->problem = text;
+    l->problem_read = read;
 }
 
 static void leader_on_retry(ev_loop *loop, void *ud)
@@ -231,7 +236,7 @@ static void leader_on_get(void *ud, const kube_error *err, long code, const cJSO
     }
     lease_record rec;
     if (err->kind != KUBE_OK || lease_record_read(body, &rec) < 0) {
-        log_kv(LOG_INFO, "lease read failed", "lease", l->name, "error",
+        log_kv(l->problem ? LOG_DEBUG : LOG_INFO, "lease read failed", "lease", l->name, "error",
                err->kind != KUBE_OK ? err->message : "answer is not a Lease", NULL);
         leader_schedule(l);
         return;
