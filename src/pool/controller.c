@@ -374,7 +374,8 @@ static void pc_on_event(void *ud, const kube_error *err, long code, const cJSON 
 }
 
 /* Posts an Event about run's pool. An Event is for people; a failure to record one must not hold
- * up the slot, so it is sent once, fire and forget (the client still retries a 5xx). */
+ * up the slot, so it is fire and forget: kube_event_post lets the client retry a 5xx or a dropped
+ * connection twice (a late Event changes nothing but the record), and the reconcile goes on. */
 static void pc_post_event(pc_run *run, bool warning, const char *reason, const char *message)
 {
     pool_controller *pc = run->pc;
