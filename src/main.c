@@ -49,10 +49,21 @@ static void main_drained(void *ud)
         ev_stop(m->loop);
 }
 
-static bool main_ready(void *ud)
+/* /readyz: NULL when ready, else why not. A standby that cannot use the Lease is not ready: it
+ * could never take over, and would otherwise wait in silence. */
+static const char *main_unready(void *ud)
 {
     main_state *m = ud;
-    return pool_controller_synced(m->pc);
+    const char *problem = m->leader ? leader_problem(m->leader) : NULL;
+    if (problem)
+        return problem;
+    return pool_controller_synced(m->pc) ? NULL : "caches not synced yet";
+}
+
+static bool main_may_write(void *ud)
+{
+    main_state *m = ud;
+    return !m->leader || leader_may_write(m->leader);
 }
 
 static void main_lead(void *ud)
@@ -191,7 +202,11 @@ int main(int argc, char **argv)
     kube_client_observe(client, telemetry_api_request, tm);
     pool_controller_opts popts = {.namespace_ = opts.namespace_,
                                   .instance = getenv("POD_NAME"),
-                                  .metrics = telemetry_registry(tm)};
+                                  .probe_timeout_ms = opts.probe_timeout_ms,
+                                  .max_concurrent = (unsigned)opts.max_concurrent_reconciles,
+                                  .metrics = telemetry_registry(tm),
+                                  .may_write = main_may_write,
+                                  .may_write_ud = &m};
     if (!(m.pc = pool_controller_new(m.loop, client, &popts)) || pool_controller_start(m.pc) < 0) {
         fprintf(stderr, "modelpool-operator: cannot start the controller (out of memory)\n");
         goto out;
@@ -206,7 +221,7 @@ int main(int argc, char **argv)
         rc = 2; /* a configuration fault, like a bad flag */
         goto out;
     }
-    if (telemetry_serve(tm, m.loop, opts.metrics_addr, opts.health_addr, main_ready, &m, msg,
+    if (telemetry_serve(tm, m.loop, opts.metrics_addr, opts.health_addr, main_unready, &m, msg,
                         sizeof(msg)) < 0) {
         fprintf(stderr, "modelpool-operator: %s\n", msg);
         goto out;

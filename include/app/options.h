@@ -21,6 +21,8 @@ typedef struct app_options {
     const char *metrics_cert_name; /* --metrics-cert-name: file in DIR; default tls.crt */
     const char *metrics_cert_key;  /* --metrics-cert-key: file in DIR; default tls.key */
     const char *health_addr; /* --health-probe-bind-address: /healthz, /readyz; "0" off; :8081 */
+    int max_concurrent_reconciles; /* --max-concurrent-reconciles N: pools reconciled at once; 4 */
+    long probe_timeout_ms;         /* --probe-timeout DURATION: each idle probe request; 2s */
     bool help, version;
 } app_options;
 

@@ -38,9 +38,10 @@ typedef struct telemetry_secure_opts {
 int telemetry_secure(telemetry *t, const telemetry_secure_opts *o, char *err, size_t errlen);
 
 /* Serves /metrics at metrics_addr and /healthz, /readyz at health_addr ("0": not served).
- * /readyz answers 200 once ready(ready_ud) is true, 503 before. 0, or -1 with err set. */
+ * /readyz answers 200 "ok" while unready(ready_ud) returns NULL, else 503 with the line it returns
+ * (why the process is not ready). 0, or -1 with err set. */
 int telemetry_serve(telemetry *t, ev_loop *loop, const char *metrics_addr, const char *health_addr,
-                    bool (*ready)(void *ud), void *ready_ud, char *err, size_t errlen);
+                    const char *(*unready)(void *ud), void *ready_ud, char *err, size_t errlen);
 /* The ports listened on (0 when not serving): for logs and tests that bind port 0. */
 int telemetry_metrics_port(const telemetry *t);
 int telemetry_health_port(const telemetry *t);

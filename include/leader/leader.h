@@ -22,6 +22,7 @@ typedef struct leader_config {
     uint64_t lease_ms;          /* 0: 15000 */
     uint64_t renew_deadline_ms; /* 0: 10000; must be below lease_ms */
     uint64_t retry_ms;          /* 0: 2000; must be below renew_deadline_ms */
+    uint64_t (*clock_ms)(void); /* monotonic ms; NULL: ev_now_ms (tests pass a fake) */
 } leader_config;
 
 typedef struct leader_callbacks {
@@ -36,6 +37,16 @@ leader *leader_new(ev_loop *loop, kube_client *client, const leader_config *cfg,
 /* Starts trying to acquire. 0 or -1 (out of memory). */
 int leader_start(leader *l);
 bool leader_is_leading(const leader *l);
+/* True while we lead and the renew deadline, counted from the send of our last successful lease
+ * write, has not passed on the monotonic clock: until then no other process can hold the lease.
+ * Asked right before every write the caller makes, because the deadline timer that reports the
+ * loss may run only after other callbacks of the same loop turn (answers already read, writes
+ * they start). */
+bool leader_may_write(const leader *l);
+/* Why this process cannot take part in the election (it may not read, create or update the
+ * Lease: RBAC, a namespace that does not exist), as one line; NULL when nothing is wrong. Set
+ * from the first such answer until a lease request succeeds; logged once per episode at error. */
+const char *leader_problem(const leader *l);
 /* Stops competing; if we lead, writes the lease free. done runs once that is over (at once when
  * there is nothing to release), from the loop or inside this call. lost is not called after. */
 void leader_release(leader *l, void (*done)(void *ud), void *ud);

@@ -27,10 +27,12 @@ void pool_trim_pod(cJSON *pod, void *ud);
 void pool_trim_isvc(cJSON *isvc, void *ud);
 void pool_trim_pool(cJSON *pool, void *ud);
 
-/* The controller's last idle probe of a Pod, looked up by the Pod's UID (a new Pod starts over). */
+/* The controller's last idle probe of a Pod, looked up by the Pod's UID (a new Pod starts over).
+ * Its age is counted on the monotonic clock: a wall clock stepped back or forth must not make a
+ * stale "idle" look fresh. */
 typedef struct pool_probe_memo {
     plan_probe_result result;
-    int64_t at_ms;
+    int64_t at_mono_ms; /* when it was probed, on the clock of pool_snapshot_build's now_mono_ms */
     const char *message;
 } pool_probe_memo;
 typedef const pool_probe_memo *(*pool_probe_lookup_fn)(void *ud, const char *pod_uid);
@@ -50,10 +52,12 @@ typedef struct pool_snapshot {
     char **claims;   /* per member: the other pool claiming it, owned */
 } pool_snapshot;
 
-/* Fills out for pool at now_ms (wall clock, ms). Strings are borrowed from the caches: use out
- * before the caches change, then pool_snapshot_release. 0 or -ENOMEM. */
+/* Fills out for pool at now_ms (wall clock, ms, what the plan stamps in conditions); now_mono_ms
+ * is the same instant on the monotonic clock of the probe memos, whose times reach the plan as
+ * now_ms minus their monotonic age. Strings are borrowed from the caches: use out before the
+ * caches change, then pool_snapshot_release. 0 or -ENOMEM. */
 int pool_snapshot_build(const cJSON *pool, const pool_sources *src, int64_t now_ms,
-                        pool_snapshot *out);
+                        int64_t now_mono_ms, pool_snapshot *out);
 void pool_snapshot_release(pool_snapshot *s);
 
 #endif

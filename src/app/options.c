@@ -12,6 +12,11 @@
 #include <string.h>
 
 #include "httpd/httpd.h"
+#include "pool/plan.h"
+
+/* Bounds of --max-concurrent-reconciles: each reconcile in flight holds a plan and at most one
+ * API call or probe batch, so the cap only guards against a typo. */
+#define APP_MAX_CONCURRENT 1000
 
 const char *app_options_usage(void)
 {
@@ -51,6 +56,12 @@ const char *app_options_usage(void)
            "  --health-probe-bind-address ADDR\n"
            "                      serve /healthz and /readyz at ADDR; 0 turns it off;\n"
            "                      default :8081\n"
+           "  --max-concurrent-reconciles N\n"
+           "                      pools reconciled at once (a pool never twice at once);\n"
+           "                      default 4\n"
+           "  --probe-timeout DURATION\n"
+           "                      timeout of each idle probe request, a Go duration\n"
+           "                      (500ms, 2s, 1m); default 2s\n"
            "  -h, --help          print this help and exit\n"
            "      --version       print the version and exit\n";
 }
@@ -72,6 +83,27 @@ static int app_parse_bool(const char *arg, bool *out)
         *out = false;
     else
         return -1;
+    return 0;
+}
+
+static int app_parse_count(const char *s, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 1 || v > APP_MAX_CONCURRENT)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* A Go duration of at least 1 ms and at most a day (a longer idle probe is surely a typo). */
+static int app_parse_timeout(const char *s, long *out)
+{
+    int64_t ms;
+    if (plan_parse_duration_ms(s, &ms) < 0 || ms < 1 || ms > 86400000)
+        return -1;
+    *out = (long)ms;
     return 0;
 }
 
@@ -113,6 +145,8 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
         OPT_METRICS_CERT_PATH,
         OPT_METRICS_CERT_NAME,
         OPT_METRICS_CERT_KEY,
+        OPT_MAX_CONCURRENT,
+        OPT_PROBE_TIMEOUT,
     };
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
@@ -129,6 +163,8 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
         {"metrics-cert-path", required_argument, NULL, OPT_METRICS_CERT_PATH},
         {"metrics-cert-name", required_argument, NULL, OPT_METRICS_CERT_NAME},
         {"metrics-cert-key", required_argument, NULL, OPT_METRICS_CERT_KEY},
+        {"max-concurrent-reconciles", required_argument, NULL, OPT_MAX_CONCURRENT},
+        {"probe-timeout", required_argument, NULL, OPT_PROBE_TIMEOUT},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -142,6 +178,8 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
     o->metrics_cert_name = "tls.crt";
     o->metrics_cert_key = "tls.key";
     o->health_addr = ":8081";
+    o->max_concurrent_reconciles = 4;
+    o->probe_timeout_ms = 2000;
     const char *level = getenv_fn("LOG_LEVEL");
     if (level && *level && app_parse_level(level, &o->log_level) < 0) {
         snprintf(err, errlen, "LOG_LEVEL=%s: want a number from 0 to 4", level);
@@ -217,6 +255,21 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
             break;
         case OPT_METRICS_CERT_KEY:
             o->metrics_cert_key = optarg;
+            break;
+        case OPT_MAX_CONCURRENT:
+            if (app_parse_count(optarg, &o->max_concurrent_reconciles) < 0) {
+                snprintf(err, errlen, "--max-concurrent-reconciles %s: want a number from 1 to %d",
+                         optarg, APP_MAX_CONCURRENT);
+                return -1;
+            }
+            break;
+        case OPT_PROBE_TIMEOUT:
+            if (app_parse_timeout(optarg, &o->probe_timeout_ms) < 0) {
+                snprintf(err, errlen,
+                         "--probe-timeout %s: want a duration from 1ms to 24h, like 2s or 500ms",
+                         optarg);
+                return -1;
+            }
             break;
         case 'h':
             o->help = true;

@@ -20,7 +20,7 @@ struct telemetry {
     httpd *metrics_srv, *health_srv;
     httpd_tls tls;       /* set by telemetry_secure */
     kube_access *access; /* idem: who may scrape */
-    bool (*ready)(void *ud);
+    const char *(*unready)(void *ud);
     void *ready_ud;
 };
 
@@ -269,17 +269,25 @@ static void telemetry_on_health(void *ud, const char *method, const char *path, 
     if (strcmp(path, "/healthz") == 0) {
         telemetry_text(out, 200, "ok\n"); /* answered from the loop: a stuck loop cannot */
     } else if (strcmp(path, "/readyz") == 0) {
-        bool ready = t->ready(t->ready_ud); /* asked once: the answer and its code agree */
-        telemetry_text(out, ready ? 200 : 503, ready ? "ok\n" : "caches not synced yet\n");
+        const char *why = t->unready(t->ready_ud); /* asked once: text and code agree */
+        if (!why) {
+            telemetry_text(out, 200, "ok\n");
+        } else {
+            char *text = NULL;
+            if (asprintf(&text, "%s\n", why) < 0)
+                text = NULL;
+            telemetry_text(out, 503, text ? text : "not ready\n");
+            free(text);
+        }
     } else {
         telemetry_text(out, 404, "not found: /healthz, /readyz\n");
     }
 }
 
 int telemetry_serve(telemetry *t, ev_loop *loop, const char *metrics_addr, const char *health_addr,
-                    bool (*ready)(void *ud), void *ready_ud, char *err, size_t errlen)
+                    const char *(*unready)(void *ud), void *ready_ud, char *err, size_t errlen)
 {
-    t->ready = ready;
+    t->unready = unready;
     t->ready_ud = ready_ud;
     char why[200];
     httpd_config mc = {.bind = metrics_addr, .answer = telemetry_on_metrics, .ud = t};

@@ -5,9 +5,11 @@
  * falls back to the GET path. The renew deadline is counted from when the last successful write was
  * SENT: the API server stamped the lease no earlier, so the others' expiry (counted from when they
  * saw it) is later still. Deadlines use the monotonic clock; the wall clock only fills the
- * MicroTime fields. */
+ * MicroTime fields. leader_may_write judges the same deadline from the clock at the moment it is
+ * asked, so a write started after the deadline but before its timer ran is still refused. */
 #include "leader/leader.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -22,12 +24,16 @@ struct leader {
     leader_callbacks cb;
     char *ns, *name, *identity;
     uint64_t lease_ms, deadline_ms, retry_ms;
+    uint64_t (*now)(void);
     char *item_path, *coll_path;
 
     kube_call *call;
     uint64_t retry_timer, deadline_timer;
     bool leading, stopped;
-    uint64_t sent_ms; /* when the write in flight was sent */
+    uint64_t sent_ms;    /* when the write in flight was sent */
+    uint64_t renewed_ms; /* when our last successful write was sent */
+    char *problem;       /* leader_problem */
+    bool problem_read;   /* it is about reading the Lease (a successful read ends it) */
 
     /* the record as last seen or written */
     char *rv;
@@ -58,6 +64,40 @@ static int leader_set(char **dst, const char *src)
     return 0;
 }
 
+/* An answer to a lease request: one that says we may not use the Lease at all (not a conflict,
+ * not a passing server or network fault) starts an episode, reported once at error level; a
+ * successful write ends it (a successful read ends only an episode of failed reads). */
+static void leader_note(leader *l, const kube_error *err, const char *doing)
+{
+    bool read = strcmp(doing, "read") == 0;
+    if (err->kind == KUBE_OK) {
+        /* A read that works says nothing of a write that failed: only a write ends that. */
+        if (!l->problem || (read && !l->problem_read))
+            return;
+        log_kv(LOG_INFO, "lease usable again", "lease", l->name, "namespace", l->ns, NULL);
+        free(l->problem);
+        l->problem = NULL;
+        return;
+    }
+    if (err->kind != KUBE_ERR_HTTP || kube_error_retryable(err) || err->http_code == 409 ||
+        err->http_code == 401)
+        return;
+    char *text = NULL;
+    if (asprintf(&text, "leader election: cannot %s the Lease %s/%s: %s", doing, l->ns, l->name,
+                 err->message ? err->message : "") < 0)
+        return;
+    if (l->problem && strcmp(l->problem, text) == 0) {
+        free(text); /* the same episode: said already */
+        return;
+    }
+    log_kv(LOG_ERROR, "cannot take part in leader election", "lease", l->name, "namespace", l->ns,
+           "doing", doing, "reason", err->reason ? err->reason : "", "error",
+           err->message ? err->message : "", NULL);
+    free(l->problem);
+    l->problem = text;
+    l->problem_read = read;
+}
+
 static void leader_on_retry(ev_loop *loop, void *ud)
 {
     (void)loop;
@@ -74,7 +114,7 @@ static void leader_schedule(leader *l)
     if (!l->leading) {
         uint32_t r = 0;
         if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
-            r = (uint32_t)ev_now_ms();
+            r = (uint32_t)l->now();
         delay += (uint64_t)(r % 1000) * l->retry_ms / 5000;
     }
     l->retry_timer = ev_timer_add(l->loop, delay, leader_on_retry, l);
@@ -115,6 +155,7 @@ static void leader_on_write(void *ud, const kube_error *err, long code, const cJ
     (void)code;
     leader *l = ud;
     l->call = NULL;
+    leader_note(l, err, l->rv ? "update" : "create");
     lease_record rec;
     if (err->kind != KUBE_OK || lease_record_read(body, &rec) < 0) {
         /* A conflict means someone else wrote: read it again before deciding anything. */
@@ -133,10 +174,11 @@ static void leader_on_write(void *ud, const kube_error *err, long code, const cJ
         return;
     }
     l->transitions = rec.transitions;
-    l->observed_ms = ev_now_ms();
+    l->observed_ms = l->now();
+    l->renewed_ms = l->sent_ms;
     if (l->deadline_timer)
         ev_timer_cancel(l->loop, l->deadline_timer);
-    uint64_t now = ev_now_ms();
+    uint64_t now = l->now();
     uint64_t until = l->sent_ms + l->deadline_ms;
     l->deadline_timer = ev_timer_add(l->loop, until > now ? until - now : 0, leader_on_deadline, l);
     leader_schedule(l);
@@ -169,7 +211,7 @@ static void leader_write(leader *l, lease_step step, const char *rv)
                         .body = body,
                         .timeout_ms = (long)(l->deadline_ms / 2),
                         .max_retries = 0};
-    l->sent_ms = ev_now_ms();
+    l->sent_ms = l->now();
     if (body)
         l->call = kube_call_start(l->client, &req, leader_on_write, l, &err);
     if (!l->call) {
@@ -185,6 +227,8 @@ static void leader_on_get(void *ud, const kube_error *err, long code, const cJSO
 {
     leader *l = ud;
     l->call = NULL;
+    if (code != 404)
+        leader_note(l, err, "read");
     if (code == 404) {
         l->transitions = 0;
         leader_write(l, LEASE_CREATE, NULL);
@@ -192,7 +236,7 @@ static void leader_on_get(void *ud, const kube_error *err, long code, const cJSO
     }
     lease_record rec;
     if (err->kind != KUBE_OK || lease_record_read(body, &rec) < 0) {
-        log_kv(LOG_INFO, "lease read failed", "lease", l->name, "error",
+        log_kv(l->problem ? LOG_DEBUG : LOG_INFO, "lease read failed", "lease", l->name, "error",
                err->kind != KUBE_OK ? err->message : "answer is not a Lease", NULL);
         leader_schedule(l);
         return;
@@ -202,15 +246,14 @@ static void leader_on_get(void *ud, const kube_error *err, long code, const cJSO
             leader_schedule(l);
             return;
         }
-        l->observed_ms = ev_now_ms();
+        l->observed_ms = l->now();
     }
     l->transitions = rec.transitions;
     if (leader_set(&l->acquire_time, rec.acquire_time) < 0) {
         leader_schedule(l);
         return;
     }
-    lease_step step =
-        lease_decide(&rec, l->identity, (int64_t)l->observed_ms, (int64_t)ev_now_ms());
+    lease_step step = lease_decide(&rec, l->identity, (int64_t)l->observed_ms, (int64_t)l->now());
     if (l->leading && step != LEASE_RENEW) {
         leader_lose(l, "another process holds the lease");
         return;
@@ -269,6 +312,7 @@ leader *leader_new(ev_loop *loop, kube_client *client, const leader_config *cfg,
                   .lease_ms = lease_ms,
                   .deadline_ms = deadline_ms,
                   .retry_ms = retry_ms,
+                  .now = cfg->clock_ms ? cfg->clock_ms : ev_now_ms,
                   .ns = strdup(cfg->namespace_),
                   .name = strdup(cfg->name),
                   .identity = strdup(cfg->identity)};
@@ -294,6 +338,16 @@ int leader_start(leader *l)
 bool leader_is_leading(const leader *l)
 {
     return l->leading;
+}
+
+bool leader_may_write(const leader *l)
+{
+    return l->leading && l->now() < l->renewed_ms + l->deadline_ms;
+}
+
+const char *leader_problem(const leader *l)
+{
+    return l->problem;
 }
 
 static void leader_released(void *ud, const kube_error *err, long code, const cJSON *body)
@@ -370,5 +424,6 @@ void leader_free(leader *l)
     free(l->coll_path);
     free(l->rv);
     free(l->acquire_time);
+    free(l->problem);
     free(l);
 }

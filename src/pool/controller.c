@@ -1,7 +1,10 @@
-/* controller: wires informers, the work queue, the plan and the API writes. One reconcile runs at
- * a time; it walks the plan's actions in order and stops at the first failure (the key is then
- * retried with backoff). After its own write, a pool is not planned again until the cache shows
- * that write (or expect_ms passed), so a plan never acts on a view older than its last action. */
+/* controller: wires informers, the work queue, the plan and the API writes. Each pool key in
+ * flight has its own run (pc_run), the user data of every callback it starts, so reconciles of
+ * different pools interleave on the loop, up to max_concurrent at once, and a probe that hangs
+ * until its timeout holds only its own pool; the work queue never hands out a key twice at once.
+ * A run walks the plan's actions in order and stops at the first failure (the key is then retried
+ * with backoff). After its own write, a pool is not planned again until the cache shows that write
+ * (pool/expect.h), so a plan never acts on a view older than its last action. */
 #include "pool/controller.h"
 
 #include <errno.h>
@@ -16,58 +19,72 @@
 #include "informer/informer.h"
 #include "informer/workqueue.h"
 #include "kube/event.h"
+#include "pool/expect.h"
 #include "pool/plan.h"
 #include "pool/pool_metrics.h"
 #include "pool/scale.h"
 #include "pool/prober.h"
 #include "pool/snapshot.h"
 #include "pool/status.h"
+#include "pool/write_fault.h"
 #include "util/strmap.h"
 
 #define PC_COMPONENT "modelpool-operator"
 /* Probes and re-plans in one reconcile before it yields to the queue. */
 #define PC_MAX_REPLANS 4
-
-/* A write of ours for pool that the cache has not shown yet: the object under key in cache had
- * resourceVersion old_rv before it. */
-typedef struct pc_expect {
-    struct pc_expect *next;
-    char *pool;
-    const store *cache;
-    char *key;
-    char *old_rv;
-    uint64_t at_ms;
-} pc_expect;
+/* Probe memos are swept for Pods gone from the cache once they are this many, then each time
+ * their number doubles: a relist may skip the DELETED event that frees one. */
+#define PC_MEMO_SWEEP_MIN 64
 
 /* The last idle probe of a Pod, by UID. */
 typedef struct pc_memo {
-    struct pc_memo *next;
+    strmap_node node; /* key: uid */
     char *uid;
+    char *pod; /* namespace/name: the memo goes once the cache has no Pod with this uid there */
     pool_probe_memo memo;
     char *message;
 } pc_memo;
 
-/* Reaction clocks of one pool (modelpool_reaction_seconds): when a member was scaled up (path a)
- * and when the last Pod of a member was deleted during a swap (path b), in ev_now_us time. */
-typedef struct pc_stamp {
-    strmap_node node; /* key: the pool's key */
+/* What the controller remembers of one pool between its reconciles, by pool key; dropped with the
+ * pool, and when nothing is left in it. */
+typedef struct pc_pool {
+    strmap_node node;
     char *key;
+    /* Reaction clocks (modelpool_reaction_seconds), in ev_now_us time: when a member was scaled up
+     * (path a) and when the last Pod of a member was deleted during a swap (path b). */
     char *requested; /* path a: the member that was scaled up */
     uint64_t requested_us, pod_gone_us;
-} pc_stamp;
+    /* A scale the API server refused (plan_refusal): member NULL when none. */
+    char *refused_member;
+    int32_t refused_replicas;
+    char *refused_message;
+    bool status_refused; /* status writes are refused: the episode's Warning Event is out */
+} pc_pool;
 
-/* The reconcile in flight. */
+/* Which write a run has in flight. */
+typedef enum { PC_WRITE_STATUS, PC_WRITE_SCALE } pc_write;
+
+/* One reconcile of one pool key, from hand-out to wq_done. */
 typedef struct pc_run {
+    struct pc_run *next; /* in pool_controller.runs */
+    pool_controller *pc;
     char *key;
     char *ns, *name, *uid, *rv;
     plan_result *plan;
-    size_t next;
+    size_t next_action;
     int replans;
     kube_call *call;
     prober_batch *batch;
     uint64_t started_ms;
-    bool tested;     /* the write in flight is a scale's JSON patch with test operations */
     int64_t swap_ms; /* a swap this plan completes: how long it took; -1 unknown */
+    bool requeue;    /* queue the key again when done: a refusal was forgotten mid-run */
+    /* The write in flight, for its answer: what kind, the object written (cache, key,
+     * resourceVersion before) for the expectation, and for a scale its action. */
+    pc_write writing;
+    bool tested; /* a scale's JSON patch with test operations */
+    const store *write_cache;
+    char *write_key, *write_rv;
+    const plan_action *scaling;
 } pc_run;
 
 struct pool_controller {
@@ -78,11 +95,12 @@ struct pool_controller {
     informer *pools, *isvcs, *pods;
     wq *queue;
     prober *prober;
-    pc_expect *expects;
-    pc_memo *memos;
-    pc_run *run;
+    pool_expects *expects;
+    strmap memos;
+    size_t memo_sweep_at;
+    strmap state; /* pc_pool by key */
+    pc_run *runs;
     pool_metrics *pm;
-    strmap stamps;
     bool synced;  /* all three caches hold a full list */
     bool leading; /* may write (pool_controller_lead); until then events queue nothing */
     void (*shutdown_done)(void *ud);
@@ -106,131 +124,149 @@ static const char *pc_str(const cJSON *obj, const char *a, const char *b)
 
 /* ---- probe memory ---- */
 
+static pc_memo *pc_memo_find(const pool_controller *pc, const char *uid)
+{
+    strmap_node *n = strmap_get(&pc->memos, uid);
+    return n ? STRMAP_OWNER(n, pc_memo, node) : NULL;
+}
+
 static const pool_probe_memo *pc_memo_lookup(void *ud, const char *uid)
 {
-    pool_controller *pc = ud;
-    for (pc_memo *m = pc->memos; m; m = m->next)
-        if (strcmp(m->uid, uid) == 0)
-            return &m->memo;
-    return NULL;
+    pc_memo *m = pc_memo_find(ud, uid);
+    return m ? &m->memo : NULL;
+}
+
+static void pc_memo_drop(pool_controller *pc, pc_memo *m)
+{
+    strmap_remove(&pc->memos, &m->node);
+    free(m->uid);
+    free(m->pod);
+    free(m->message);
+    free(m);
 }
 
 static void pc_memo_forget(pool_controller *pc, const char *uid)
 {
-    for (pc_memo **pp = &pc->memos; *pp; pp = &(*pp)->next) {
-        if (strcmp((*pp)->uid, uid) == 0) {
-            pc_memo *m = *pp;
-            *pp = m->next;
-            free(m->uid);
-            free(m->message);
-            free(m);
-            return;
-        }
-    }
+    pc_memo *m = pc_memo_find(pc, uid);
+    if (m)
+        pc_memo_drop(pc, m);
 }
 
-static int pc_memo_set(pool_controller *pc, const char *uid, plan_probe_result r,
+/* Frees the memos of Pods the cache no longer has (or has under another uid: replaced). */
+static void pc_memo_sweep(pool_controller *pc)
+{
+    const store *pods = informer_store(pc->pods);
+    strmap_node *n = strmap_first(&pc->memos);
+    while (n) {
+        strmap_node *next = strmap_next(&pc->memos, n);
+        pc_memo *m = STRMAP_OWNER(n, pc_memo, node);
+        const char *uid = pc_str(store_get(pods, m->pod), "metadata", "uid");
+        if (!uid || strcmp(uid, m->uid) != 0)
+            pc_memo_drop(pc, m);
+        n = next;
+    }
+    pc->memo_sweep_at = pc->memos.count * 2;
+    if (pc->memo_sweep_at < PC_MEMO_SWEEP_MIN)
+        pc->memo_sweep_at = PC_MEMO_SWEEP_MIN;
+}
+
+static int pc_memo_set(pool_controller *pc, const char *uid, const char *pod, plan_probe_result r,
                        const char *message)
 {
     pc_memo_forget(pc, uid);
     pc_memo *m = calloc(1, sizeof(*m));
-    if (!m || !(m->uid = strdup(uid)) || !(m->message = strdup(message ? message : ""))) {
-        if (m)
+    if (!m || !(m->uid = strdup(uid)) || !(m->pod = strdup(pod)) ||
+        !(m->message = strdup(message ? message : ""))) {
+        if (m) {
             free(m->uid);
+            free(m->pod);
+        }
         free(m);
         return -ENOMEM;
     }
-    m->memo = (pool_probe_memo){.result = r, .at_ms = pc_wall_ms(), .message = m->message};
-    m->next = pc->memos;
-    pc->memos = m;
+    m->memo =
+        (pool_probe_memo){.result = r, .at_mono_ms = (int64_t)ev_now_ms(), .message = m->message};
+    strmap_insert(&pc->memos, &m->node, m->uid);
+    if (pc->memos.count >= pc->memo_sweep_at)
+        pc_memo_sweep(pc);
     return 0;
 }
 
-/* ---- expectations of our own writes ---- */
+/* ---- per-pool memory ---- */
 
-static void pc_expect_free(pc_expect *e)
+static pc_pool *pc_pool_get(pool_controller *pc, const char *pool, bool create)
 {
-    free(e->pool);
-    free(e->key);
-    free(e->old_rv);
-    free(e);
-}
-
-static void pc_expect_add(pool_controller *pc, const char *pool, const store *cache,
-                          const char *key, const char *old_rv)
-{
-    pc_expect *e = calloc(1, sizeof(*e));
-    if (!e)
-        return;
-    e->cache = cache;
-    e->pool = strdup(pool);
-    e->key = strdup(key);
-    e->old_rv = strdup(old_rv ? old_rv : "");
-    if (!e->pool || !e->key || !e->old_rv) {
-        /* Without the record the next plan may read the cache before our write: the writes
-         * carry resourceVersion preconditions, so that costs a 409, not safety. */
-        pc_expect_free(e);
-        return;
-    }
-    e->at_ms = ev_now_ms();
-    e->next = pc->expects;
-    pc->expects = e;
-}
-
-/* True while a write of ours for pool is not yet in the cache. Expectations met or expired are
- * dropped as a side effect. */
-static bool pc_expect_pending(pool_controller *pc, const char *pool)
-{
-    bool pending = false;
-    uint64_t now = ev_now_ms();
-    for (pc_expect **pp = &pc->expects; *pp;) {
-        pc_expect *e = *pp;
-        const cJSON *obj = store_get(e->cache, e->key);
-        const char *rv = obj ? pc_str(obj, "metadata", "resourceVersion") : NULL;
-        if (!rv || strcmp(rv, e->old_rv) != 0 || now - e->at_ms >= pc->opts.expect_ms) {
-            *pp = e->next;
-            pc_expect_free(e);
-            continue;
-        }
-        if (strcmp(e->pool, pool) == 0)
-            pending = true;
-        pp = &e->next;
-    }
-    return pending;
-}
-
-/* ---- reaction clocks ---- */
-
-static pc_stamp *pc_stamp_get(pool_controller *pc, const char *pool, bool create)
-{
-    strmap_node *n = strmap_get(&pc->stamps, pool);
+    strmap_node *n = strmap_get(&pc->state, pool);
     if (n || !create)
-        return n ? STRMAP_OWNER(n, pc_stamp, node) : NULL;
-    pc_stamp *st = calloc(1, sizeof(*st));
+        return n ? STRMAP_OWNER(n, pc_pool, node) : NULL;
+    pc_pool *st = calloc(1, sizeof(*st));
     if (!st || !(st->key = strdup(pool))) {
         free(st);
         return NULL;
     }
-    strmap_insert(&pc->stamps, &st->node, st->key);
+    strmap_insert(&pc->state, &st->node, st->key);
     return st;
 }
 
-static void pc_stamp_drop(pool_controller *pc, const char *pool)
+static void pc_pool_free(pool_controller *pc, pc_pool *st)
 {
-    pc_stamp *st = pc_stamp_get(pc, pool, false);
-    if (!st)
-        return;
-    strmap_remove(&pc->stamps, &st->node);
+    strmap_remove(&pc->state, &st->node);
     free(st->key);
     free(st->requested);
+    free(st->refused_member);
+    free(st->refused_message);
     free(st);
 }
+
+static void pc_pool_drop(pool_controller *pc, const char *pool)
+{
+    pc_pool *st = pc_pool_get(pc, pool, false);
+    if (st)
+        pc_pool_free(pc, st);
+}
+
+/* Frees st when it holds nothing any more. */
+static void pc_pool_trim(pool_controller *pc, pc_pool *st)
+{
+    if (!st->requested_us && !st->pod_gone_us && !st->refused_member && !st->status_refused)
+        pc_pool_free(pc, st);
+}
+
+static void pc_refusal_clear(pc_pool *st)
+{
+    free(st->refused_member);
+    free(st->refused_message);
+    st->refused_member = st->refused_message = NULL;
+}
+
+/* Remembers the refused scale of member to replicas, replacing an earlier one. */
+static void pc_refusal_set(pool_controller *pc, const char *pool, const char *member,
+                           int32_t replicas, const char *message)
+{
+    pc_pool *st = pc_pool_get(pc, pool, true);
+    if (!st)
+        return;
+    char *m = strdup(member), *msg = strdup(message ? message : "");
+    if (!m || !msg) {
+        /* Unreported then, but still retried with backoff: the log line said why. */
+        free(m);
+        free(msg);
+        pc_pool_trim(pc, st);
+        return;
+    }
+    pc_refusal_clear(st);
+    st->refused_member = m;
+    st->refused_replicas = replicas;
+    st->refused_message = msg;
+}
+
+/* ---- reaction clocks ---- */
 
 /* The PATCH about to be sent for action a ends a reaction clock: a scale-down of a member other
  * than the one requested (path a), or the target's scale-up once the slot is free (path b). */
 static void pc_stamp_scaled(pool_controller *pc, const char *pool, const plan_action *a)
 {
-    pc_stamp *st = pc->pm ? pc_stamp_get(pc, pool, false) : NULL;
+    pc_pool *st = pc->pm ? pc_pool_get(pc, pool, false) : NULL;
     if (!st)
         return;
     uint64_t now = ev_now_us();
@@ -242,6 +278,19 @@ static void pc_stamp_scaled(pool_controller *pc, const char *pool, const plan_ac
         pool_metrics_reaction(pc->pm, POOL_REACTION_B, now - st->pod_gone_us);
         st->pod_gone_us = 0;
     }
+    pc_pool_trim(pc, st);
+}
+
+/* A swap ended: its clocks stop. */
+static void pc_stamp_stop(pool_controller *pc, const char *pool)
+{
+    pc_pool *st = pc_pool_get(pc, pool, false);
+    if (!st)
+        return;
+    free(st->requested);
+    st->requested = NULL;
+    st->requested_us = st->pod_gone_us = 0;
+    pc_pool_trim(pc, st);
 }
 
 /* ---- one reconcile ---- */
@@ -258,6 +307,8 @@ static void pc_run_free(pc_run *run)
     free(run->name);
     free(run->uid);
     free(run->rv);
+    free(run->write_key);
+    free(run->write_rv);
     free(run);
 }
 
@@ -265,55 +316,52 @@ static void pc_run_free(pc_run *run)
  * pool created again under the name). */
 #define PC_NO_REQUEUE UINT64_MAX
 
-/* Ends the reconcile in flight. On success the pool comes back after requeue_ms (0: the resync
- * backstop), unless PC_NO_REQUEUE. */
-static void pc_finish(pool_controller *pc, wq_result result, uint64_t requeue_ms)
+/* Ends run. On success the pool comes back after requeue_ms (0: the resync backstop), unless
+ * PC_NO_REQUEUE. */
+static void pc_finish(pc_run *run, wq_result result, uint64_t requeue_ms)
 {
-    pc_run *run = pc->run;
-    pc->run = NULL;
+    pool_controller *pc = run->pc;
+    for (pc_run **pp = &pc->runs; *pp; pp = &(*pp)->next) {
+        if (*pp == run) {
+            *pp = run->next;
+            break;
+        }
+    }
     pool_metrics_reconciled(pc->pm, result == WQ_SUCCESS, ev_now_ms() - run->started_ms);
     char *key = run->key;
+    bool requeue = run->requeue;
     run->key = NULL;
     run->call = NULL; /* finished or never started: nothing to cancel */
     run->batch = NULL;
     pc_run_free(run);
     wq_done(pc->queue, key, result);
-    if (result == WQ_SUCCESS && requeue_ms != PC_NO_REQUEUE)
+    if (requeue && result == WQ_SUCCESS)
+        wq_add(pc->queue, key);
+    else if (result == WQ_SUCCESS && requeue_ms != PC_NO_REQUEUE)
         wq_add_after(pc->queue, key, requeue_ms ? requeue_ms : pc->opts.resync_ms);
     free(key);
 }
 
-static void pc_plan(pool_controller *pc);
-static void pc_next(pool_controller *pc);
+static void pc_plan(pc_run *run);
+static void pc_next(pc_run *run);
 
-static void pc_fail(pool_controller *pc, const char *what, const kube_error *err)
+static void pc_fail(pc_run *run, log_level level, const char *what, const kube_error *err)
 {
-    log_kv(LOG_ERROR, what, "pool", pc->run->key, "error", err && err->message ? err->message : "",
+    log_kv(level, what, "pool", run->key, "error", err && err->message ? err->message : "",
            "reason", err && err->reason ? err->reason : "", NULL);
-    pc_finish(pc, WQ_FAILURE, 0);
+    pc_finish(run, WQ_FAILURE, 0);
 }
 
-static void pc_on_write(void *ud, const kube_error *err, long code, const cJSON *body)
+/* Leadership, asked right before each write (what: for the log). false: the run has ended. */
+static bool pc_may_write(pc_run *run, const char *what)
 {
-    (void)code;
-    (void)body;
-    pool_controller *pc = ud;
-    pc->run->call = NULL;
-    if (err->kind != KUBE_OK) {
-        /* A precondition that no longer holds: a resourceVersion (409), or a scale's JSON patch
-         * test (422 Invalid, which the API server does not tell apart from a value it refuses).
-         * Either way the plan is retried with backoff from a fresher cache. */
-        const char *what = "write failed";
-        if (kube_error_is(err, "Conflict"))
-            what = "write conflict, will re-plan";
-        else if (pc->run->tested && kube_error_is(err, "Invalid"))
-            what = "scale refused: the member's uid or replicas changed (or the value is "
-                   "invalid), will re-plan";
-        pc_fail(pc, what, err);
-        return;
-    }
-    pc->run->next++;
-    pc_next(pc);
+    const pool_controller_opts *o = &run->pc->opts;
+    if (!o->may_write || o->may_write(o->may_write_ud))
+        return true;
+    log_kv(LOG_ERROR, "write not sent: the lease may have passed to another replica", "pool",
+           run->key, "write", what, NULL);
+    pc_finish(run, WQ_FAILURE, 0);
+    return false;
 }
 
 static void pc_on_event(void *ud, const kube_error *err, long code, const cJSON *body)
@@ -325,23 +373,145 @@ static void pc_on_event(void *ud, const kube_error *err, long code, const cJSON 
         log_kv(LOG_ERROR, "could not record event", "error", err->message, NULL);
 }
 
-static int pc_write_status(pool_controller *pc, kube_error *err)
+/* Posts an Event about run's pool. An Event is for people; a failure to record one must not hold
+ * up the slot, so it is fire and forget: kube_event_post lets the client retry a 5xx or a dropped
+ * connection twice (a late Event changes nothing but the record), and the reconcile goes on. */
+static void pc_post_event(pc_run *run, bool warning, const char *reason, const char *message)
 {
-    pc_run *run = pc->run;
+    pool_controller *pc = run->pc;
+    kube_object_ref about = {.api_version = POOL_GROUP "/" POOL_VERSION,
+                             .kind = "ModelPool",
+                             .namespace_ = run->ns,
+                             .name = run->name,
+                             .uid = run->uid};
+    kube_event ev = {.warning = warning,
+                     .reason = reason,
+                     .message = message,
+                     .component = PC_COMPONENT,
+                     .instance = pc->instance};
+    log_kv(warning ? LOG_ERROR : LOG_INFO, "event", "pool", run->key, "reason", reason, "message",
+           message, NULL);
+    kube_error err = {0};
+    if (!kube_event_post(pc->client, &about, &ev, pc_on_event, pc, &err))
+        log_kv(LOG_ERROR, "could not record event", "error", err.message, NULL);
+    kube_error_clear(&err);
+}
+
+/* A write refused on its merits (pool/write_fault.h): reported, then the key fails and the
+ * backoff plans it again, so a fix (a policy relaxed, RBAC granted) is picked up by itself. */
+static void pc_refused(pc_run *run, const kube_error *err)
+{
+    pool_controller *pc = run->pc;
+    char code[16];
+    snprintf(code, sizeof(code), "%ld", err->http_code);
+    if (run->writing == PC_WRITE_SCALE) {
+        /* The plan reports it (SwapDeferred True/WriteRefused and its Warning Event). */
+        const plan_action *a = run->scaling;
+        char replicas[16];
+        snprintf(replicas, sizeof(replicas), "%d", (int)a->replicas);
+        log_kv(LOG_ERROR, "scale refused by the API server, will retry", "pool", run->key, "member",
+               a->member, "replicas", replicas, "code", code, "reason",
+               err->reason ? err->reason : "", "error", err->message, NULL);
+        pc_refusal_set(pc, run->key, a->member, a->replicas, err->message);
+    } else {
+        log_kv(LOG_ERROR, "status write refused by the API server, will retry", "pool", run->key,
+               "code", code, "reason", err->reason ? err->reason : "", "error", err->message, NULL);
+        /* The status cannot say it: one Warning Event per episode does. */
+        pc_pool *st = pc_pool_get(pc, run->key, true);
+        if (st && !st->status_refused) {
+            if (!pc_may_write(run, "event"))
+                return;
+            st->status_refused = true;
+            pc_post_event(run, true, "StatusWriteRefused", err->message);
+        }
+    }
+    pc_finish(run, WQ_FAILURE, 0);
+}
+
+static const char *pc_rv_of(const cJSON *obj)
+{
+    return pc_str(obj, "metadata", "resourceVersion");
+}
+
+static void pc_on_write(void *ud, const kube_error *err, long code, const cJSON *body)
+{
+    (void)code;
+    pc_run *run = ud;
+    pool_controller *pc = run->pc;
+    run->call = NULL;
+    if (err->kind != KUBE_OK) {
+        switch (pool_write_fault_of(err, run->tested)) {
+        case POOL_WRITE_PRECONDITION:
+            /* The object moved since the plan: a resourceVersion (409), or the member's uid or
+             * replicas that a scale's JSON patch tests (whose 422 says only "rejected"). Routine;
+             * plan again from the cache. */
+            log_kv(LOG_INFO, "write conflict, will re-plan", "pool", run->key, "cause",
+                   err->http_code == 409 ? "the object changed since the plan"
+                                         : "the member's uid or replicas changed since the plan",
+                   "error", err->message, NULL);
+            pc_finish(run, WQ_FAILURE, 0);
+            return;
+        case POOL_WRITE_REFUSED:
+            pc_refused(run, err);
+            return;
+        case POOL_WRITE_TRANSIENT:
+            break;
+        }
+        pc_fail(run, LOG_ERROR, "write failed, will retry", err);
+        return;
+    }
+    /* Met by the write's own resourceVersion (or a later one) in the cache, not by any change. */
+    if (pool_expects_add(pc->expects, run->key, run->write_cache, run->write_key, run->write_rv,
+                         pc_rv_of(body), ev_now_ms()) < 0)
+        log_kv(LOG_DEBUG, "write not remembered (out of memory)", "pool", run->key, NULL);
+    pc_pool *st = pc_pool_get(pc, run->key, false);
+    if (st && run->writing == PC_WRITE_STATUS && st->status_refused) {
+        log_kv(LOG_INFO, "status write accepted again", "pool", run->key, NULL);
+        st->status_refused = false;
+    } else if (st && run->writing == PC_WRITE_SCALE && st->refused_member &&
+               strcmp(st->refused_member, run->scaling->member) == 0) {
+        /* The refusal is over; the status written before this scale still says it. */
+        pc_refusal_clear(st);
+        run->requeue = true;
+    }
+    if (st)
+        pc_pool_trim(pc, st);
+    run->next_action++;
+    pc_next(run);
+}
+
+/* Starts run's write: req, of kind w, to the object under key in cache (at rv before). 0, or -1
+ * with err set. */
+static int pc_send(pc_run *run, const kube_request *req, pc_write w, const store *cache,
+                   const char *key, const char *rv, kube_error *err)
+{
+    free(run->write_key);
+    free(run->write_rv);
+    run->write_key = strdup(key);
+    run->write_rv = strdup(rv ? rv : "");
+    if (!run->write_key || !run->write_rv)
+        return kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
+    run->writing = w;
+    run->write_cache = cache;
+    run->call = kube_call_start(run->pc->client, req, pc_on_write, run, err);
+    return run->call ? 0 : -1;
+}
+
+static int pc_write_status(pc_run *run, kube_error *err)
+{
+    pool_controller *pc = run->pc;
     char *body = pool_status_patch(&run->plan->status, run->rv);
     char *path = kube_path(POOL_GROUP, POOL_VERSION, run->ns, "modelpools", run->name, "status");
     int rc = -1;
     if (!body || !path) {
         kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
     } else {
+        /* Retried by the client (5xx, transport): the patch carries the resourceVersion the plan
+         * read, so a late retry of a stale status fails with 409 instead of applying. */
         kube_request req = {
             .method = KUBE_PATCH_MERGE, .path = path, .body = body, .max_retries = -1};
         run->tested = false;
-        run->call = kube_call_start(pc->client, &req, pc_on_write, pc, err);
-        if (run->call) {
-            pc_expect_add(pc, run->key, informer_store(pc->pools), run->key, run->rv);
-            rc = 0;
-        }
+        rc = pc_send(run, &req, PC_WRITE_STATUS, informer_store(pc->pools), run->key, run->rv, err);
     }
     log_kv(LOG_INFO, "status", "pool", run->key, "phase", run->plan->status.phase, "resident",
            run->plan->status.resident_member, "pending", run->plan->status.pending_member, NULL);
@@ -350,13 +520,24 @@ static int pc_write_status(pool_controller *pc, kube_error *err)
     return rc;
 }
 
+/* Forgets a refused scale of member once the cache shows it at replicas by other hands. */
+static void pc_refusal_moot(pc_run *run, const char *member)
+{
+    pc_pool *st = pc_pool_get(run->pc, run->key, false);
+    if (st && st->refused_member && strcmp(st->refused_member, member) == 0) {
+        pc_refusal_clear(st);
+        pc_pool_trim(run->pc, st);
+        run->requeue = true;
+    }
+}
+
 /* Sends the scale PATCH of a: 0 (started; pc_on_write continues), 1 when the cache already shows
  * the member at those replicas (nothing to send), -1 with err set. A plan's later actions run
  * after its earlier writes, by which time the cache may have caught up with them: a write that
  * changes nothing would leave no trace in the cache and hold the pool back for expect_ms. */
-static int pc_scale(pool_controller *pc, const plan_action *a, kube_error *err)
+static int pc_scale(pc_run *run, const plan_action *a, kube_error *err)
 {
-    pc_run *run = pc->run;
+    pool_controller *pc = run->pc;
     char *key = NULL, *path = NULL, *body = NULL;
     int rc = -1;
     if (asprintf(&key, "%s/%s", run->ns, a->member) < 0) {
@@ -364,11 +545,12 @@ static int pc_scale(pool_controller *pc, const plan_action *a, kube_error *err)
         return -1;
     }
     const cJSON *isvc = store_get(informer_store(pc->isvcs), key);
-    const char *rv = isvc ? pc_str(isvc, "metadata", "resourceVersion") : NULL;
+    const char *rv = isvc ? pc_rv_of(isvc) : NULL;
     const cJSON *now = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(isvc, "spec"), "replicas");
     if (rv && cJSON_IsNumber(now) && now->valuedouble == (double)a->replicas) {
         log_kv(LOG_DEBUG, "already scaled", "pool", run->key, "member", a->member, NULL);
+        pc_refusal_moot(run, a->member);
         free(key);
         return 1;
     }
@@ -379,21 +561,23 @@ static int pc_scale(pool_controller *pc, const plan_action *a, kube_error *err)
     } else if (!path || !(body = pool_scale_patch(isvc, a->replicas, &json_patch))) {
         kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
     } else {
+        /* A scale-up is sent once, never retried by the client: the check that the slot is free
+         * was made on this plan's cache, and a retry seconds later (backoff, Retry-After) could
+         * start the target after the world moved. A failure fails the key and the backoff plans
+         * again from a fresh cache. A scale-down only ever frees the slot (and its JSON patch
+         * tests the replicas it read), so it keeps the client's retries. */
         kube_request req = {.method = json_patch ? KUBE_PATCH_JSON : KUBE_PATCH_MERGE,
                             .path = path,
                             .body = body,
-                            .max_retries = -1};
+                            .max_retries = a->replicas >= 1 ? 0 : -1};
         char replicas[16];
         snprintf(replicas, sizeof(replicas), "%d", (int)a->replicas);
         log_kv(LOG_INFO, "scale", "pool", run->key, "member", a->member, "replicas", replicas,
                "reason", a->reason, NULL);
         pc_stamp_scaled(pc, run->key, a);
         run->tested = json_patch;
-        run->call = kube_call_start(pc->client, &req, pc_on_write, pc, err);
-        if (run->call) {
-            pc_expect_add(pc, run->key, informer_store(pc->isvcs), key, rv);
-            rc = 0;
-        }
+        run->scaling = a;
+        rc = pc_send(run, &req, PC_WRITE_SCALE, informer_store(pc->isvcs), key, rv, err);
     }
     free(key);
     free(path);
@@ -401,39 +585,25 @@ static int pc_scale(pool_controller *pc, const plan_action *a, kube_error *err)
     return rc;
 }
 
-static void pc_event(pool_controller *pc, const plan_action *a)
+static void pc_event(pc_run *run, const plan_action *a)
 {
-    pc_run *run = pc->run;
-    kube_object_ref about = {.api_version = POOL_GROUP "/" POOL_VERSION,
-                             .kind = "ModelPool",
-                             .namespace_ = run->ns,
-                             .name = run->name,
-                             .uid = run->uid};
-    kube_event ev = {.warning = a->warning,
-                     .reason = a->reason,
-                     .message = a->message,
-                     .component = PC_COMPONENT,
-                     .instance = pc->instance};
-    log_kv(a->warning ? LOG_ERROR : LOG_INFO, "event", "pool", run->key, "reason", a->reason,
-           "message", a->message, NULL);
+    pool_controller *pc = run->pc;
     if (strcmp(a->reason, "SwapCompleted") == 0) {
         pool_metrics_swap_done(pc->pm, run->ns, run->name, run->swap_ms);
-        pc_stamp_drop(pc, run->key);
+        pc_stamp_stop(pc, run->key);
     } else if (strcmp(a->reason, "SwapDeferred") == 0) {
         /* The message starts with the condition's reason; a wait for a busy member is not part
          * of the operator's reaction time. */
         char reason[64];
         snprintf(reason, sizeof(reason), "%.*s", (int)strcspn(a->message, ":"), a->message);
         pool_metrics_deferred(pc->pm, run->ns, run->name, reason);
-        pc_stamp *st = pc_stamp_get(pc, run->key, false);
-        if (st)
+        pc_pool *st = pc_pool_get(pc, run->key, false);
+        if (st) {
             st->requested_us = 0;
+            pc_pool_trim(pc, st);
+        }
     }
-    kube_error err = {0};
-    /* An Event is for people; a failure to record one must not hold up the slot. */
-    if (!kube_event_post(pc->client, &about, &ev, pc_on_event, pc, &err))
-        log_kv(LOG_ERROR, "could not record event", "error", err.message, NULL);
-    kube_error_clear(&err);
+    pc_post_event(run, a->warning, a->reason, a->message);
 }
 
 static plan_probe_result pc_probe_result(probe_verdict v)
@@ -453,8 +623,8 @@ static plan_probe_result pc_probe_result(probe_verdict v)
 
 static void pc_on_probed(void *ud, const prober_verdict *results, size_t n)
 {
-    pool_controller *pc = ud;
-    pc_run *run = pc->run;
+    pc_run *run = ud;
+    pool_controller *pc = run->pc;
     run->batch = NULL;
     for (size_t i = 0; i < n; i++) {
         char *key = NULL;
@@ -465,76 +635,82 @@ static void pc_on_probed(void *ud, const prober_verdict *results, size_t n)
         log_kv(LOG_DEBUG, "probed", "pool", run->key, "pod", key, "verdict",
                probe_verdict_name(results[i].verdict), "message", results[i].message, NULL);
         if (uid)
-            pc_memo_set(pc, uid, pc_probe_result(results[i].verdict), results[i].message);
+            pc_memo_set(pc, uid, key, pc_probe_result(results[i].verdict), results[i].message);
         free(key);
     }
     /* Probe results are inputs of the plan: plan again with them. */
     if (++run->replans > PC_MAX_REPLANS) {
-        pc_finish(pc, WQ_SUCCESS, PLAN_PROBE_TTL_MS);
+        pc_finish(run, WQ_SUCCESS, PLAN_PROBE_TTL_MS);
         return;
     }
-    pc_plan(pc);
+    pc_plan(run);
 }
 
-static int pc_probe(pool_controller *pc, const plan_action *a)
+static int pc_probe(pc_run *run, const plan_action *a)
 {
     prober_target *targets = calloc(a->n_pods ? a->n_pods : 1, sizeof(*targets));
     if (!targets)
         return -1;
     for (size_t i = 0; i < a->n_pods; i++)
         targets[i] = (prober_target){.pod = a->pods[i].name, .ip = a->pods[i].ip};
-    pc->run->batch = prober_start(pc->prober, a->runtime, a->idle_path, a->port, targets, a->n_pods,
-                                  pc_on_probed, pc);
+    run->batch = prober_start(run->pc->prober, a->runtime, a->idle_path, a->port, targets,
+                              a->n_pods, pc_on_probed, run);
     free(targets);
-    return pc->run->batch ? 0 : -1;
+    return run->batch ? 0 : -1;
 }
 
-/* Applies the plan's actions from run->next on; each write continues here from its callback. */
-static void pc_next(pool_controller *pc)
+/* Applies the plan's actions from run->next_action on; each write continues here from its
+ * callback. Leadership is asked right before each write: pc_may_write ends the run if lost. */
+static void pc_next(pc_run *run)
 {
-    pc_run *run = pc->run;
     kube_error err = {0};
-    while (run->next < run->plan->n_actions) {
-        const plan_action *a = &run->plan->actions[run->next];
+    while (run->next_action < run->plan->n_actions) {
+        const plan_action *a = &run->plan->actions[run->next_action];
         switch (a->kind) {
         case PLAN_EVENT:
-            pc_event(pc, a);
-            run->next++;
+            if (!pc_may_write(run, "event"))
+                return;
+            pc_event(run, a);
+            run->next_action++;
             continue;
         case PLAN_WRITE_STATUS:
-            if (pc_write_status(pc, &err) < 0)
+            if (!pc_may_write(run, "status"))
+                return;
+            if (pc_write_status(run, &err) < 0)
                 break;
             return;
         case PLAN_SCALE: {
-            int rc = pc_scale(pc, a, &err);
+            if (!pc_may_write(run, "scale"))
+                return;
+            int rc = pc_scale(run, a, &err);
             if (rc < 0)
                 break;
             if (rc > 0) {
-                run->next++;
+                run->next_action++;
                 continue;
             }
             return;
         }
         case PLAN_PROBE:
-            if (pc_probe(pc, a) < 0) {
+            if (pc_probe(run, a) < 0) {
                 kube_error_set(&err, KUBE_ERR_NOMEM, "could not start the idle probe");
                 break;
             }
             return;
         }
-        pc_fail(pc, "action failed", &err);
+        pc_fail(run, LOG_ERROR, "action failed", &err);
         kube_error_clear(&err);
         return;
     }
-    pc_finish(pc, WQ_SUCCESS,
+    pc_finish(run, WQ_SUCCESS,
               run->plan->requeue_after_ms > 0 ? (uint64_t)run->plan->requeue_after_ms : 0);
 }
 
 /* The resident gauges, and how long a swap this plan completes took: since the Swapping
  * condition became True (so a swap begun before a restart is timed too). */
-static void pc_plan_metrics(pool_controller *pc, const plan_snapshot *snap)
+static void pc_plan_metrics(pc_run *run, const plan_snapshot *snap)
 {
-    pc_run *run = pc->run;
+    pool_controller *pc = run->pc;
     const plan_status *st = &run->plan->status;
     run->swap_ms = -1;
     for (size_t i = 0; i < snap->status.n_conditions; i++) {
@@ -553,77 +729,115 @@ static void pc_plan_metrics(pool_controller *pc, const plan_snapshot *snap)
     free(names);
 }
 
-static void pc_plan(pool_controller *pc)
+/* Whether plan still sends the scale st remembers as refused. */
+static bool pc_plan_wants(const plan_result *plan, const pc_pool *st)
 {
-    pc_run *run = pc->run;
-    const cJSON *pool = store_get(informer_store(pc->pools), run->key);
-    if (!pool) {
-        /* Deleted: its series and clocks go with it. */
-        size_t nl = strcspn(run->key, "/");
-        char *ns = strndup(run->key, nl);
-        if (ns && run->key[nl])
-            pool_metrics_forget(pc->pm, ns, run->key + nl + 1);
-        free(ns);
-        pc_stamp_drop(pc, run->key);
-        pc_finish(pc, WQ_SUCCESS, PC_NO_REQUEUE);
-        return;
+    for (size_t i = 0; i < plan->n_actions; i++) {
+        const plan_action *a = &plan->actions[i];
+        if (a->kind == PLAN_SCALE && strcmp(a->member, st->refused_member) == 0 &&
+            a->replicas == st->refused_replicas)
+            return true;
     }
-    const char *ns = pc_str(pool, "metadata", "namespace");
-    if (pc_expect_pending(pc, run->key)) {
-        /* The watch event of our write will queue the pool again; the delay is a backstop. */
-        pc_finish(pc, WQ_SUCCESS, pc->opts.expect_ms);
-        return;
-    }
-    free(run->ns);
-    free(run->name);
-    free(run->uid);
-    free(run->rv);
-    run->ns = strdup(ns ? ns : "");
-    run->name = strdup(pc_str(pool, "metadata", "name"));
-    const char *uid = pc_str(pool, "metadata", "uid");
-    run->uid = uid ? strdup(uid) : NULL;
-    run->rv = strdup(pc_str(pool, "metadata", "resourceVersion"));
+    return false;
+}
+
+/* Builds run's plan from the cache and the pool's memory. 0 or -errno. */
+static int pc_build(pc_run *run, const cJSON *pool)
+{
+    pool_controller *pc = run->pc;
     plan_free(run->plan);
     run->plan = NULL;
-    run->next = 0;
-
+    run->next_action = 0;
     pool_sources src = {.pools = informer_store(pc->pools),
                         .isvcs = informer_store(pc->isvcs),
                         .pods = informer_store(pc->pods),
                         .probe = pc_memo_lookup,
                         .probe_ud = pc};
     pool_snapshot snap;
-    int rc = run->ns && run->name && run->rv ? pool_snapshot_build(pool, &src, pc_wall_ms(), &snap)
-                                             : -ENOMEM;
-    if (rc == 0) {
+    int rc = pool_snapshot_build(pool, &src, pc_wall_ms(), (int64_t)ev_now_ms(), &snap);
+    if (rc < 0)
+        return rc;
+    pc_pool *st = pc_pool_get(pc, run->key, false);
+    if (st && st->refused_member)
+        snap.snap.refused = (plan_refusal){.member = st->refused_member,
+                                           .replicas = st->refused_replicas,
+                                           .message = st->refused_message};
+    rc = plan_build(&snap.snap, &run->plan);
+    if (rc == 0 && st && st->refused_member && !pc_plan_wants(run->plan, st)) {
+        /* The plan moved on from the refused write: forget it, and plan once more without it
+         * so the status stops reporting it. */
+        pc_refusal_clear(st);
+        plan_free(run->plan);
+        run->plan = NULL;
+        snap.snap.refused = (plan_refusal){0};
         rc = plan_build(&snap.snap, &run->plan);
-        if (rc == 0)
-            pc_plan_metrics(pc, &snap.snap);
-        pool_snapshot_release(&snap);
+        pc_pool_trim(pc, st);
     }
+    if (rc == 0)
+        pc_plan_metrics(run, &snap.snap);
+    pool_snapshot_release(&snap);
+    return rc;
+}
+
+static void pc_plan(pc_run *run)
+{
+    pool_controller *pc = run->pc;
+    const cJSON *pool = store_get(informer_store(pc->pools), run->key);
+    if (!pool) {
+        /* Deleted: its series, clocks, refusals and expectations go with it. */
+        size_t nl = strcspn(run->key, "/");
+        char *ns = strndup(run->key, nl);
+        if (ns && run->key[nl])
+            pool_metrics_forget(pc->pm, ns, run->key + nl + 1);
+        free(ns);
+        pc_pool_drop(pc, run->key);
+        pool_expects_forget(pc->expects, run->key);
+        pc_finish(run, WQ_SUCCESS, PC_NO_REQUEUE);
+        return;
+    }
+    if (pool_expects_pending(pc->expects, run->key, ev_now_ms(), pc->opts.expect_ms)) {
+        /* The watch event of our write will queue the pool again; the delay is a backstop. */
+        pc_finish(run, WQ_SUCCESS, pc->opts.expect_ms);
+        return;
+    }
+    const char *ns = pc_str(pool, "metadata", "namespace");
+    const char *name = pc_str(pool, "metadata", "name");
+    const char *uid = pc_str(pool, "metadata", "uid");
+    const char *rv = pc_rv_of(pool);
+    free(run->ns);
+    free(run->name);
+    free(run->uid);
+    free(run->rv);
+    run->ns = strdup(ns ? ns : "");
+    run->name = strdup(name ? name : "");
+    run->uid = uid ? strdup(uid) : NULL;
+    run->rv = strdup(rv ? rv : "");
+    int rc = run->ns && run->name && run->rv && (!uid || run->uid) ? pc_build(run, pool) : -ENOMEM;
     if (rc < 0) {
         kube_error err = {0};
         kube_error_set(&err, KUBE_ERR_NOMEM, "could not plan: %s", strerror(-rc));
-        pc_fail(pc, "plan failed", &err);
+        pc_fail(run, LOG_ERROR, "plan failed", &err);
         kube_error_clear(&err);
         return;
     }
-    pc_next(pc);
+    pc_next(run);
 }
 
 static void pc_process(wq *q, const char *key, uint64_t waited_ms, void *ud)
 {
     pool_controller *pc = ud;
     pool_metrics_dequeued(pc->pm, waited_ms);
-    pc->run = calloc(1, sizeof(*pc->run));
-    if (!pc->run || !(pc->run->key = strdup(key))) {
-        free(pc->run);
-        pc->run = NULL;
+    pc_run *run = calloc(1, sizeof(*run));
+    if (!run || !(run->key = strdup(key))) {
+        free(run);
         wq_done(q, key, WQ_FAILURE);
         return;
     }
-    pc->run->started_ms = ev_now_ms();
-    pc_plan(pc);
+    run->pc = pc;
+    run->started_ms = ev_now_ms();
+    run->next = pc->runs;
+    pc->runs = run;
+    pc_plan(run);
 }
 
 /* ---- informer events -> queue ---- */
@@ -719,12 +933,12 @@ static bool pc_clock_start(const char *key, const cJSON *pool, void *ud)
         /* Only the incumbent's Pods, during a swap: the target waits for them. */
         if (!pending || !*pending || strcmp(pending, c->member) == 0)
             return true;
-        pc_stamp *st = pc_stamp_get(c->pc, key, true);
+        pc_pool *st = pc_pool_get(c->pc, key, true);
         if (st)
             st->pod_gone_us = c->now_us;
         return true;
     }
-    pc_stamp *st = pc_stamp_get(c->pc, key, true);
+    pc_pool *st = pc_pool_get(c->pc, key, true);
     if (st && !st->requested_us) {
         char *m = strdup(c->member);
         if (m) {
@@ -733,6 +947,8 @@ static bool pc_clock_start(const char *key, const cJSON *pool, void *ud)
             st->requested_us = c->now_us;
         }
     }
+    if (st)
+        pc_pool_trim(c->pc, st);
     return true;
 }
 
@@ -779,7 +995,12 @@ static void pc_pod_changed(void *ud, const cJSON *obj)
 
 static void pc_pod_updated(void *ud, const cJSON *old_obj, const cJSON *new_obj)
 {
-    (void)old_obj;
+    /* A Pod replaced under the same name (seen as an update after a relist): its old probe
+     * result is of another process. */
+    const char *old_uid = pc_str(old_obj, "metadata", "uid");
+    const char *new_uid = pc_str(new_obj, "metadata", "uid");
+    if (old_uid && (!new_uid || strcmp(old_uid, new_uid) != 0))
+        pc_memo_forget(ud, old_uid);
     pc_pod_changed(ud, new_obj);
 }
 
@@ -847,6 +1068,8 @@ pool_controller *pool_controller_new(ev_loop *loop, kube_client *client,
         pc->opts.resync_ms = 300000;
     if (!pc->opts.expect_ms)
         pc->opts.expect_ms = 5000;
+    if (!pc->opts.max_concurrent)
+        pc->opts.max_concurrent = 4;
     char host[256] = "";
     if (!opts->instance)
         gethostname(host, sizeof(host) - 1);
@@ -862,13 +1085,17 @@ pool_controller *pool_controller_new(ev_loop *loop, kube_client *client,
     pc->pools = pc_informer(pc, POOL_GROUP, "modelpools", NULL, pool_trim_pool, &hp);
     pc->isvcs = pc_informer(pc, POOL_GROUP, "inferenceservices", NULL, pool_trim_isvc, &hi);
     pc->pods = pc_informer(pc, "", "pods", POOL_SERVICE_LABEL, pool_trim_pod, &hd);
-    if (strmap_init(&pc->stamps) < 0)
+    pc->memo_sweep_at = PC_MEMO_SWEEP_MIN;
+    if (strmap_init(&pc->state) < 0 || strmap_init(&pc->memos) < 0)
         goto fail;
     if (opts->metrics && !(pc->pm = pool_metrics_new(opts->metrics)))
         goto fail;
-    pc->queue = wq_new(loop, NULL, pc_process, pc);
+    /* The queue bounds the reconciles in flight and never hands out a key twice at once. */
+    wq_config qc = {.concurrency = pc->opts.max_concurrent};
+    pc->queue = wq_new(loop, &qc, pc_process, pc);
     pc->prober = prober_new(loop, pc->opts.probe_timeout_ms);
-    if (!pc->pools || !pc->isvcs || !pc->pods || !pc->queue || !pc->prober)
+    pc->expects = pool_expects_new();
+    if (!pc->pools || !pc->isvcs || !pc->pods || !pc->queue || !pc->prober || !pc->expects)
         goto fail;
     if (store_add_index(informer_store(pc->pools), POOL_INDEX_MEMBER, pool_index_pool_members,
                         NULL) < 0 ||
@@ -931,22 +1158,23 @@ void pool_controller_free(pool_controller *pc)
 {
     if (!pc)
         return;
-    pc_run_free(pc->run);
+    while (pc->runs) {
+        pc_run *run = pc->runs;
+        pc->runs = run->next;
+        pc_run_free(run);
+    }
     wq_free(pc->queue);
     prober_free(pc->prober);
     informer_free(pc->pools);
     informer_free(pc->isvcs);
     informer_free(pc->pods);
-    while (pc->expects) {
-        pc_expect *e = pc->expects;
-        pc->expects = e->next;
-        pc_expect_free(e);
-    }
-    while (pc->memos)
-        pc_memo_forget(pc, pc->memos->uid);
-    for (strmap_node *n; pc->stamps.buckets && (n = strmap_first(&pc->stamps));)
-        pc_stamp_drop(pc, STRMAP_OWNER(n, pc_stamp, node)->key);
-    strmap_fini(&pc->stamps);
+    pool_expects_free(pc->expects);
+    for (strmap_node *n; pc->memos.buckets && (n = strmap_first(&pc->memos));)
+        pc_memo_drop(pc, STRMAP_OWNER(n, pc_memo, node));
+    strmap_fini(&pc->memos);
+    for (strmap_node *n; pc->state.buckets && (n = strmap_first(&pc->state));)
+        pc_pool_free(pc, STRMAP_OWNER(n, pc_pool, node));
+    strmap_fini(&pc->state);
     pool_metrics_free(pc->pm);
     free((char *)pc->opts.namespace_);
     free(pc->instance);

@@ -18,7 +18,6 @@ typedef struct prober_req {
     char *body;
     size_t len;
     bool too_big;
-    char errbuf[CURL_ERROR_SIZE];
 } prober_req;
 
 struct prober_batch {
@@ -87,7 +86,10 @@ static void prober_judge(prober_req *r, CURLcode rc)
         b->results[i].verdict = PROBE_ERROR;
         snprintf(msg, sizeof(msg), "answer larger than %u bytes", PROBER_MAX_BODY);
     } else if (rc != CURLE_OK) {
-        const char *why = r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc);
+        /* curl's own summary of the failure, not its error buffer: that one carries elapsed
+         * times and byte counts ("after 2001 milliseconds"), and the message ends up in the
+         * pool's status, where the same failure must read the same each time. */
+        const char *why = curl_easy_strerror(rc);
         b->results[i].verdict = probe_judge(b->runtime, 0, why, strlen(why), msg, sizeof(msg));
     } else {
         b->results[i].verdict =
@@ -186,7 +188,6 @@ static int prober_add(prober_batch *b, size_t i, const char *ip, int port, const
     curl_easy_setopt(r->easy, CURLOPT_PRIVATE, (char *)r);
     curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, prober_on_write);
     curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->errbuf);
     curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, b->owner->timeout_ms);
     curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
     /* Pods are reached directly: a proxy from the environment must not sit in between. */

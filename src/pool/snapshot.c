@@ -138,6 +138,7 @@ static plan_pod_phase snap_pod_phase(const char *p)
 
 typedef struct {
     const pool_sources *src;
+    int64_t now_ms, now_mono_ms;
     plan_pod *pods;
     size_t n, cap;
     int rc;
@@ -175,7 +176,7 @@ static bool snap_add_pod(const char *key, const cJSON *pod, void *ud)
         uid && w->src->probe ? w->src->probe(w->src->probe_ud, uid) : NULL;
     if (memo) {
         p->probe = memo->result;
-        p->probed_at_ms = memo->at_ms;
+        p->probed_at_ms = w->now_ms - (w->now_mono_ms - memo->at_mono_ms);
         p->probe_message = memo->message;
     }
     return true;
@@ -202,7 +203,7 @@ static int32_t snap_int(const cJSON *v, int32_t absent)
 }
 
 static int snap_member(const pool_sources *src, const char *ns, const char *self, size_t i,
-                       pool_snapshot *out)
+                       int64_t now_mono_ms, pool_snapshot *out)
 {
     plan_member *m = &out->members[i];
     if (!m->name || !*m->name)
@@ -221,7 +222,7 @@ static int snap_member(const pool_sources *src, const char *ns, const char *self
         m->endpoint_port = snap_int(snap_get(snap_get(isvc, "spec", "endpoint"), "port", NULL), 0);
         m->container_port = snap_int(snap_get(isvc, "spec", "containerPort"), 0);
     }
-    snap_pod_walk pw = {.src = src};
+    snap_pod_walk pw = {.src = src, .now_ms = out->snap.now_ms, .now_mono_ms = now_mono_ms};
     store_index_each(src->pods, POOL_INDEX_SERVICE, key, snap_add_pod, &pw);
     out->pods[i] = pw.pods;
     m->pods = pw.pods;
@@ -240,7 +241,7 @@ static int snap_member(const pool_sources *src, const char *ns, const char *self
 }
 
 int pool_snapshot_build(const cJSON *pool, const pool_sources *src, int64_t now_ms,
-                        pool_snapshot *out)
+                        int64_t now_mono_ms, pool_snapshot *out)
 {
     *out = (pool_snapshot){0};
     plan_snapshot *s = &out->snap;
@@ -272,7 +273,7 @@ int pool_snapshot_build(const cJSON *pool, const pool_sources *src, int64_t now_
     {
         out->members[i].name = snap_str(snap_get(m, "inferenceServiceRef", "name"));
         out->members[i].replicas = PLAN_REPLICAS_UNSET;
-        if (snap_member(src, s->ns ? s->ns : "", s->name ? s->name : "", i, out) < 0)
+        if (snap_member(src, s->ns ? s->ns : "", s->name ? s->name : "", i, now_mono_ms, out) < 0)
             goto nomem;
         i++;
     }

@@ -200,6 +200,36 @@ static void test_metrics_security_flags(void **state)
     assert_non_null(strstr(err, "different ports"));
 }
 
+static void test_reconcile_flags(void **state)
+{
+    (void)state;
+    memset(test_env_kv, 0, sizeof(test_env_kv));
+    app_options o;
+    char err[160];
+    assert_int_equal(parse(&o, err, sizeof(err), 4, "--max-concurrent-reconciles", "16",
+                           "--probe-timeout=1m30s"),
+                     0);
+    assert_int_equal(o.max_concurrent_reconciles, 16);
+    assert_int_equal(o.probe_timeout_ms, 90000);
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "--probe-timeout=250ms"), 0);
+    assert_int_equal(o.probe_timeout_ms, 250);
+
+    const char *bad_n[] = {"0", "-1", "x", "4x", "1001", ""};
+    for (size_t i = 0; i < sizeof(bad_n) / sizeof(*bad_n); i++) {
+        assert_int_equal(parse(&o, err, sizeof(err), 3, "--max-concurrent-reconciles", bad_n[i]),
+                         -1);
+        assert_non_null(strstr(err, "--max-concurrent-reconciles"));
+        assert_non_null(strstr(err, "want a number from 1 to 1000"));
+    }
+    /* A bare number is not a Go duration; 0 would never wait at all. */
+    const char *bad_d[] = {"2", "0s", "-1s", "soon", "25h", "0.1ms"};
+    for (size_t i = 0; i < sizeof(bad_d) / sizeof(*bad_d); i++) {
+        assert_int_equal(parse(&o, err, sizeof(err), 3, "--probe-timeout", bad_d[i]), -1);
+        assert_non_null(strstr(err, "--probe-timeout"));
+        assert_non_null(strstr(err, bad_d[i]));
+    }
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -228,6 +258,7 @@ int main(void)
         cmocka_unit_test(test_server_flags),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_metrics_security_flags),
+        cmocka_unit_test(test_reconcile_flags),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -123,7 +123,10 @@ static store *fill(const char **json, size_t n, const char *index, store_index_f
     return s;
 }
 
+/* Probed at 1000 ms on the monotonic clock; the snapshot is built at 4000 ms on it. */
 static const pool_probe_memo test_memo = {PLAN_PROBE_BUSY, 1000, "1 of 1 slots processing"};
+#define TEST_WALL_MS 1764763200000LL
+#define TEST_MONO_MS 4000
 
 static const pool_probe_memo *test_lookup(void *ud, const char *uid)
 {
@@ -150,14 +153,15 @@ static void check_snapshot(bool trimmed)
                        trimmed ? pool_trim_pod : NULL);
     pool_sources src = {pools, isvcs, pods, test_lookup, NULL};
     pool_snapshot snap;
-    assert_int_equal(pool_snapshot_build(store_get(pools, "ns/p"), &src, 5000, &snap), 0);
+    assert_int_equal(
+        pool_snapshot_build(store_get(pools, "ns/p"), &src, TEST_WALL_MS, TEST_MONO_MS, &snap), 0);
     const plan_snapshot *s = &snap.snap;
     assert_string_equal(s->ns, "ns");
     assert_string_equal(s->name, "p");
     assert_int_equal(s->generation, 2);
     assert_string_equal(s->default_member, "a");
     assert_string_equal(s->swap_budget, "60s");
-    assert_int_equal(s->now_ms, 5000);
+    assert_int_equal(s->now_ms, TEST_WALL_MS);
     assert_string_equal(s->status.resident_member, "a");
     assert_int_equal(s->n_members, 3);
 
@@ -177,7 +181,8 @@ static void check_snapshot(bool trimmed)
     assert_false(p1->terminating);
     assert_string_equal(p1->ip, "127.0.0.5");
     assert_int_equal(p1->probe, PLAN_PROBE_BUSY);
-    assert_int_equal(p1->probed_at_ms, 1000);
+    /* 3 s old by the monotonic clock, whatever the wall clock says: that age in wall time. */
+    assert_int_equal(p1->probed_at_ms, TEST_WALL_MS - 3000);
     const plan_pod *p0 = find_pod(a, "a-old");
     assert_non_null(p0);
     assert_int_equal(p0->phase, PLAN_POD_FAILED);

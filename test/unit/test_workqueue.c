@@ -33,6 +33,7 @@ struct ctx {
     uint64_t backoffs[LOG_MAX];
     size_t nbackoffs;
     int drained;
+    int polls; /* of a test waiting for hand-outs */
 };
 
 static void log_add(ctx *c, const char *prefix, const char *key)
@@ -192,6 +193,49 @@ static void test_concurrency_bound(void **state)
         if (strncmp(c.log[i], "done", 4) != 0)
             assert_string_equal(c.log[i], keys[handed++]);
     assert_int_equal(handed, 5);
+    ctx_fini(&c);
+}
+
+/* "slow" stays in flight (a reconcile waiting on a hung probe); every other key succeeds. */
+static void hold_slow(ctx *c, const char *key)
+{
+    if (strcmp(key, "slow") == 0) {
+        c->held[c->nheld++] = key;
+        return;
+    }
+    finish(c, key, WQ_SUCCESS);
+}
+
+/* Once the other keys were handed out, completes "slow". */
+static void release_slow(ev_loop *loop, void *ud)
+{
+    ctx *c = ud;
+    if (c->nlog < 4) {
+        if (++c->polls > 5000) /* polls, 1 ms apart: the others are stuck behind slow */
+            fail_msg("only %zu hand-outs while slow is in flight", c->nlog);
+        assert_true(ev_timer_add(loop, 1, release_slow, c) != 0);
+        return;
+    }
+    complete_held(loop, c);
+    assert_true(ev_timer_add(loop, 1, idle_check, c) != 0);
+}
+
+static void test_slow_key_holds_only_itself(void **state)
+{
+    (void)state;
+    ctx c;
+    wq_config cfg = {.concurrency = 2};
+    ctx_init(&c, &cfg, hold_slow);
+    assert_int_equal(wq_add(c.q, "slow"), 0);
+    assert_int_equal(wq_add(c.q, "a"), 0);
+    assert_int_equal(wq_add(c.q, "b"), 0);
+    assert_int_equal(wq_add(c.q, "c"), 0);
+    assert_true(ev_timer_add(c.loop, 1, release_slow, &c) != 0);
+    assert_int_equal(ev_run(c.loop), 0);
+    /* a, b and c went through the other slot while slow was in flight. */
+    const char *want[] = {"slow", "a", "b", "c", "done slow"};
+    assert_log(&c, want, 5);
+    assert_int_equal(c.max_in_flight, 2);
     ctx_fini(&c);
 }
 
@@ -387,6 +431,7 @@ int main(void)
         cmocka_unit_test(test_dedup),
         cmocka_unit_test(test_requeue_while_processing),
         cmocka_unit_test(test_concurrency_bound),
+        cmocka_unit_test(test_slow_key_holds_only_itself),
         cmocka_unit_test(test_add_from_callback_does_not_recurse),
         cmocka_unit_test(test_backoff_doubles_and_caps),
         cmocka_unit_test(test_backoff_defaults),
