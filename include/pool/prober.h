@@ -14,6 +14,7 @@ typedef struct prober_batch prober_batch;
 typedef struct prober_target {
     const char *pod; /* Pod name, echoed back */
     const char *ip;  /* status.podIP */
+    int port;        /* where its server listens */
 } prober_target;
 
 typedef struct prober_verdict {
@@ -30,10 +31,10 @@ prober *prober_new(ev_loop *loop, long timeout_ms);
 /* Cancels the batches in flight (their callbacks do not run) and frees the prober. */
 void prober_free(prober *p);
 
-/* Probes each target at http://ip:port<path for runtime>. A runtime with no probe yields
- * PROBE_UNSUPPORTED for every Pod without a request. idle_endpoint is the generic runtime's
- * annotation (or NULL). NULL only when out of memory (done never runs). */
-prober_batch *prober_start(prober *p, const char *runtime, const char *idle_endpoint, int port,
+/* Probes each target at http://ip:port<path for runtime>, with the target's own port. A runtime
+ * with no probe yields PROBE_UNSUPPORTED for every Pod without a request. idle_endpoint is the
+ * generic runtime's annotation (or NULL). NULL only when out of memory (done never runs). */
+prober_batch *prober_start(prober *p, const char *runtime, const char *idle_endpoint,
                            const prober_target *targets, size_t n, prober_done_fn done, void *ud);
 /* Cancels a batch in flight; its callback does not run. Not from inside its own callback. */
 void prober_cancel(prober_batch *b);

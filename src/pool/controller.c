@@ -652,9 +652,10 @@ static int pc_probe(pc_run *run, const plan_action *a)
     if (!targets)
         return -1;
     for (size_t i = 0; i < a->n_pods; i++)
-        targets[i] = (prober_target){.pod = a->pods[i].name, .ip = a->pods[i].ip};
-    run->batch = prober_start(run->pc->prober, a->runtime, a->idle_path, a->port, targets,
-                              a->n_pods, pc_on_probed, run);
+        targets[i] =
+            (prober_target){.pod = a->pods[i].name, .ip = a->pods[i].ip, .port = a->pods[i].port};
+    run->batch = prober_start(run->pc->prober, a->runtime, a->idle_path, targets, a->n_pods,
+                              pc_on_probed, run);
     free(targets);
     return run->batch ? 0 : -1;
 }

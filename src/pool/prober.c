@@ -203,7 +203,7 @@ static int prober_add(prober_batch *b, size_t i, const char *ip, int port, const
     return 0;
 }
 
-prober_batch *prober_start(prober *p, const char *runtime, const char *idle_endpoint, int port,
+prober_batch *prober_start(prober *p, const char *runtime, const char *idle_endpoint,
                            const prober_target *targets, size_t n, prober_done_fn done, void *ud)
 {
     prober_batch *b = calloc(1, sizeof(*b));
@@ -234,7 +234,7 @@ prober_batch *prober_start(prober *p, const char *runtime, const char *idle_endp
         } else if (!targets[i].ip || !*targets[i].ip) {
             b->results[i].verdict = PROBE_ERROR;
             b->messages[i] = strdup("Pod has no IP yet");
-        } else if (prober_add(b, i, targets[i].ip, port, path) < 0) {
+        } else if (prober_add(b, i, targets[i].ip, targets[i].port, path) < 0) {
             goto fail;
         }
     }

@@ -70,7 +70,14 @@ static cJSON *snap_child(cJSON *obj, const char *name)
 void pool_trim_pod(cJSON *pod, void *ud)
 {
     (void)ud;
-    SNAP_KEEP(pod, "metadata", "status");
+    SNAP_KEEP(pod, "metadata", "spec", "status");
+    SNAP_KEEP(snap_child(pod, "spec"), "containers");
+    cJSON *c, *port;
+    cJSON_ArrayForEach(c, snap_child(snap_child(pod, "spec"), "containers"))
+    {
+        SNAP_KEEP(c, "ports");
+        cJSON_ArrayForEach(port, snap_child(c, "ports")) SNAP_KEEP(port, "name", "containerPort");
+    }
     cJSON *meta = snap_child(pod, "metadata");
     SNAP_KEEP(meta, "name", "namespace", "uid", "resourceVersion", "labels", "deletionTimestamp");
     SNAP_KEEP(snap_child(meta, "labels"), POOL_SERVICE_LABEL);
@@ -144,6 +151,29 @@ typedef struct {
     int rc;
 } snap_pod_walk;
 
+/* Where the server listens, as the Pod spec says: the port named http, else the first port the
+ * first container with ports declares; 0 when the spec names none. */
+static int32_t snap_pod_port(const cJSON *pod)
+{
+    const cJSON *c, *port;
+    int32_t first = 0;
+    cJSON_ArrayForEach(c, snap_get(pod, "spec", "containers"))
+    {
+        cJSON_ArrayForEach(port, cJSON_GetObjectItemCaseSensitive(c, "ports"))
+        {
+            const cJSON *n = cJSON_GetObjectItemCaseSensitive(port, "containerPort");
+            if (!cJSON_IsNumber(n) || n->valuedouble < 1 || n->valuedouble > 65535)
+                continue;
+            const char *name = snap_str(cJSON_GetObjectItemCaseSensitive(port, "name"));
+            if (name && strcmp(name, "http") == 0)
+                return (int32_t)n->valuedouble;
+            if (first == 0)
+                first = (int32_t)n->valuedouble;
+        }
+    }
+    return first;
+}
+
 static bool snap_add_pod(const char *key, const cJSON *pod, void *ud)
 {
     (void)key;
@@ -165,6 +195,7 @@ static bool snap_add_pod(const char *key, const cJSON *pod, void *ud)
     p->terminating = snap_get(pod, "metadata", "deletionTimestamp") &&
                      !cJSON_IsNull(snap_get(pod, "metadata", "deletionTimestamp"));
     p->ip = snap_str(snap_get(pod, "status", "podIP"));
+    p->port = snap_pod_port(pod);
     const cJSON *cs;
     cJSON_ArrayForEach(cs, snap_get(pod, "status", "containerStatuses"))
     {

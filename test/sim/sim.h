@@ -34,7 +34,7 @@
  *     otherwise Stopped when desired is 0, even while Pods still terminate (as the real
  *     controller does); Failed while the fail/evict annotation has failed its Pods (none is
  *     replaced then); WaitingForGPU while held Pending by that annotation; else Creating.
- *   port: spec.endpoint.port, else spec.containerPort, else the runtime's default (8080; vllm
+ *   port: spec.containerPort, else spec.endpoint.port, else the runtime's default (8080; vllm
  *     8000, tgi 80, sglang 30000), as DESIGN.md's idle probe.
  * Annotations, read on every pass and on every request (so kubectl annotate acts at once):
  *   sim.modelpool.test/load-ms, terminate-ms  the delays (from the Pod's creation / the start of

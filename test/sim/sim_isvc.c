@@ -55,10 +55,11 @@ const char *sim_isvc_runtime(const cJSON *isvc)
 int sim_isvc_port(const cJSON *isvc)
 {
     const cJSON *spec = sim_get(isvc, "spec", NULL);
-    const cJSON *p = sim_get(spec, "endpoint", "port");
+    /* As the member controller builds the Deployment: the container port, else the endpoint's. */
+    const cJSON *p = sim_get(spec, "containerPort", NULL);
     if (cJSON_IsNumber(p) && p->valuedouble >= 1 && p->valuedouble <= 65535)
         return (int)p->valuedouble;
-    p = sim_get(spec, "containerPort", NULL);
+    p = sim_get(spec, "endpoint", "port");
     if (cJSON_IsNumber(p) && p->valuedouble >= 1 && p->valuedouble <= 65535)
         return (int)p->valuedouble;
     const sim_runtime *rt = sim_runtime_of(isvc);

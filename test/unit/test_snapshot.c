@@ -99,6 +99,9 @@ static const char *isvcs_json[] = {
 static const char *pods_json[] = {
     "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a-1\",\"uid\":\"u1\","
     "\"labels\":{\"inference.llmkube.dev/service\":\"a\"}},"
+    "\"spec\":{\"containers\":[{\"name\":\"sidecar\"},{\"name\":\"server\",\"image\":\"x\","
+    "\"ports\":[{\"name\":\"metrics\",\"containerPort\":9100},"
+    "{\"name\":\"http\",\"containerPort\":9090,\"protocol\":\"TCP\"}]}]},"
     "\"status\":{\"phase\":\"Running\",\"podIP\":\"127.0.0.5\","
     "\"containerStatuses\":[{\"state\":{\"running\":{}}}]}}",
     "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a-old\",\"uid\":\"u0\","
@@ -180,6 +183,7 @@ static void check_snapshot(bool trimmed)
     assert_true(p1->container_running);
     assert_false(p1->terminating);
     assert_string_equal(p1->ip, "127.0.0.5");
+    assert_int_equal(p1->port, 9090); /* the port named http, where the Pod spec lists several */
     assert_int_equal(p1->probe, PLAN_PROBE_BUSY);
     /* 3 s old by the monotonic clock, whatever the wall clock says: that age in wall time. */
     assert_int_equal(p1->probed_at_ms, TEST_WALL_MS - 3000);
@@ -188,6 +192,7 @@ static void check_snapshot(bool trimmed)
     assert_int_equal(p0->phase, PLAN_POD_FAILED);
     assert_true(p0->terminating);
     assert_false(p0->container_running);
+    assert_int_equal(p0->port, 0); /* no spec: the member's port applies */
     assert_int_equal(p0->probe, PLAN_PROBE_NONE);
 
     const plan_member *b = &s->members[1];
@@ -223,7 +228,9 @@ static void test_trim(void **state)
     cJSON *pod = cJSON_Parse(
         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"a-1\",\"namespace\":"
         "\"ns\",\"uid\":\"u1\",\"resourceVersion\":\"7\",\"managedFields\":[{}],\"labels\":{"
-        "\"app\":\"a\",\"inference.llmkube.dev/service\":\"a\"}},\"spec\":{\"containers\":[]},"
+        "\"app\":\"a\",\"inference.llmkube.dev/service\":\"a\"}},\"spec\":{\"nodeName\":\"n\","
+        "\"containers\":[{\"name\":\"server\",\"image\":\"x\",\"env\":[{\"name\":\"A\"}],"
+        "\"ports\":[{\"name\":\"http\",\"containerPort\":8080,\"protocol\":\"TCP\"}]}]},"
         "\"status\":{\"phase\":\"Running\",\"podIP\":\"127.0.0.5\",\"conditions\":[],"
         "\"containerStatuses\":[{\"name\":\"server\",\"ready\":true,\"state\":{\"running\":{"
         "\"startedAt\":\"2026-12-02T00:00:00Z\"}}}]}}");
@@ -233,8 +240,10 @@ static void test_trim(void **state)
     assert_string_equal(text,
                         "{\"metadata\":{\"name\":\"a-1\",\"namespace\":\"ns\",\"uid\":\"u1\","
                         "\"resourceVersion\":\"7\",\"labels\":{\"inference.llmkube.dev/"
-                        "service\":\"a\"}},\"status\":{\"phase\":\"Running\",\"podIP\":"
-                        "\"127.0.0.5\",\"containerStatuses\":[{\"state\":{\"running\":{}}}]}}");
+                        "service\":\"a\"}},\"spec\":{\"containers\":[{\"ports\":[{\"name\":"
+                        "\"http\",\"containerPort\":8080}]}]},\"status\":{\"phase\":\"Running\","
+                        "\"podIP\":\"127.0.0.5\",\"containerStatuses\":[{\"state\":{\"running\":{"
+                        "}}}]}}");
     free(text);
     cJSON_Delete(pod);
 
