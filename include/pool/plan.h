@@ -119,17 +119,21 @@ typedef struct {
     const char *swap_policy;    /* spec.swapPolicy; absent means sticky */
     plan_status status;         /* the pool's current status (zeroed if it has none) */
     plan_refusal refused;       /* zeroed when no write was refused */
-    int64_t now_ms;             /* wall clock, ms since the Unix epoch */
+    /* A request through the pool (annotation modelpool-operator.dev/request): a member name,
+     * taken as the newest request and then cleared; NULL when there is none. */
+    const char *requested;
+    int64_t now_ms; /* wall clock, ms since the Unix epoch */
 } plan_snapshot;
 
 /* ---- Output: actions in the order the controller must apply them. It stops at the first that
  * fails and re-plans; the status write is always first, so intent is persisted before acting. */
 
 typedef enum {
-    PLAN_WRITE_STATUS, /* write plan_result.status (PUT /status with resourceVersion) */
-    PLAN_EVENT,        /* emit an Event on the pool */
-    PLAN_PROBE,        /* probe these running pods of member, then re-plan */
-    PLAN_SCALE,        /* set member's spec.replicas (scale subresource) */
+    PLAN_WRITE_STATUS,  /* write plan_result.status (PUT /status with resourceVersion) */
+    PLAN_EVENT,         /* emit an Event on the pool */
+    PLAN_PROBE,         /* probe these running pods of member, then re-plan */
+    PLAN_SCALE,         /* set member's spec.replicas (scale subresource) */
+    PLAN_CLEAR_REQUEST, /* remove the request annotation if it still names member */
 } plan_action_kind;
 
 typedef struct {
@@ -140,7 +144,7 @@ typedef struct {
 
 typedef struct {
     plan_action_kind kind;
-    char *member;     /* PROBE, SCALE */
+    char *member;     /* PROBE, SCALE, CLEAR_REQUEST */
     int32_t replicas; /* SCALE */
     /* PROBE: how to ask: runtime (normalized, e.g. "llamacpp"), the port to use, and for generic
      * the annotation's path; the prober knows each runtime's endpoint and metric. */

@@ -13,6 +13,10 @@
 #define POOL_VERSION "v1alpha1"
 #define POOL_SERVICE_LABEL "inference.llmkube.dev/service"
 #define POOL_IDLE_ANNOTATION "inference.llmkube.dev/idle-endpoint"
+/* A request for a member through its pool (a router, or `kubectl annotate` by hand): the race-free
+ * way to switch, since the member's replicas change only once the slot is free. */
+#define POOL_REQUEST_ANNOTATION "modelpool-operator.dev/request"
+#define POOL_REQUEST_ANNOTATION_POINTER "modelpool-operator.dev~1request" /* as a JSON pointer */
 
 /* Index names: Pods by "namespace/<service label>", pools by "namespace/<member name>". */
 #define POOL_INDEX_SERVICE "service"

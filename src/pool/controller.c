@@ -62,7 +62,7 @@ typedef struct pc_pool {
 } pc_pool;
 
 /* Which write a run has in flight. */
-typedef enum { PC_WRITE_STATUS, PC_WRITE_SCALE } pc_write;
+typedef enum { PC_WRITE_STATUS, PC_WRITE_SCALE, PC_WRITE_REQUEST } pc_write;
 
 /* One reconcile of one pool key, from hand-out to wq_done. */
 typedef struct pc_run {
@@ -413,6 +413,12 @@ static void pc_refused(pc_run *run, const kube_error *err)
                a->member, "replicas", replicas, "code", code, "reason",
                err->reason ? err->reason : "", "error", err->message, NULL);
         pc_refusal_set(pc, run->key, a->member, a->replicas, err->message);
+    } else if (run->writing == PC_WRITE_REQUEST) {
+        /* The swap it asked for is persisted already; only the annotation stays, and the next
+         * plan takes it as the request it already is. */
+        log_kv(LOG_ERROR, "clearing the pool's request refused by the API server, will retry",
+               "pool", run->key, "code", code, "reason", err->reason ? err->reason : "", "error",
+               err->message, NULL);
     } else {
         log_kv(LOG_ERROR, "status write refused by the API server, will retry", "pool", run->key,
                "code", code, "reason", err->reason ? err->reason : "", "error", err->message, NULL);
@@ -515,6 +521,41 @@ static int pc_write_status(pc_run *run, kube_error *err)
     }
     log_kv(LOG_INFO, "status", "pool", run->key, "phase", run->plan->status.phase, "resident",
            run->plan->status.resident_member, "pending", run->plan->status.pending_member, NULL);
+    free(body);
+    free(path);
+    return rc;
+}
+
+/* Removes the pool's request annotation if it still names a->member: a JSON patch whose test
+ * fails (a newer request written since) is a quiet re-plan, never a lost request. Retried by the
+ * client: the test makes a late retry harmless. */
+static int pc_clear_request(pc_run *run, const plan_action *a, kube_error *err)
+{
+    pool_controller *pc = run->pc;
+    const char *path_ptr = "/metadata/annotations/" POOL_REQUEST_ANNOTATION_POINTER;
+    cJSON *ops = cJSON_CreateArray(), *test = cJSON_CreateObject(), *rm = cJSON_CreateObject();
+    cJSON_AddItemToArray(ops, test);
+    cJSON_AddItemToArray(ops, rm);
+    cJSON_AddStringToObject(test, "op", "test");
+    cJSON_AddStringToObject(test, "path", path_ptr);
+    cJSON_AddStringToObject(test, "value", a->member);
+    cJSON_AddStringToObject(rm, "op", "remove");
+    cJSON_AddStringToObject(rm, "path", path_ptr);
+    char *body = cJSON_PrintUnformatted(ops);
+    cJSON_Delete(ops);
+    char *path = kube_path(POOL_GROUP, POOL_VERSION, run->ns, "modelpools", run->name, NULL);
+    int rc = -1;
+    if (!body || !path) {
+        kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
+    } else {
+        kube_request req = {
+            .method = KUBE_PATCH_JSON, .path = path, .body = body, .max_retries = -1};
+        log_kv(LOG_INFO, "request taken", "pool", run->key, "member", a->member, NULL);
+        run->tested = true;
+        const cJSON *pool = store_get(informer_store(pc->pools), run->key);
+        rc = pc_send(run, &req, PC_WRITE_REQUEST, informer_store(pc->pools), run->key,
+                     pool ? pc_rv_of(pool) : run->rv, err);
+    }
     free(body);
     free(path);
     return rc;
@@ -692,6 +733,12 @@ static void pc_next(pc_run *run)
             }
             return;
         }
+        case PLAN_CLEAR_REQUEST:
+            if (!pc_may_write(run, "request"))
+                return;
+            if (pc_clear_request(run, a, &err) < 0)
+                break;
+            return;
         case PLAN_PROBE:
             if (pc_probe(run, a) < 0) {
                 kube_error_set(&err, KUBE_ERR_NOMEM, "could not start the idle probe");

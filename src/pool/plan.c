@@ -877,6 +877,45 @@ static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *
     }
 }
 
+/* Who a newer request swaps from: a target that was started holds the GPU now, so it becomes the
+ * incumbent (released like any other); else the resident. */
+static const char *swap_from(const plan_ctx *c, const char *res, const char *pend)
+{
+    const plan_condition *sw = find_cond(&c->s->status, "Swapping");
+    bool was_loading = sw && str_eq(sw->status, "True") && str_eq(sw->reason, "Loading");
+    return pend && was_loading && is_up(member_named(c->s, pend)) ? pend : res;
+}
+
+/* A request through the pool (its annotation) is the newest request: it wins over members scaled
+ * up, which are released, and is cleared once the plan that takes it has persisted it. True when
+ * it starts a swap. */
+static bool take_pool_request(plan_ctx *c, plan_want *w, const char *res, const char *pend)
+{
+    const plan_snapshot *s = c->s;
+    const char *rq = or_null(s->requested);
+    if (rq == NULL)
+        return false;
+    plan_action *a = push(c, &c->work, PLAN_CLEAR_REQUEST);
+    if (a)
+        a->member = copy(c, rq);
+    const plan_member *m = member_named(s, rq);
+    if (m == NULL) {
+        push_event(c, true, "RequestIgnored",
+                   "the request through the pool names %s, which is not in spec.members", rq);
+        return false;
+    }
+    if (str_eq(rq, pend) || (pend == NULL && str_eq(rq, res)))
+        return false; /* already the target, or the settled resident */
+    for (size_t i = 0; i < s->n_members; i++) {
+        if (&s->members[i] == m || !is_request(c, i, res, pend))
+            continue;
+        c->rel[i] = true;
+        msg_add(&c->superseded, "%s%s", c->superseded.len ? ", " : "", s->members[i].name);
+    }
+    start_swap(c, w, swap_from(c, res, pend), rq);
+    return true;
+}
+
 /* The scale the controller saw refused, if this plan asks for it again: reported (rule 5). */
 static bool refused_again(const plan_ctx *c)
 {
@@ -906,15 +945,13 @@ static void decide(plan_ctx *c, plan_want *w, int64_t budget_ms)
 
     plan_defer d = {0};
     const plan_member *req = NULL;
-    if (!res && !pend) {
+    if (take_pool_request(c, w, res, pend)) {
+        /* the request through the pool was the newest word: persisted alone */
+    } else if (!res && !pend) {
         decide_cold(c, w);
     } else if ((req = pick_request(c, res, pend)) != NULL) {
-        /* A newer request takes over at once (persisted alone, rule 3). A target that was
-         * started holds the GPU now: it becomes the incumbent, released like any other. */
-        const plan_member *target = member_named(s, pend);
-        const plan_condition *sw = find_cond(&s->status, "Swapping");
-        bool was_loading = sw && str_eq(sw->status, "True") && str_eq(sw->reason, "Loading");
-        start_swap(c, w, pend && was_loading && is_up(target) ? pend : res, req->name);
+        /* A newer request takes over at once (persisted alone, rule 3). */
+        start_swap(c, w, swap_from(c, res, pend), req->name);
     } else if (!pend) {
         /* Sticky (rule 4): the resident stays until another member is requested. */
         const plan_member *r = member_named(s, res);

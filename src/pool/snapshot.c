@@ -112,7 +112,8 @@ void pool_trim_pool(cJSON *pool, void *ud)
     (void)ud;
     SNAP_KEEP(pool, "metadata", "spec", "status");
     SNAP_KEEP(snap_child(pool, "metadata"), "name", "namespace", "uid", "resourceVersion",
-              "generation");
+              "generation", "annotations");
+    SNAP_KEEP(snap_child(snap_child(pool, "metadata"), "annotations"), POOL_REQUEST_ANNOTATION);
     cJSON *spec = snap_child(pool, "spec");
     SNAP_KEEP(spec, "members", "default", "swapBudget", "swapPolicy");
     cJSON *m;
@@ -281,6 +282,8 @@ int pool_snapshot_build(const cJSON *pool, const pool_sources *src, int64_t now_
     const cJSON *gen = snap_get(pool, "metadata", "generation");
     s->generation = cJSON_IsNumber(gen) ? (int64_t)gen->valuedouble : 0;
     s->default_member = snap_str(snap_get(pool, "spec", "default"));
+    s->requested = snap_str(cJSON_GetObjectItemCaseSensitive(
+        snap_get(pool, "metadata", "annotations"), POOL_REQUEST_ANNOTATION));
     s->swap_budget = snap_str(snap_get(pool, "spec", "swapBudget"));
     s->swap_policy = snap_str(snap_get(pool, "spec", "swapPolicy"));
     s->now_ms = now_ms;

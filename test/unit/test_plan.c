@@ -125,6 +125,7 @@ typedef struct {
     const char *releasing;
     const char *want_releasing; /* the same in the plan's status; NULL: not checked */
     plan_refusal refused;       /* the controller's memory of a refused write */
+    const char *requested;      /* the pool's request annotation */
     /* expected; NULL means "not checked", "" means "empty" */
     const char *phase, *want_resident, *want_pending;
     const char *conds;   /* space-separated Type=Status/Reason that must all be present */
@@ -166,6 +167,7 @@ static void fix_build(t_fix *f, const t_case *tc)
     f->s.swap_policy = tc->policy;
     f->s.now_ms = NOW + 250; /* not a whole second: stamps must still be */
     f->s.refused = tc->refused;
+    f->s.requested = tc->requested;
     f->s.status.resident_member = (char *)tc->resident;
     f->s.status.pending_member = (char *)tc->pending;
     f->s.status.conditions = f->conds;
@@ -213,6 +215,9 @@ static void render(const plan_result *p, char *buf, size_t cap)
             break;
         case PLAN_SCALE:
             OUT("scale:%s=%d", a->member, a->replicas);
+            break;
+        case PLAN_CLEAR_REQUEST:
+            OUT("clear:%s", a->member);
             break;
         case PLAN_PROBE:
             OUT("probe:%s[", a->member);
@@ -349,9 +354,11 @@ static void check_converges(const plan_snapshot *s0, plan_result *first)
     plan_result *prev = NULL, *cur = first;
     char a[2048], b[2048];
     int rounds = 0;
-    while (has_kind(cur, PLAN_WRITE_STATUS)) {
+    while (has_kind(cur, PLAN_WRITE_STATUS) || has_kind(cur, PLAN_CLEAR_REQUEST)) {
         assert_true(++rounds <= 4);
         s.status = cur->status;
+        if (has_kind(cur, PLAN_CLEAR_REQUEST))
+            s.requested = NULL; /* the annotation is gone once the plan ran */
         plan_result *next = NULL;
         assert_int_equal(plan_build(&s, &next), 0);
         check_safety(&s, next);
@@ -1146,6 +1153,72 @@ static void test_supersede(void **state)
     RUN(t);
 }
 
+/* ---- requests through the pool (its annotation, #19) ---- */
+
+static void test_pool_request(void **state)
+{
+    (void)state;
+    static const t_case t[] = {
+        {.title = "warm, requested through the pool: swap intent, then the request is cleared",
+         .m = {{"a", 1, "Ready", "R"}, {"b", 0, "Stopped"}},
+         .resident = "a",
+         .requested = "b",
+         .phase = "Swapping",
+         .want_pending = "b",
+         .want_releasing = "a",
+         .actions = "status event:N:SwapStarted clear:b"},
+        {.title = "the pool's request beats a member scaled up, which is released",
+         .m = {{"a", 1, "Ready", "R"}, {"b", 1}, {"c", 0}},
+         .resident = "a",
+         .requested = "c",
+         .want_pending = "c",
+         .want_releasing = "a b",
+         .actions = "status event:N:SwapStarted event:N:RequestSuperseded clear:c"},
+        {.title = "cold pool: the request wins over default",
+         .m = {{"a", 0}, {"b", 0}},
+         .dflt = "a",
+         .requested = "b",
+         .want_pending = "b",
+         .actions = "status event:N:SwapStarted clear:b"},
+        {.title = "request for the target already pending: cleared, the swap goes on",
+         .m = {{"a", 1, "Ready", "Ri"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .requested = "b",
+         .want_pending = "b",
+         .actions = "status clear:b scale:a=0"},
+        {.title = "request for the settled resident: only cleared",
+         .m = {{"a", 1, "Ready", "R"}, {"b", 0}},
+         .resident = "a",
+         .requested = "a",
+         .phase = "Ready",
+         .actions = "status clear:a"},
+        {.title = "request for no member: cleared with a Warning, nothing else",
+         .m = {{"a", 1, "Ready", "R"}, {"b", 0}},
+         .resident = "a",
+         .requested = "zz",
+         .phase = "Ready",
+         .actions = "status event:W:RequestIgnored clear:zz"},
+        {.title = "a Degraded pool takes no request: it waits in the annotation",
+         .m = {{"a", 1, "Ready", "R"}, {"b", 0, NULL, NULL, NULL, NULL, 0, true}},
+         .resident = "a",
+         .requested = "b",
+         .phase = "Degraded",
+         .actions = "status event:W:MissingMembers"},
+        {.title = "during a swap, a request for the resident being drained: returning to it",
+         .m = {{"a", 0, "Stopped"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .requested = "a",
+         .want_pending = "a",
+         .msg_has = "returning to a",
+         .actions = "status event:N:SwapStarted clear:a"},
+    };
+    RUN(t);
+}
+
 /* ---- rule 5: a bad spec is a clear status and never a replica change ---- */
 
 static void test_invalid(void **state)
@@ -1564,6 +1637,8 @@ static size_t sim_step(sim *w)
         case PLAN_SCALE:
             m->replicas = a->replicas;
             break;
+        case PLAN_CLEAR_REQUEST: /* the runs make no request through the pool */
+            break;
         case PLAN_PROBE: {
             plan_probe_result r = PLAN_PROBE_IDLE;
             if (m->busy_probes > 0) {
@@ -1925,6 +2000,7 @@ int main(void)
         cmocka_unit_test(test_recovery),
         cmocka_unit_test(test_status_mirror),
         cmocka_unit_test(test_idempotence),
+        cmocka_unit_test(test_pool_request),
         cmocka_unit_test(test_pod_port),
         cmocka_unit_test(test_parse_duration),
         cmocka_unit_test(test_bad_args),
