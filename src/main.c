@@ -49,9 +49,10 @@ static void main_drained(void *ud)
         ev_stop(m->loop);
 }
 
-static bool main_ready(void *ud)
+static bool main_ready(void *ud, char *why, size_t whylen)
 {
     main_state *m = ud;
+    pool_controller_waiting(m->pc, why, whylen);
     return pool_controller_synced(m->pc);
 }
 

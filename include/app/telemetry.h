@@ -23,9 +23,11 @@ metrics *telemetry_registry(telemetry *t);
 void telemetry_api_request(void *ud, const char *verb, long http_code);
 
 /* Serves /metrics at metrics_addr and /healthz, /readyz at health_addr ("0": not served).
- * /readyz answers 200 once ready(ready_ud) is true, 503 before. 0, or -1 with err set. */
+ * /readyz answers 200 once ready(ready_ud, ...) is true, 503 before with the text ready wrote to
+ * why ("not ready: waiting for WHY"). 0, or -1 with err set. */
 int telemetry_serve(telemetry *t, ev_loop *loop, const char *metrics_addr, const char *health_addr,
-                    bool (*ready)(void *ud), void *ready_ud, char *err, size_t errlen);
+                    bool (*ready)(void *ud, char *why, size_t whylen), void *ready_ud, char *err,
+                    size_t errlen);
 /* The ports listened on (0 when not serving): for logs and tests that bind port 0. */
 int telemetry_metrics_port(const telemetry *t);
 int telemetry_health_port(const telemetry *t);

@@ -14,7 +14,7 @@ struct telemetry {
     metrics *reg;
     metrics_family *api, *cpu, *rss, *rss_peak, *fds, *start;
     httpd *metrics_srv, *health_srv;
-    bool (*ready)(void *ud);
+    bool (*ready)(void *ud, char *why, size_t whylen);
     void *ready_ud;
 };
 
@@ -177,15 +177,20 @@ static void telemetry_on_health(void *ud, const char *method, const char *path, 
     if (strcmp(path, "/healthz") == 0) {
         telemetry_text(out, 200, "ok\n"); /* answered from the loop: a stuck loop cannot */
     } else if (strcmp(path, "/readyz") == 0) {
-        bool ready = t->ready(t->ready_ud); /* asked once: the answer and its code agree */
-        telemetry_text(out, ready ? 200 : 503, ready ? "ok\n" : "caches not synced yet\n");
+        /* Asked once: the answer and its code agree. Not ready, it says what it waits for. */
+        char why[1024] = "";
+        bool ready = t->ready(t->ready_ud, why, sizeof(why));
+        char text[sizeof(why) + 32];
+        snprintf(text, sizeof(text), "not ready: waiting for %s\n", *why ? why : "the caches");
+        telemetry_text(out, ready ? 200 : 503, ready ? "ok\n" : text);
     } else {
         telemetry_text(out, 404, "not found: /healthz, /readyz\n");
     }
 }
 
 int telemetry_serve(telemetry *t, ev_loop *loop, const char *metrics_addr, const char *health_addr,
-                    bool (*ready)(void *ud), void *ready_ud, char *err, size_t errlen)
+                    bool (*ready)(void *ud, char *why, size_t whylen), void *ready_ud, char *err,
+                    size_t errlen)
 {
     t->ready = ready;
     t->ready_ud = ready_ud;

@@ -113,9 +113,10 @@ static const char *request(ev_loop *loop, client *c, int port, const char *metho
 
 static bool test_ready;
 
-static bool ready_fn(void *ud)
+static bool ready_fn(void *ud, char *why, size_t whylen)
 {
     (void)ud;
+    snprintf(why, whylen, "%s", test_ready ? "" : "the first list of pods");
     return test_ready;
 }
 
@@ -148,10 +149,11 @@ static void test_endpoints(void **state)
     test_ready = false;
     r = request(loop, &c, hp, "GET", "/readyz");
     assert_non_null(strstr(r, " 503 "));
-    assert_non_null(strstr(r, "caches not synced yet"));
+    assert_non_null(strstr(r, "\r\n\r\nnot ready: waiting for the first list of pods\n"));
     test_ready = true;
     r = request(loop, &c, hp, "GET", "/readyz");
     assert_non_null(strstr(r, " 200 "));
+    assert_non_null(strstr(r, "\r\n\r\nok\n"));
     r = request(loop, &c, hp, "GET", "/healthz");
     assert_non_null(strstr(r, " 200 "));
     assert_non_null(strstr(r, "\r\n\r\nok\n"));
