@@ -38,26 +38,36 @@ for tool in podman runc debootstrap; do
 	command -v "$tool" >/dev/null || die "'$tool' is not installed (scripts/bootstrap.sh installs it)"
 done
 
-# apt_mirror RELEASE: the URI of the Debian archive apt uses here, preferring one that lists RELEASE as a suite
-# (deb822 .sources files and one-line sources.list entries), else the first that is not the security archive.
-apt_mirror() {
-	{
-		cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-			awk '$1 == "deb" { i = 2; if ($2 ~ /^\[/) while ($i !~ /\]$/) i++; if ($2 ~ /^\[/) i++; print $i, $(i + 1) }'
-		cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '
-			/^[[:space:]]*$/ { if (u != "") for (k = 1; k <= n; k++) print u, s[k]; u = ""; n = 0; next }
-			tolower($1) == "uris:" { u = $2 }
-			tolower($1) == "suites:" { n = 0; for (k = 2; k <= NF; k++) s[++n] = $k }
-			END { if (u != "") for (k = 1; k <= n; k++) print u, s[k] }'
-	} | awk -v r="$1" '$1 !~ /security/ { if ($2 == r) { print $1; found = 1; exit } if (first == "") first = $1 }
-		END { if (!found && first != "") print first }'
+# apt_suites: "URI SUITE" for every binary-package source apt uses here (one-line sources.list entries and
+# deb822 .sources files), one a line.
+apt_suites() {
+	cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+		awk '$1 == "deb" { i = 2; if ($2 ~ /^\[/) { while ($i !~ /\]$/) i++; i++ } print $i, $(i + 1) }'
+	cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '
+		function flush() { if (u != "" && deb) for (k = 1; k <= n; k++) print u, s[k]; u = ""; n = 0; deb = 0 }
+		/^[[:space:]]*$/ { flush(); next }
+		tolower($1) == "types:" { for (k = 2; k <= NF; k++) if ($k == "deb") deb = 1 }
+		tolower($1) == "uris:" { u = $2 }
+		tolower($1) == "suites:" { n = 0; for (k = 2; k <= NF; k++) s[++n] = $k }
+		END { flush() }'
+}
+
+# apt_uri SUITE [ANY]: the URI apt fetches SUITE from here; with ANY, the first non-security URI otherwise.
+apt_uri() {
+	apt_suites | awk -v r="$1" -v any="${2:-}" '$2 == r { print $1; found = 1; exit }
+		any && first == "" && $1 !~ /security/ { first = $1 } END { if (!found && first != "") print first }'
 }
 
 # make_base RELEASE: the minbase and slim root filesystems of RELEASE as tarballs in the cache.
 make_base() {
-	local release=$1 dir=$cache/$1 mirror root
-	[ -f "$dir/minbase.tar" ] && [ -f "$dir/slim.tar" ] && return 0
-	mirror=$(apt_mirror "$release")
+	local release=$1 dir=$cache/$1 mirror root suite uri sources=""
+	# Made again when this recipe changes (the functions that make them), not otherwise.
+	local recipe
+	recipe=$(declare -f make_base apt_suites apt_uri | sha256sum | cut -c1-16)
+	if [ -f "$dir/minbase.tar" ] && [ -f "$dir/slim.tar" ] && [ "$(cat "$dir/recipe" 2>/dev/null)" == "$recipe" ]; then
+		return 0
+	fi
+	mirror=$(apt_uri "$release" any)
 	[ -n "$mirror" ] || die "no Debian mirror found in apt's sources to debootstrap $release from"
 	mkdir -p "$dir"
 	root=$(mktemp -d "$dir/root.XXXXXX")
@@ -65,6 +75,17 @@ make_base() {
 	local start=$SECONDS
 	debootstrap --variant=minbase "$release" "$root" "$mirror" >"$dir/debootstrap.log" 2>&1 ||
 		{ tail -n 20 "$dir/debootstrap.log" >&2; rm -rf "$root"; die "debootstrap $release failed (log above)"; }
+	# apt's sources as the official images have them: the release, and its -updates and -security suites
+	# where apt here uses them (so the image's packages get the fixes this machine gets).
+	for suite in "$release" "$release-updates" "$release-security"; do
+		uri=$(apt_uri "$suite")
+		[ "$suite" == "$release" ] && uri=$mirror
+		[ -n "$uri" ] || continue
+		sources+="Types: deb"$'\n'"URIs: $uri"$'\n'"Suites: $suite"$'\n'"Components: main"$'\n'
+		sources+="Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"$'\n\n'
+	done
+	rm -f "$root/etc/apt/sources.list"
+	printf '%s' "$sources" >"$root/etc/apt/sources.list.d/debian.sources"
 	# What the official images also drop: the package cache and lists (the Dockerfile runs apt-get update).
 	rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* "$root"/var/log/*.log
 	tar -C "$root" --numeric-owner -cf "$dir/minbase.tar.tmp" .
@@ -86,6 +107,8 @@ make_base() {
 	rm -rf "$root"
 	mv "$dir/minbase.tar.tmp" "$dir/minbase.tar"
 	mv "$dir/slim.tar.tmp" "$dir/slim.tar"
+	rm -f "$dir"/*.id # imported from the tarballs before these: import again
+	echo "$recipe" >"$dir/recipe"
 	say "base root filesystems of $release made in $((SECONDS - start)) s"
 }
 
@@ -105,7 +128,8 @@ import_base() {
 	fi
 	make_base "$release"
 	say "importing $name"
-	podman import --change 'CMD ["bash"]' "$cache/$release/$flavour.tar" "$name" >/dev/null
+	podman import --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+		--change 'CMD ["bash"]' "$cache/$release/$flavour.tar" "$name" >/dev/null
 	podman image inspect --format '{{.Id}}' "$name" >"$id_file"
 }
 
@@ -125,6 +149,12 @@ exec 9>&-
 
 source_url=$(git -C "$top" remote get-url origin 2>/dev/null || true)
 revision=$(git -C "$top" rev-parse HEAD 2>/dev/null || true)
+# The labels that change from build to build are also given with --label: podman (buildah 1.28) reuses a
+# cached LABEL step whose build args changed, and would keep the previous build's revision.
+label_args=()
+for kv in "version=$version" "source=$source_url" "revision=$revision"; do
+	label_args+=(--label "org.opencontainers.image.$kv")
+done
 tag_args=()
 for t in "${tags[@]}"; do tag_args+=(-t "$t"); done
 say "podman build ${tag_args[*]}"
@@ -132,5 +162,5 @@ say "podman build ${tag_args[*]}"
 # apt-get reaches the mirror as this machine does, with no bridge or firewall rules to set up.
 podman build "${podman_opts[@]}" --network host --layers --pull=never \
 	--build-arg "VERSION=$version" --build-arg "SOURCE=$source_url" --build-arg "REVISION=$revision" \
-	"${tag_args[@]}" -f "$top/Dockerfile" "$top" >&2
+	"${label_args[@]}" "${tag_args[@]}" -f "$top/Dockerfile" "$top" >&2
 podman image inspect --format '{{.Id}}' "${tags[0]}"
