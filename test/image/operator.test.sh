@@ -9,10 +9,16 @@ image_root
 : "${MP_IMAGE:?operator.test.sh: MP_IMAGE must name the image (test/image/run.sh sets it)}"
 
 manifest=$MP_SOURCE_DIR/config/manager/manager.yaml
-# The Deployment's memory limit (resources.limits.memory, in Mi) and its non-root user.
+# The Deployment's memory limit (resources.limits.memory, in Mi), its non-root user and its args, with the
+# two listen addresses moved to loopback ports the kernel picks (the host network is shared with parallel
+# tests; the "started" log line names the ports).
 limit_mi=$(awk '/limits:/ { l = 1 } l && $1 == "memory:" { sub(/Mi$/, "", $2); print $2; exit }' "$manifest")
 [[ "$limit_mi" =~ ^[0-9]+$ ]] || fail "no memory limit in Mi found in $manifest"
 uid=$(sed -n 's/^ *runAsUser: *\([0-9]*\).*/\1/p' "$manifest")
+mapfile -t args < <(awk '/^ *args:/ { on = 1; next } on && /^ *- / { sub(/^ *- */, ""); print; next } { on = 0 }' "$manifest" |
+	sed -E 's/^(--(metrics|health-probe)-bind-address)=.*/\1=127.0.0.1:0/')
+printf '%s\n' "${args[@]}" | grep -q -- '^--health-probe-bind-address=127.0.0.1:0$' ||
+	fail "no --health-probe-bind-address in the args of $manifest: ${args[*]}"
 
 install_crds_and_samples
 install_operator_rbac
@@ -24,16 +30,14 @@ mkdir -m 0755 "$MP_STATE_DIR/container"
 install -m 0644 "$MP_OPERATOR_KUBECONFIG_EMBEDDED" "$MP_STATE_DIR/container/kubeconfig"
 name=mp-image-test-$$
 trap 'image_podman rm -f -t 0 "$name" >/dev/null 2>&1 || true' EXIT
-log "starting $MP_IMAGE as $name (memory limit ${limit_mi}Mi)"
-# --read-only-tmpfs=false: Kubernetes' readOnlyRootFilesystem mounts no tmpfs either. Ports: loopback ones
-# the kernel picks, as every e2e operator (the host network is shared with parallel tests).
+log "starting $MP_IMAGE as $name (memory limit ${limit_mi}Mi, args ${args[*]})"
+# --read-only-tmpfs=false: Kubernetes' readOnlyRootFilesystem mounts no tmpfs either.
 image_podman run --rm --name "$name" "${image_podman_opts[@]}" --network host \
 	--read-only --read-only-tmpfs=false --cap-drop all --security-opt no-new-privileges \
 	--memory "${limit_mi}m" --memory-swap "${limit_mi}m" \
-	-e POD_NAME="$name" -e POD_NAMESPACE=modelpool-system \
+	-e POD_NAME="$name" -e POD_NAMESPACE=modelpool-system -e POD_IP=127.0.0.1 \
 	-v "$MP_STATE_DIR/container:/etc/modelpool:ro" \
-	"$MP_IMAGE" --kubeconfig /etc/modelpool/kubeconfig --leader-elect -v 1 \
-	--metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
+	"$MP_IMAGE" --kubeconfig /etc/modelpool/kubeconfig -v 1 "${args[@]}" \
 	>>"$MP_STATE_DIR/operator.log" 2>&1 &
 MP_OPERATOR_PID=$!
 
@@ -75,13 +79,7 @@ expect_eq "lease holder" "$name" \
 log "the pool warms its default member"
 start_sim --load-ms 300
 wait_for 90 pool_is shared-gpu Ready llama-8b
-swaps_are() {
-	local got
-	got=$(metric_value 'modelpool_swaps_total{namespace="default",pool="shared-gpu"}') || return 1
-	echo "$got swaps"
-	[ "$got" == "$1" ]
-}
-wait_for 30 swaps_are 1
+wait_for 30 events_more shared-gpu Normal/SwapCompleted 0
 
 log "a swap, deferred while the incumbent is busy"
 kubectl_admin annotate isvc llama-8b sim.modelpool.test/busy=true --overwrite >/dev/null
@@ -91,7 +89,21 @@ expect_eq "incumbent replicas while busy" 1 "$(isvc_get llama-8b '{.spec.replica
 kubectl_admin annotate isvc llama-8b sim.modelpool.test/busy=false --overwrite >/dev/null
 wait_for 90 pool_is shared-gpu Ready qwen-7b
 expect_sole_resident shared-gpu qwen-7b
-wait_for 30 swaps_are 2
+wait_for 30 events_more shared-gpu Normal/SwapCompleted 1
+expect_eq "SwapCompleted events (the warm-up and the swap)" 2 "$(event_count shared-gpu Normal/SwapCompleted)"
+
+# Whatever the Deployment's args make of it (plain HTTP, or HTTPS with a self-signed certificate made at
+# start), the metrics server answers from inside the locked-down container.
+metrics_code() {
+	local port code
+	port=$(operator_port metrics) || return 1
+	code=$(curl -sk -o /dev/null -w '%{http_code}' "https://127.0.0.1:$port/metrics") || true
+	[ "$code" != 000 ] || code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/metrics") || true
+	echo "$code"
+	[ "$code" != 000 ]
+}
+wait_for 30 metrics_code
+log "the metrics server answers: HTTP $(metrics_code)"
 if [ -f "${memfile%/*}/memory.max_usage_in_bytes" ]; then
 	log "peak memory charged to the container's cgroup: $(($(cat "${memfile%/*}/memory.max_usage_in_bytes") / 1024)) KiB"
 fi
