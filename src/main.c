@@ -27,6 +27,7 @@ typedef struct main_state {
     int sigfd;
     bool stopping;
     int rc;
+    char unready[1024]; /* main_unready's answer: what /readyz waits for */
 } main_state;
 
 static const char *main_getenv(const char *name)
@@ -50,14 +51,21 @@ static void main_drained(void *ud)
 }
 
 /* /readyz: NULL when ready, else why not. A standby that cannot use the Lease is not ready: it
- * could never take over, and would otherwise wait in silence. */
+ * could never take over, and would otherwise wait in silence. Unsynced, it names the lists it waits
+ * for (and their last errors: a missing CRD shows here). */
 static const char *main_unready(void *ud)
 {
     main_state *m = ud;
     const char *problem = m->leader ? leader_problem(m->leader) : NULL;
     if (problem)
         return problem;
-    return pool_controller_synced(m->pc) ? NULL : "caches not synced yet";
+    if (pool_controller_synced(m->pc))
+        return NULL;
+    char what[sizeof(m->unready) - 32];
+    pool_controller_waiting(m->pc, what, sizeof(what));
+    snprintf(m->unready, sizeof(m->unready), "not ready: waiting for %s",
+             *what ? what : "the caches");
+    return m->unready;
 }
 
 static bool main_may_write(void *ud)

@@ -66,6 +66,15 @@ void informer_stop(informer *inf);
 
 /* True once the first complete list is in the store. */
 bool informer_synced(const informer *inf);
+/* The resource, for people: "resource.group" (a CRD's name) or a core resource's plural ("pods").
+ */
+const char *informer_name(const informer *inf);
+/* The message of the latest failed list or watch, until a list completes again; NULL otherwise. */
+const char *informer_last_error(const informer *inf);
+/* What a caller waiting for infs to sync waits for, for people: "the first list of NAME (last
+ * error: MESSAGE); NAME2" over those not synced yet, "" when all are; cut to fit len (with its
+ * '\0'). */
+void informer_waiting(const informer *const *infs, size_t n, char *buf, size_t len);
 /* The last resourceVersion seen (list, event or bookmark); NULL before the first list. */
 const char *informer_resource_version(const informer *inf);
 void informer_stats_get(const informer *inf, informer_stats *out);

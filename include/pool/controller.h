@@ -36,6 +36,8 @@ pool_controller *pool_controller_new(ev_loop *loop, kube_client *client,
  * leads (pool_controller_lead). 0 or -errno. */
 int pool_controller_start(pool_controller *pc);
 bool pool_controller_synced(const pool_controller *pc);
+/* What pool_controller_synced waits for, for people (informer_waiting); "" once synced. */
+void pool_controller_waiting(const pool_controller *pc, char *buf, size_t len);
 /* Lets the controller write: until this is called (leader election won, or none configured) the
  * informers keep the cache warm but no pool is reconciled. Once leading, the only way back is to
  * stop the process: a leader that lost its lease must not write another byte. */

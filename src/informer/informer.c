@@ -20,6 +20,10 @@ struct informer {
     ev_loop *loop;
     kube_client *client;
     char *path;
+    char *name;  /* "resource.group" (a CRD's name) or a core resource's plural, for people */
+    bool is_crd; /* not the core group: a 404 may well mean its CustomResourceDefinition is missing
+                  */
+    char *last_error; /* the latest failure's message until a list completes again; NULL after */
     char *label_selector, *field_selector;
     long page_size;
     informer_handlers h;
@@ -198,6 +202,8 @@ static void informer_step(ev_loop *loop, void *ud)
 static void informer_report(informer *inf, const kube_error *err)
 {
     inf->stats.errors++;
+    free(inf->last_error);
+    inf->last_error = err->message ? strdup(err->message) : NULL;
     if (inf->h.on_error)
         inf->h.on_error(inf->h.ud, err);
 }
@@ -225,6 +231,27 @@ static void informer_fail(informer *inf, const kube_error *err, informer_next ne
         return;
     informer_schedule(inf, next,
                       informer_backoff_next(&inf->backoff, ev_now_ms(), informer_rand(inf)));
+}
+
+/* informer_fail for a call of the client that failed: the API server's answer alone ("the server
+ * could not find the requested resource") does not say which resource it is about, so the message
+ * gets the verb and path first, and a 404 of a custom resource names the CustomResourceDefinition
+ * to check. */
+static void informer_fail_call(informer *inf, const char *verb, const kube_error *err,
+                               informer_next next)
+{
+    kube_error named = {0};
+    bool no_crd = inf->is_crd && err->http_code == 404;
+    kube_error_set(&named, err->kind, "%s %s: %s%s%s%s", verb, inf->path,
+                   err->message ? err->message : "failed",
+                   no_crd ? " (is the CustomResourceDefinition " : "", no_crd ? inf->name : "",
+                   no_crd ? " installed?)" : "");
+    if (named.kind == err->kind) { /* not out of memory */
+        named.http_code = err->http_code;
+        named.reason = err->reason ? strdup(err->reason) : NULL;
+    }
+    informer_fail(inf, &named, next);
+    kube_error_clear(&named);
 }
 
 static void informer_fail_errno(informer *inf, int rc, const char *what, informer_next next)
@@ -313,6 +340,8 @@ static void informer_list_done(informer *inf, const char *rv)
     }
     if (inf->stats.lists++)
         inf->stats.relists++;
+    free(inf->last_error);
+    inf->last_error = NULL;
     if (!inf->synced) {
         inf->synced = true;
         if (inf->h.on_synced)
@@ -357,7 +386,7 @@ static void informer_on_page(void *ud, const kube_error *err, long http_code, co
     if (err->kind != KUBE_OK) {
         /* A 410 here is an expired continue token: start over from the first page. */
         informer_list_reset(inf);
-        informer_fail(inf, err, INFORMER_NEXT_LIST);
+        informer_fail_call(inf, "list", err, INFORMER_NEXT_LIST);
         return;
     }
     const char *rv = informer_meta_string(body, "resourceVersion");
@@ -405,7 +434,7 @@ static void informer_list_page(informer *inf)
     inf->call = kube_call_start(inf->client, &req, informer_on_page, inf, &err);
     if (!inf->call) {
         informer_list_reset(inf);
-        informer_fail(inf, &err, INFORMER_NEXT_LIST);
+        informer_fail_call(inf, "list", &err, INFORMER_NEXT_LIST);
     }
     kube_error_clear(&err);
 }
@@ -489,7 +518,8 @@ static void informer_on_end(void *ud, const kube_error *err)
         err->http_code == 410 || kube_error_is(err, "Expired") || kube_error_is(err, "Gone");
     bool transient =
         err->kind == KUBE_ERR_TRANSPORT || err->http_code == 429 || err->http_code >= 500;
-    informer_fail(inf, err, !gone && transient ? INFORMER_NEXT_WATCH : INFORMER_NEXT_LIST);
+    informer_fail_call(inf, "watch", err,
+                       !gone && transient ? INFORMER_NEXT_WATCH : INFORMER_NEXT_LIST);
 }
 
 static void informer_watch_begin(informer *inf)
@@ -511,7 +541,7 @@ static void informer_watch_begin(informer *inf)
     inf->call =
         kube_watch_start(inf->client, inf->path, q, informer_on_event, informer_on_end, inf, &err);
     if (!inf->call)
-        informer_fail(inf, &err, INFORMER_NEXT_WATCH);
+        informer_fail_call(inf, "watch", &err, INFORMER_NEXT_WATCH);
     kube_error_clear(&err);
 }
 
@@ -540,8 +570,16 @@ informer *informer_new(ev_loop *loop, kube_client *client, const informer_config
     informer_backoff_init(&inf->backoff);
     inf->path = kube_path(cfg->group ? cfg->group : "", cfg->version, cfg->namespace_,
                           cfg->resource, NULL, NULL);
+    inf->is_crd = cfg->group && *cfg->group;
+    if (inf->is_crd) {
+        if (asprintf(&inf->name, "%s.%s", cfg->resource, cfg->group) < 0)
+            inf->name = NULL;
+    } else {
+        inf->name = strdup(cfg->resource);
+    }
     inf->store = store_new(cfg->trim, cfg->trim_ud);
-    if (!inf->path || !inf->store || !informer_dup(&inf->label_selector, cfg->label_selector) ||
+    if (!inf->path || !inf->name || !inf->store ||
+        !informer_dup(&inf->label_selector, cfg->label_selector) ||
         !informer_dup(&inf->field_selector, cfg->field_selector)) {
         informer_free(inf);
         return NULL;
@@ -556,6 +594,8 @@ void informer_free(informer *inf)
     informer_stop(inf);
     store_free(inf->store);
     free(inf->path);
+    free(inf->name);
+    free(inf->last_error);
     free(inf->label_selector);
     free(inf->field_selector);
     free(inf->rv);
@@ -598,6 +638,34 @@ void informer_stop(informer *inf)
 bool informer_synced(const informer *inf)
 {
     return inf->synced;
+}
+
+const char *informer_name(const informer *inf)
+{
+    return inf->name;
+}
+
+const char *informer_last_error(const informer *inf)
+{
+    return inf->last_error;
+}
+
+void informer_waiting(const informer *const *infs, size_t n, char *buf, size_t len)
+{
+    size_t used = 0;
+    if (len)
+        buf[0] = '\0';
+    for (size_t i = 0; i < n && used < len; i++) {
+        if (infs[i]->synced)
+            continue;
+        int k = snprintf(buf + used, len - used, "%s%s%s%s%s", used ? "; " : "the first list of ",
+                         infs[i]->name, infs[i]->last_error ? " (last error: " : "",
+                         infs[i]->last_error ? infs[i]->last_error : "",
+                         infs[i]->last_error ? ")" : "");
+        if (k < 0)
+            break;
+        used += (size_t)k;
+    }
 }
 
 const char *informer_resource_version(const informer *inf)

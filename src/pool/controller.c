@@ -1174,6 +1174,12 @@ bool pool_controller_synced(const pool_controller *pc)
     return pc->synced;
 }
 
+void pool_controller_waiting(const pool_controller *pc, char *buf, size_t len)
+{
+    const informer *const all[] = {pc->pools, pc->isvcs, pc->pods};
+    informer_waiting(all, sizeof(all) / sizeof(all[0]), buf, len);
+}
+
 void pool_controller_lead(pool_controller *pc)
 {
     if (pc->leading)

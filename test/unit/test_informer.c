@@ -1,6 +1,6 @@
 /* Unit tests for the informer's pure parts: the relist diff (what a 410 relist delivers), the
- * reflector-style backoff and the watch timeout. The list/watch machinery itself is tested end
- * to end against a real kube-apiserver. */
+ * reflector-style backoff, the watch timeout and what a caller waiting for a sync is told. The
+ * list/watch machinery itself is tested end to end against a real kube-apiserver. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -206,6 +206,39 @@ static void test_watch_timeout(void **state)
     }
 }
 
+/* Names for people, and what is waited for before a first list (the last error is tested end to
+ * end: a list of a resource whose CRD is missing). No informer is started, so no client is needed.
+ */
+static void test_names_and_waiting(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    assert_non_null(loop);
+    informer_config crd = {
+        .group = "inference.llmkube.dev", .version = "v1alpha1", .resource = "inferenceservices"};
+    informer_config core = {.group = "", .version = "v1", .resource = "pods"};
+    informer *a = informer_new(loop, NULL, &crd, NULL), *b = informer_new(loop, NULL, &core, NULL);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_string_equal(informer_name(a), "inferenceservices.inference.llmkube.dev");
+    assert_string_equal(informer_name(b), "pods");
+    assert_null(informer_last_error(a));
+
+    const informer *const both[] = {a, b};
+    char buf[128];
+    informer_waiting(both, 2, buf, sizeof(buf));
+    assert_string_equal(buf, "the first list of inferenceservices.inference.llmkube.dev; pods");
+    informer_waiting(both, 0, buf, sizeof(buf));
+    assert_string_equal(buf, "");
+    char small[10];
+    informer_waiting(both, 2, small, sizeof(small)); /* cut, never overrun */
+    assert_string_equal(small, "the first");
+
+    informer_free(a);
+    informer_free(b);
+    ev_free(loop);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -216,6 +249,7 @@ int main(void)
         cmocka_unit_test(test_diff_large),
         cmocka_unit_test(test_backoff),
         cmocka_unit_test(test_watch_timeout),
+        cmocka_unit_test(test_names_and_waiting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
