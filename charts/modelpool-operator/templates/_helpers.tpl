@@ -52,7 +52,7 @@ by the ClusterRole, or by the Role in watchNamespace. Comments on each rule are 
 {{- define "modelpool-operator.rules" -}}
 - apiGroups: ["inference.llmkube.dev"]
   resources: ["modelpools"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["inference.llmkube.dev"]
   resources: ["modelpools/status"]
   verbs: ["get", "patch", "update"]
