@@ -679,18 +679,32 @@ static const plan_member *first_request(const plan_ctx *c, const char *res, cons
     return NULL;
 }
 
-/* The winning request; the others are released and named in an Event. */
-static const plan_member *pick_request(plan_ctx *c, const char *res, const char *pend)
+/* Every request but win's is released and named in an Event. */
+static void supersede(plan_ctx *c, const plan_member *win, const char *res, const char *pend)
 {
     const plan_snapshot *s = c->s;
-    const plan_member *win = first_request(c, res, pend);
-    for (size_t i = 0; win && i < s->n_members; i++) {
+    for (size_t i = 0; i < s->n_members; i++) {
         if (&s->members[i] == win || !is_request(c, i, res, pend))
             continue;
         c->rel[i] = true;
         msg_add(&c->superseded, "%s%s", c->superseded.len ? ", " : "", s->members[i].name);
     }
+}
+
+/* The winning request, the others superseded. */
+static const plan_member *pick_request(plan_ctx *c, const char *res, const char *pend)
+{
+    const plan_member *win = first_request(c, res, pend);
+    if (win)
+        supersede(c, win, res, pend);
     return win;
+}
+
+/* The swap was at Loading: its target was started (only then is Loading written). */
+static bool was_loading(const plan_ctx *c)
+{
+    const plan_condition *sw = find_cond(&c->s->status, "Swapping");
+    return sw && str_eq(sw->status, "True") && str_eq(sw->reason, "Loading");
 }
 
 static void start_swap(plan_ctx *c, plan_want *w, const char *from, const char *to)
@@ -811,15 +825,14 @@ static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *
     const plan_snapshot *s = c->s;
     const plan_member *target = member_named(s, pend);
     const plan_condition *sw = find_cond(&s->status, "Swapping");
-    bool swapping_now = sw && str_eq(sw->status, "True");
+    int64_t swap_start = sw && str_eq(sw->status, "True") ? sw->last_transition_ms : c->stamp_ms;
     /* Loading is written only once the cache showed the target up with the slot clear, so a
      * target at 0 after it is someone's cancellation, not our write still on its way. */
-    bool was_loading = swapping_now && str_eq(sw->reason, "Loading");
-    int64_t swap_start = swapping_now ? sw->last_transition_ms : c->stamp_ms;
+    bool started = was_loading(c);
     bool clear = others_clear(s, pend);
     bool own_old = has_terminating_pod(target);
 
-    if (was_loading && !is_up(target)) {
+    if (started && !is_up(target)) {
         c->cancelled = true;
         settle(w, target);
         return;
@@ -829,7 +842,7 @@ static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *
         limit_to_one(c, target, d);
         return;
     }
-    bool loading = was_loading || (clear && is_up(target) && !own_old);
+    bool loading = started || (clear && is_up(target) && !own_old);
     /* Rule 3: a target up beside another member (or beside its own old Pod, rule 1) is held at 0
      * first, its member controller would otherwise start it there; but a serving target of a new
      * pool is the one kept, not restarted. */
@@ -843,10 +856,12 @@ static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *
     plan_msg wait = {0};
     if (clear && !is_up(target)) {
         /* Rule 1: the slot is free only once the target's own old Pods are gone too. */
-        if (has_live_pod(target))
+        if (has_live_pod(target)) {
             msg_add(&wait, "waiting for pod %s of %s to terminate", live_pod_name(target), pend);
-        else
-            push_scale(c, pend, 1, "SlotFree"), starting = true;
+        } else {
+            push_scale(c, pend, 1, "SlotFree");
+            starting = true;
+        }
     }
     c->oom |= wait.oom;
 
@@ -869,7 +884,7 @@ static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *
         want(&w->swapping, "True", "Draining", "waiting for the other members to release the GPU");
     free(wait.s);
 
-    if (was_loading) { /* a phase seen before the scale-up would be stale */
+    if (started) { /* a phase seen before the scale-up would be stale */
         int64_t gpu_wait = 0;
         judge_target(w, target, swap_start, budget_ms, s->now_ms, &gpu_wait);
         if (gpu_wait > 0 && (d->requeue_ms == 0 || gpu_wait < d->requeue_ms))
@@ -881,9 +896,7 @@ static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *
  * incumbent (released like any other); else the resident. */
 static const char *swap_from(const plan_ctx *c, const char *res, const char *pend)
 {
-    const plan_condition *sw = find_cond(&c->s->status, "Swapping");
-    bool was_loading = sw && str_eq(sw->status, "True") && str_eq(sw->reason, "Loading");
-    return pend && was_loading && is_up(member_named(c->s, pend)) ? pend : res;
+    return pend && was_loading(c) && is_up(member_named(c->s, pend)) ? pend : res;
 }
 
 /* A request through the pool (its annotation) is the newest request: it wins over members scaled
@@ -906,12 +919,7 @@ static bool take_pool_request(plan_ctx *c, plan_want *w, const char *res, const 
     }
     if (str_eq(rq, pend) || (pend == NULL && str_eq(rq, res)))
         return false; /* already the target, or the settled resident */
-    for (size_t i = 0; i < s->n_members; i++) {
-        if (&s->members[i] == m || !is_request(c, i, res, pend))
-            continue;
-        c->rel[i] = true;
-        msg_add(&c->superseded, "%s%s", c->superseded.len ? ", " : "", s->members[i].name);
-    }
+    supersede(c, m, res, pend);
     start_swap(c, w, swap_from(c, res, pend), rq);
     return true;
 }
