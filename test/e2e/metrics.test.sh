@@ -48,7 +48,7 @@ expect_eq "reaction b (incumbent's Pod gone -> target scaled up)" 1 \
 expect_eq "LISTs after the initial sync" "$lists" \
 	"$(metric_value 'modelpool_api_requests_total{verb="LIST",code="200"}')"
 # Each failed reconcile (a 409 when a member changed under a write is routine) is logged once.
-failures=$(grep -cE 'write conflict, will re-plan|write failed|scale refused|action failed|plan failed' "$MP_STATE_DIR/operator.log" || true)
+failures=$(grep -cE 'write conflict, will re-plan|write failed|scale refused|status write refused|request refused|write not sent|action failed|plan failed' "$MP_STATE_DIR/operator.log" || true)
 expect_eq "reconcile errors (one per failure logged)" "$failures" "$(metric_value modelpool_reconcile_errors_total)"
 expect_eq "reconciles counted as errors" "$failures" "$(metric_value 'modelpool_reconcile_total{result="error"}')"
 for s in modelpool_workqueue_depth 'modelpool_watch_restarts_total{resource="pods"}' \
