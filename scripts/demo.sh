@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The demo: a real kube-apiserver + etcd on loopback, the CRDs and samples, the member simulator
-# and the operator; scales qwen-7b to 1 and shows the pool swap and a few metrics (over HTTPS, with the token
+# and the operator; requests qwen-7b through the pool (the race-free way: the annotation the router uses)
+# and shows the pool swap and a few metrics (over HTTPS, with the token
 # of a ServiceAccount allowed to read them), then stops everything.
 set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -24,9 +25,9 @@ k apply -f "$top/config/samples/inferenceservices.yaml" -f "$top/config/samples/
 show() { echo "--- $*"; k get modelpools,inferenceservices; }
 for _ in $(seq 1 60); do [ "$(k get mpool shared-gpu -o jsonpath='{.status.phase}')" == Ready ] && break; sleep 1; done
 show "cold pool warmed its default"
-k scale isvc qwen-7b --replicas=1
+k annotate mpool shared-gpu modelpool-operator.dev/request=qwen-7b
 for _ in $(seq 1 60); do [ "$(k get mpool shared-gpu -o jsonpath='{.status.residentMember}')" == qwen-7b ] && break; sleep 1; done
-show "after kubectl scale isvc qwen-7b --replicas=1"
+show "after kubectl annotate mpool shared-gpu modelpool-operator.dev/request=qwen-7b"
 k describe modelpool shared-gpu | sed -n '/Events:/,$p'
 port=$(grep -o ' metrics_port=[0-9]*' "$state/operator.log" | head -n 1 | cut -d= -f2)
 # Metrics are HTTPS for callers allowed get /metrics: a ServiceAccount bound to the metrics-reader
