@@ -145,7 +145,7 @@ typedef struct {
 typedef struct {
     plan_action_kind kind;
     char *member;     /* PROBE, SCALE, CLEAR_REQUEST */
-    int32_t replicas; /* SCALE */
+    int32_t replicas; /* SCALE; PROBE: what the member is brought to once found idle */
     /* PROBE: how to ask: runtime (normalized, e.g. "llamacpp"), the port to use, and for generic
      * the annotation's path; the prober knows each runtime's endpoint and metric. */
     char *runtime;
@@ -172,6 +172,10 @@ typedef struct {
  * no new status write and no event. */
 int plan_build(const plan_snapshot *snap, plan_result **out);
 void plan_free(plan_result *p);
+
+/* The plan sets member to replicas, now (SCALE) or once its probe says idle (PROBE): whether a
+ * write the controller saw refused is still wanted. */
+bool plan_wants_scale(const plan_result *p, const char *member, int32_t replicas);
 
 /* Parses a Go duration ("300s", "5m", "1h30m", "1.5h", "250ms"; a leading '-' is rejected) into
  * milliseconds, rounded down. 0 or -EINVAL. */

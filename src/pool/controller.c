@@ -281,6 +281,24 @@ static void pc_stamp_scaled(pool_controller *pc, const char *pool, const plan_ac
     pc_pool_trim(pc, st);
 }
 
+/* Starts pool key's path a clock at now_us for a request of member, unless one already runs: the
+ * first request seen starts it, and the incumbent's scale-down stops it. */
+static void pc_clock_request(pool_controller *pc, const char *key, const char *member,
+                             uint64_t now_us)
+{
+    pc_pool *st = pc_pool_get(pc, key, true);
+    if (st && !st->requested_us) {
+        char *m = strdup(member);
+        if (m) {
+            free(st->requested);
+            st->requested = m;
+            st->requested_us = now_us;
+        }
+    }
+    if (st)
+        pc_pool_trim(pc, st);
+}
+
 /* A swap ended: its clocks stop. */
 static void pc_stamp_stop(pool_controller *pc, const char *pool)
 {
@@ -777,18 +795,6 @@ static void pc_plan_metrics(pc_run *run, const plan_snapshot *snap)
     free(names);
 }
 
-/* Whether plan still sends the scale st remembers as refused. */
-static bool pc_plan_wants(const plan_result *plan, const pc_pool *st)
-{
-    for (size_t i = 0; i < plan->n_actions; i++) {
-        const plan_action *a = &plan->actions[i];
-        if (a->kind == PLAN_SCALE && strcmp(a->member, st->refused_member) == 0 &&
-            a->replicas == st->refused_replicas)
-            return true;
-    }
-    return false;
-}
-
 /* Builds run's plan from the cache and the pool's memory. 0 or -errno. */
 static int pc_build(pc_run *run, const cJSON *pool)
 {
@@ -811,7 +817,8 @@ static int pc_build(pc_run *run, const cJSON *pool)
                                            .replicas = st->refused_replicas,
                                            .message = st->refused_message};
     rc = plan_build(&snap.snap, &run->plan);
-    if (rc == 0 && st && st->refused_member && !pc_plan_wants(run->plan, st)) {
+    if (rc == 0 && st && st->refused_member &&
+        !plan_wants_scale(run->plan, st->refused_member, st->refused_replicas)) {
         /* The plan moved on from the refused write: forget it, and plan once more without it
          * so the status stops reporting it. */
         pc_refusal_clear(st);
@@ -939,9 +946,49 @@ static void pc_pool_changed(void *ud, const cJSON *obj)
         pc_enqueue_pool(pc, obj);
 }
 
+/* The member a pool's request annotation names, or NULL. */
+static const char *pc_pool_request(const cJSON *pool)
+{
+    return pc_str(cJSON_GetObjectItemCaseSensitive(pool, "metadata"), "annotations",
+                  POOL_REQUEST_ANNOTATION);
+}
+
+/* A request through the pool starts the path a clock when its annotation appears or changes, as a
+ * member scaled up does. One that no scale-down will answer starts none, so that no stale clock
+ * is left to time a later swap: a name that is no member (RequestIgnored), the target already, the
+ * settled resident, or a Degraded pool (the request waits for its spec to be fixed, not for the
+ * operator). */
+static void pc_clock_pool_request(pool_controller *pc, const cJSON *old_obj, const cJSON *new_obj)
+{
+    const char *rq = pc_pool_request(new_obj), *was = pc_pool_request(old_obj);
+    if (!pc->pm || !pc->synced || !pc->leading || !rq || !*rq || (was && strcmp(was, rq) == 0))
+        return;
+    const cJSON *status = cJSON_GetObjectItemCaseSensitive(new_obj, "status");
+    const char *phase = pc_str(status, "phase", NULL);
+    const char *res = pc_str(status, "residentMember", NULL);
+    const char *pend = pc_str(status, "pendingMember", NULL);
+    if ((phase && strcmp(phase, "Degraded") == 0) ||
+        (pend && *pend ? strcmp(pend, rq) == 0 : res && strcmp(res, rq) == 0))
+        return;
+    bool member = false;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(new_obj, "spec"), "members"))
+    {
+        const char *name =
+            pc_str(cJSON_GetObjectItemCaseSensitive(m, "inferenceServiceRef"), "name", NULL);
+        member |= name && strcmp(name, rq) == 0;
+    }
+    char *key = member ? store_key_of(new_obj) : NULL;
+    if (key)
+        pc_clock_request(pc, key, rq, ev_now_us());
+    free(key);
+}
+
 static void pc_pool_updated(void *ud, const cJSON *old_obj, const cJSON *new_obj)
 {
     pool_controller *pc = ud;
+    pc_clock_pool_request(pc, old_obj, new_obj);
     /* Members dropped from a pool's spec may now be free for another pool that claimed them. */
     const cJSON *m;
     cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(
@@ -986,17 +1033,7 @@ static bool pc_clock_start(const char *key, const cJSON *pool, void *ud)
             st->pod_gone_us = c->now_us;
         return true;
     }
-    pc_pool *st = pc_pool_get(c->pc, key, true);
-    if (st && !st->requested_us) {
-        char *m = strdup(c->member);
-        if (m) {
-            free(st->requested);
-            st->requested = m;
-            st->requested_us = c->now_us;
-        }
-    }
-    if (st)
-        pc_pool_trim(c->pc, st);
+    pc_clock_request(c->pc, key, c->member, c->now_us);
     return true;
 }
 

@@ -277,12 +277,13 @@ static int32_t probe_port(const plan_member *m)
 
 /* Probes every running Pod of m at once, fresh results too: results of one instant agree, where
  * Pods probed one by one could go stale in turn and never all be fresh together. */
-static void push_probe(plan_ctx *c, const plan_member *m, size_t n_pods)
+static void push_probe(plan_ctx *c, const plan_member *m, int32_t to, size_t n_pods)
 {
     plan_action *a = push(c, &c->work, PLAN_PROBE);
     if (a == NULL)
         return;
     a->member = copy(c, m->name);
+    a->replicas = to;
     a->runtime = copy(c, is_empty(m->runtime) ? "llamacpp" : m->runtime);
     a->port = probe_port(m);
     a->idle_path = copy(c, runtime_kind(m) == RT_GENERIC ? m->idle_endpoint : NULL);
@@ -385,7 +386,7 @@ static void drain(plan_ctx *c, const plan_member *m, int32_t to, plan_defer *d)
                       m->runtime);
     } else {
         if (bad_until == 0 && need > 0)
-            push_probe(c, m, running);
+            push_probe(c, m, to, running);
         if (busy + failed + unsupported > 0) {
             defer_add(d,
                       busy     ? "PodsBusy"
@@ -924,18 +925,28 @@ static bool take_pool_request(plan_ctx *c, plan_want *w, const char *res, const 
     return true;
 }
 
-/* The scale the controller saw refused, if this plan asks for it again: reported (rule 5). */
+/* Actions that set member to replicas, now or once its probe says idle. */
+static bool actions_want(const plan_action *v, size_t n, const char *member, int32_t replicas)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((v[i].kind == PLAN_SCALE || v[i].kind == PLAN_PROBE) && str_eq(v[i].member, member) &&
+            v[i].replicas == replicas)
+            return true;
+    return false;
+}
+
+bool plan_wants_scale(const plan_result *p, const char *member, int32_t replicas)
+{
+    return p && !is_empty(member) && actions_want(p->actions, p->n_actions, member, replicas);
+}
+
+/* The scale the controller saw refused, if this plan still heads for it: reported (rule 5). A
+ * plan that first probes the member again (its last answer went stale) still wants the write, or
+ * the report would come and go with every probe. */
 static bool refused_again(const plan_ctx *c)
 {
     const plan_refusal *r = &c->s->refused;
-    if (is_empty(r->member))
-        return false;
-    for (size_t i = 0; i < c->work.n; i++) {
-        const plan_action *a = &c->work.v[i];
-        if (a->kind == PLAN_SCALE && str_eq(a->member, r->member) && a->replicas == r->replicas)
-            return true;
-    }
-    return false;
+    return !is_empty(r->member) && actions_want(c->work.v, c->work.n, r->member, r->replicas);
 }
 
 static void decide(plan_ctx *c, plan_want *w, int64_t budget_ms)

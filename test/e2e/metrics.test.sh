@@ -1,6 +1,7 @@
 # Health and metrics as a cluster sees them: /healthz answers, /readyz turns 200 once the caches are
 # synced, and /metrics tells the story of a swap: resident gauges per member, swaps counted, both
-# reaction clocks observed, API requests counted by verb and code, no LIST after the initial sync,
+# reaction clocks observed (a request through the pool's annotation starts clock a as a scale-up does),
+# API requests counted by verb and code, no LIST after the initial sync,
 # and a deleted pool's series gone.
 install_crds_and_samples
 install_operator_rbac
@@ -57,9 +58,16 @@ for s in modelpool_workqueue_depth 'modelpool_watch_restarts_total{resource="pod
 	metric_value "$s" >/dev/null || fail "no series $s in /metrics"
 done
 
+log "a request through the pool starts reaction clock a too: back to llama-8b by the annotation"
+kubectl_admin annotate modelpool shared-gpu modelpool-operator.dev/request=llama-8b --overwrite >/dev/null
+wait_for 90 pool_is shared-gpu Ready llama-8b
+expect_eq "reaction a (request annotation -> incumbent scaled down)" 2 \
+	"$(metric_value 'modelpool_reaction_seconds_count{path="a"}')"
+expect_eq "reaction b" 2 "$(metric_value 'modelpool_reaction_seconds_count{path="b"}')"
+
 log "a busy incumbent's deferral is counted by reason"
-kubectl_admin annotate isvc qwen-7b sim.modelpool.test/busy=true --overwrite >/dev/null
-kubectl_admin scale isvc llama-8b --replicas=1 >/dev/null
+kubectl_admin annotate isvc llama-8b sim.modelpool.test/busy=true --overwrite >/dev/null
+kubectl_admin scale isvc qwen-7b --replicas=1 >/dev/null
 wait_for 60 condition_is shared-gpu SwapDeferred True/PodsBusy
 wait_for 30 metric_value 'modelpool_swap_deferrals_total{namespace="default",pool="shared-gpu",reason="PodsBusy"}'
 
