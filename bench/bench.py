@@ -6,8 +6,13 @@
   wait-members N   until the simulators report N members Ready and 2N Stopped
   coldstart N OUT  watches pools; writes OUT once every pool's status shows a resident that is
                    Ready (writes OUT.ready when its watch is in place, before the operator starts)
-  swaps N COUNT OUT  COUNT swaps one after another over the pools, seen through watches on
+  swaps N COUNT OUT  COUNT swaps one after another over the pools, each requested through the
+                   pool's annotation (as the router does), seen through watches on
                    InferenceServices, Pods and pools; per swap the external reaction latencies
+  hung N K COUNT OUT  the same COUNT swaps over pools 0..N-K-1 while the incumbents of the last K
+                   pools hang their idle probes (simulator annotation probe: hang) with a swap
+                   requested in each, so the operator is stuck probing them until its probe
+                   timeout; then the hang is released and those K swaps must complete too
   audit LOG USER WINDOWS...  requests by USER in the audit log per window
 Times are wall-clock ns (time.time_ns) so they line up with the audit log.
 """
@@ -16,6 +21,7 @@ import os
 import sys
 import threading
 import time
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import kube
@@ -23,6 +29,8 @@ import kube
 PER_NS = int(os.environ.get("BENCH_PER_NS", "1000"))
 KCFG = os.environ.get("KUBECONFIG")
 LABEL = "inference.llmkube.dev/service"
+REQUEST = "modelpool-operator.dev/request"
+PROBE = "sim.modelpool.test/probe"
 
 
 def ns_of(i):
@@ -165,7 +173,9 @@ class Watches:
         self.lock = threading.Condition()
         self.isvc = []  # (t, key, replicas)
         self.pod_del = []  # (t, member key, pod name)
+        self.requests = []  # (t, pool key, member its request annotation names)
         self.pools = {}  # key -> (phase, resident, pending)
+        self.deferred = {}  # key -> reason of a SwapDeferred=True condition, or None
         self.stop = False
         self.threads = []
 
@@ -187,6 +197,9 @@ class Watches:
         st = o.get("status") or {}
         key = f"{o['metadata']['namespace']}/{o['metadata']['name']}"
         self.pools[key] = (st.get("phase"), st.get("residentMember"), st.get("pendingMember"))
+        self.deferred[key] = next((c.get("reason") for c in st.get("conditions") or []
+                                   if c.get("type") == "SwapDeferred" and c.get("status") == "True"), None)
+        return key
 
     def _on(self, resource, t, typ, o):
         meta = o["metadata"]
@@ -198,7 +211,10 @@ class Watches:
                 svc = (meta.get("labels") or {}).get(LABEL)
                 self.pod_del.append((t, f"{meta['namespace']}/{svc}", meta["name"]))
             elif resource == "modelpools":
-                self._pool(o)
+                key = self._pool(o)
+                rq = (meta.get("annotations") or {}).get(REQUEST)
+                if rq and typ != "DELETED":
+                    self.requests.append((t, key, rq))
             self.lock.notify_all()
 
     def _run(self, resource, group, sel, rv):
@@ -220,62 +236,162 @@ def pct(xs, p):
     return xs[k]
 
 
+def swap_one(w, c, i):
+    """One swap in pool i, requested through the pool's annotation, waited for (60 s at most) and
+    timed from the watches; None when the pool was not Ready with a resident."""
+    ns, key = ns_of(i), f"{ns_of(i)}/{pool(i)}"
+    with w.lock:
+        phase, resident, _ = w.pools.get(key, (None, None, None))
+    if phase != "Ready" or not resident:
+        print(f"skip {key}: {phase} {resident}", file=sys.stderr)
+        return None
+    m = int(resident.rsplit("m", 1)[1])
+    target = member(i, (m + 1) % 3)
+    tkey, ikey = f"{ns}/{target}", f"{ns}/{resident}"
+    with w.lock:
+        mark_isvc, mark_pod, mark_rq = len(w.isvc), len(w.pod_del), len(w.requests)
+    t_req = time.time_ns()
+    c.merge_patch(kube.path("modelpools", ns, pool(i)), {"metadata": {"annotations": {REQUEST: target}}})
+    end = time.time() + 60
+    with w.lock:
+        while time.time() < end:
+            ph, res, pend = w.pools.get(key, (None, None, None))
+            if ph == "Ready" and res == target and not pend:
+                break
+            w.lock.wait(1)
+        t_done = time.time_ns()
+        ev = w.isvc[mark_isvc:]
+        pods = w.pod_del[mark_pod:]
+        rqs = w.requests[mark_rq:]
+    s = {"pool": key, "from": ikey, "to": tkey, "t_req": t_req, "t_done": t_done, "ok": res == target}
+    # (a): the request seen (the pool's annotation naming the target), then the incumbent's
+    # scale-down seen (-> 0): what the operator's histogram times on path a.
+    t_a0 = next((t for t, k, m in rqs if k == key and m == target), None)
+    t_a1 = next((t for t, k, r in ev if k == ikey and r == 0 and t_a0 and t >= t_a0), None)
+    # (b): the incumbent's last Pod gone, then the target scaled to 1 by the operator.
+    dels = [t for t, k, _ in pods if k == ikey]
+    t_b0 = dels[-1] if dels else None
+    t_b1 = next((t for t, k, r in ev if k == tkey and r == 1 and t_b0 and t >= t_b0), None)
+    s.update(t_a0=t_a0, t_a1=t_a1, t_b0=t_b0, t_b1=t_b1)
+    time.sleep(0.05)  # let the swap's tail (status writes, Events) settle before the next
+    return s
+
+
+def order(n, count):
+    """Pool indices for count swaps over n pools, spread round-robin."""
+    step = max(1, n // min(n, count))
+    return [((j * step) % n + (j * step) // n % step) % n for j in range(count)]
+
+
+def summarize(swaps, extra=None):
+    a = [(s["t_a1"] - s["t_a0"]) / 1e6 for s in swaps if s["t_a0"] and s["t_a1"]]
+    b = [(s["t_b1"] - s["t_b0"]) / 1e6 for s in swaps if s["t_b0"] and s["t_b1"]]
+    done = [(s["t_done"] - s["t_req"]) / 1e6 for s in swaps if s["ok"]]
+    summary = {
+        "swaps": len(swaps), "ok": sum(1 for s in swaps if s["ok"]),
+        "a_n": len(a), "a_p50_ms": pct(a, 50), "a_p99_ms": pct(a, 99), "a_max_ms": max(a, default=None),
+        "b_n": len(b), "b_p50_ms": pct(b, 50), "b_p99_ms": pct(b, 99), "b_max_ms": max(b, default=None),
+        "swap_p50_ms": pct(done, 50), "swap_p99_ms": pct(done, 99), "swap_max_ms": max(done, default=None),
+        "t_start_ns": swaps[0]["t_req"] if swaps else None, "t_end_ns": swaps[-1]["t_done"] if swaps else None,
+    }
+    summary.update(extra or {})
+    return summary
+
+
 def cmd_swaps(n, count, out):
     n, count = int(n), int(count)
     w = Watches()
     w.start()
     c = client()
-    step = max(1, n // min(n, count))
-    swaps = []
-    for j in range(count):
-        i = (j * step) % n + (j * step) // n % step
-        i %= n
-        ns, key = ns_of(i), f"{ns_of(i)}/{pool(i)}"
-        with w.lock:
-            phase, resident, _ = w.pools.get(key, (None, None, None))
-        if phase != "Ready" or not resident:
-            print(f"skip {key}: {phase} {resident}", file=sys.stderr)
-            continue
-        m = int(resident.rsplit("m", 1)[1])
-        target = member(i, (m + 1) % 3)
-        tkey, ikey = f"{ns}/{target}", f"{ns}/{resident}"
-        with w.lock:
-            mark_isvc, mark_pod = len(w.isvc), len(w.pod_del)
-        t_req = time.time_ns()
-        c.merge_patch(kube.path("inferenceservices", ns, target, "scale"), {"spec": {"replicas": 1}})
-        end = time.time() + 60
-        with w.lock:
-            while time.time() < end:
-                ph, res, pend = w.pools.get(key, (None, None, None))
-                if ph == "Ready" and res == target and not pend:
-                    break
-                w.lock.wait(1)
-            t_done = time.time_ns()
-            ev = w.isvc[mark_isvc:]
-            pods = w.pod_del[mark_pod:]
-        s = {"pool": key, "from": ikey, "to": tkey, "t_req": t_req, "t_done": t_done, "ok": res == target}
-        # (a): the request seen (target -> 1), then the incumbent's scale-down seen (-> 0).
-        t_a0 = next((t for t, k, r in ev if k == tkey and r == 1), None)
-        t_a1 = next((t for t, k, r in ev if k == ikey and r == 0 and t_a0 and t >= t_a0), None)
-        # (b): the incumbent's last Pod gone, then the target scaled to 1 by the operator.
-        dels = [t for t, k, _ in pods if k == ikey]
-        t_b0 = dels[-1] if dels else None
-        t_b1 = next((t for t, k, r in ev if k == tkey and r == 1 and t_b0 and t >= t_b0), None)
-        s.update(t_a0=t_a0, t_a1=t_a1, t_b0=t_b0, t_b1=t_b1)
-        swaps.append(s)
-        time.sleep(0.05)  # let the swap's tail (status writes, Events) settle before the next
+    swaps = [s for s in (swap_one(w, c, i) for i in order(n, count)) if s]
     w.stop = True
-    a = [(s["t_a1"] - s["t_a0"]) / 1e6 for s in swaps if s["t_a0"] and s["t_a1"]]
-    b = [(s["t_b1"] - s["t_b0"]) / 1e6 for s in swaps if s["t_b0"] and s["t_b1"]]
-    summary = {
-        "swaps": len(swaps), "ok": sum(1 for s in swaps if s["ok"]),
-        "a_n": len(a), "a_p50_ms": pct(a, 50), "a_p99_ms": pct(a, 99), "a_max_ms": max(a, default=None),
-        "b_n": len(b), "b_p50_ms": pct(b, 50), "b_p99_ms": pct(b, 99), "b_max_ms": max(b, default=None),
-        "swap_p50_ms": pct([(s["t_done"] - s["t_req"]) / 1e6 for s in swaps], 50),
-        "t_start_ns": swaps[0]["t_req"] if swaps else None, "t_end_ns": swaps[-1]["t_done"] if swaps else None,
-    }
+    summary = summarize(swaps)
     json.dump({"summary": summary, "swaps": swaps}, open(out, "w"), indent=1)
     print(json.dumps(summary))
+
+
+def wait_pools(w, keys, ok, deadline_s):
+    """Until ok(key) holds for every key (under w.lock), or the deadline; the keys it does not hold for."""
+    end = time.time() + deadline_s
+    with w.lock:
+        while True:
+            left = [k for k in keys if not ok(k)]
+            if not left or time.time() >= end:
+                return left
+            w.lock.wait(1)
+
+
+def scrape():
+    """The operator's modelpool_ series from BENCH_METRICS_URL (plain HTTP), or "" without it."""
+    url = os.environ.get("BENCH_METRICS_URL")
+    if not url:
+        return ""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            text = r.read().decode()
+    except OSError as e:
+        print(f"scrape {url}: {e}", file=sys.stderr)
+        return ""
+    return "".join(line + "\n" for line in text.splitlines() if line.startswith("modelpool_"))
+
+
+def cmd_hung(n, k, count, out):
+    n, k, count = int(n), int(k), int(count)
+    if k >= n:
+        sys.exit(f"hung: {k} hung pools leave none of {n} to measure")
+    # The operator's histograms are read before and after the measured swaps (before the hung
+    # pools are released, so their own swaps are not in the difference).
+    metrics_before = scrape()
+    w = Watches()
+    w.start()
+    c = client()
+    hung, targets = list(range(n - k, n)), {}
+    with w.lock:
+        residents = {i: w.pools.get(f"{ns_of(i)}/{pool(i)}", (None, None, None))[1] for i in hung}
+    if not all(residents.values()):
+        sys.exit(f"hung: a pool to hang has no resident: {residents}")
+    for i in hung:
+        c.merge_patch(kube.path("inferenceservices", ns_of(i), residents[i]), {"metadata": {"annotations": {PROBE: "hang"}}})
+    # The simulator must see the hang before the operator probes (else the probe is answered and
+    # that pool simply swaps, which the IdleCheckFailed wait below would catch).
+    time.sleep(1)
+    for i in hung:
+        m = int(residents[i].rsplit("m", 1)[1])
+        targets[i] = member(i, (m + 1) % 3)
+        c.merge_patch(kube.path("modelpools", ns_of(i), pool(i)), {"metadata": {"annotations": {REQUEST: targets[i]}}})
+    keys = [f"{ns_of(i)}/{pool(i)}" for i in hung]
+    # Every hung pool has been through one probe timeout: from here on the operator keeps probing
+    # them (re-probed once the failed result is 2 s old), each probe holding a reconcile slot.
+    t_hung0 = time.time_ns()
+    left = wait_pools(w, keys, lambda key: w.deferred.get(key) == "IdleCheckFailed", 60)
+    if left:
+        sys.exit(f"hung: no IdleCheckFailed within 60 s in {left}")
+    t_hung = time.time_ns()
+    swaps = [s for s in (swap_one(w, c, i) for i in order(n - k, count)) if s]
+    not_failing = wait_pools(w, keys, lambda key: w.deferred.get(key) == "IdleCheckFailed", 0)
+    time.sleep(1)  # the last swap's tail: its clocks are stamped before the pool shows it done
+    metrics_after = scrape()
+    # Released, the held probes are answered idle and the K swaps complete.
+    t_rel = time.time_ns()
+    for i in hung:
+        c.merge_patch(kube.path("inferenceservices", ns_of(i), residents[i]), {"metadata": {"annotations": {PROBE: None}}})
+    target_of = {f"{ns_of(i)}/{pool(i)}": targets[i] for i in hung}
+
+    def swapped(key):
+        ph, res, pend = w.pools.get(key, (None, None, None))
+        return ph == "Ready" and res == target_of[key] and not pend
+
+    left = wait_pools(w, keys, swapped, 120)
+    t_rel_done = time.time_ns()
+    w.stop = True
+    summary = summarize(swaps, {
+        "hung": k, "hung_first_failed_s": round((t_hung - t_hung0) / 1e9, 2),
+        "hung_still_failing_at_end": len(keys) - len(not_failing), "hung_completed_after_release": len(keys) - len(left),
+        "hung_release_s": round((t_rel_done - t_rel) / 1e9, 2),
+        "metrics_before": metrics_before, "metrics_after": metrics_after,
+    })
+    json.dump({"summary": summary, "swaps": swaps}, open(out, "w"), indent=1)
+    print(json.dumps({k: v for k, v in summary.items() if not k.startswith("metrics")}))
 
 
 def parse_ts(s):
@@ -369,7 +485,7 @@ def cmd_own(log, user, swaps_json):
 
 if __name__ == "__main__":
     cmds = {"create": cmd_create, "wait-members": cmd_wait_members, "coldstart": cmd_coldstart,
-            "swaps": cmd_swaps, "audit": cmd_audit, "own": cmd_own}
+            "swaps": cmd_swaps, "hung": cmd_hung, "audit": cmd_audit, "own": cmd_own}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         sys.exit(__doc__)
     cmds[sys.argv[1]](*sys.argv[2:])

@@ -17,16 +17,23 @@ TARGETS = {  # column -> (limit, what)
 }
 
 
-def hist_quantile(metrics, name, labels, q):
-    """histogram_quantile as Prometheus computes it (linear within the bucket), in ms."""
-    buckets = []
+def hist_buckets(metrics, name, labels):
+    """{le: cumulative count} of one histogram series."""
+    buckets = {}
     for line in metrics.splitlines():
         m = re.match(r'^%s_bucket\{(.*)\} (\S+)$' % re.escape(name), line)
         if not m or any(f'{k}="{v}"' not in m.group(1) for k, v in labels.items()):
             continue
         le = re.search(r'le="([^"]+)"', m.group(1)).group(1)
-        buckets.append((float("inf") if le == "+Inf" else float(le), float(m.group(2))))
-    buckets.sort()
+        buckets[float("inf") if le == "+Inf" else float(le)] = float(m.group(2))
+    return buckets
+
+
+def hist_quantile(metrics, name, labels, q, base=""):
+    """histogram_quantile as Prometheus computes it (linear within the bucket), in ms; with base
+    (an earlier scrape), of the observations made since."""
+    before = hist_buckets(base, name, labels) if base else {}
+    buckets = sorted((le, c - before.get(le, 0.0)) for le, c in hist_buckets(metrics, name, labels).items())
     if not buckets or buckets[-1][1] == 0:
         return None
     total = buckets[-1][1]
@@ -49,7 +56,36 @@ def hist_count(metrics, name, labels):
     return None
 
 
-def row(d):
+def hung_cols(d, h):
+    """The columns of one hung-probe phase h of raw d (bench.py hung), prefixed hung<K>_."""
+    sw, own, k = h["swaps"], h["own"], h["k"]
+    au = d["audit"].get(f"hung{k}", {"total": 0})
+    r = {"swaps_ok": sw["ok"], "swaps": sw["swaps"],
+         "react_a_ext_p50_ms": sw["a_p50_ms"], "react_a_ext_p99_ms": sw["a_p99_ms"],
+         "react_b_ext_p50_ms": sw["b_p50_ms"], "react_b_ext_p99_ms": sw["b_p99_ms"],
+         "react_a_own_p50_ms": own["a"]["own_p50_ms"], "react_a_own_p99_ms": own["a"]["own_p99_ms"],
+         "react_b_own_p50_ms": own["b"]["own_p50_ms"], "react_b_own_p99_ms": own["b"]["own_p99_ms"],
+         "swap_p50_ms": sw["swap_p50_ms"], "swap_p99_ms": sw["swap_p99_ms"],
+         # The hung pools' own requests (their deferral, their swaps' status writes) fall in the
+         # window too: an upper bound on the measured swaps' requests.
+         "requests_per_swap": round(au["total"] / max(sw["ok"], 1), 2),
+         "hung_completed_after_release": sw.get("hung_completed_after_release"),
+         "hung_still_failing_at_end": sw.get("hung_still_failing_at_end")}
+    for p in ("a", "b"):
+        for q, name in ((0.5, "p50"), (0.99, "p99")):
+            v = hist_quantile(h["metrics_after"], "modelpool_reaction_seconds", {"path": p}, q,
+                              base=h["metrics_before"]) if h.get("metrics_after") else None
+            r[f"react_{p}_int_{name}_ms"] = v
+    return {f"hung{k}_{c}": v for c, v in r.items()}
+
+
+EMPTY_HUNG = {"k": 0, "swaps": {"ok": 0, "swaps": 0, "a_p50_ms": None, "a_p99_ms": None, "b_p50_ms": None,
+                                 "b_p99_ms": None, "swap_p50_ms": None, "swap_p99_ms": None},
+              "own": {p: {"own_p50_ms": None, "own_p99_ms": None} for p in "ab"}}
+EMPTY_RAW = {"audit": {}}
+
+
+def row(d, ks=()):
     sw, au = d["swaps"], d["audit"]
     mib = lambda k: round(d[k] / 1024, 1)
     ok = max(sw.get("ok") or 0, 1)
@@ -59,6 +95,8 @@ def row(d):
     metrics = d.get("metrics") or ""
     r = {
         "pools": d["pools"],
+        "measured": d.get("measured", ""),
+        "commit": d.get("commit", ""),
         "rss_steady_mib": mib("rss_steady_kib"),
         "rss_peak_mib": mib("rss_peak_kib"),
         "sync_s": round((d["t_all_ns"] - d["t0_ns"]) / 1e9, 2),
@@ -86,6 +124,7 @@ def row(d):
         "react_a_ext_p50_ms": sw["a_p50_ms"], "react_a_ext_p99_ms": sw["a_p99_ms"], "react_a_ext_max_ms": sw["a_max_ms"],
         "react_b_ext_p50_ms": sw["b_p50_ms"], "react_b_ext_p99_ms": sw["b_p99_ms"], "react_b_ext_max_ms": sw["b_max_ms"],
         "swaps": sw["swaps"], "swaps_ok": sw["ok"],
+        "swap_p50_ms": sw.get("swap_p50_ms"), "swap_p99_ms": sw.get("swap_p99_ms"),
         "api_ms_per_swap": round(au["swaps"]["api_ms"] / ok, 1),
         "lists_in_swaps": lists, "requests_idle": au["idle"]["total"], "lists_idle": idle_lists,
         "idle_window_s": round(d["idle_s"], 1),
@@ -94,6 +133,9 @@ def row(d):
         for q, k in ((0.5, "p50"), (0.99, "p99")):
             v = hist_quantile(metrics, "modelpool_reaction_seconds", {"path": p}, q) if metrics else None
             r[f"react_{p}_int_{k}_ms"] = round(v, 2) if v is not None else None
+    for k in ks:
+        h = next((h for h in d.get("hung") or [] if h["k"] == k), None)
+        r.update(hung_cols(d, h) if h else {c: None for c in hung_cols(EMPTY_RAW, dict(EMPTY_HUNG, k=k))})
     # The target excludes the API server's own time; the operator's histogram includes the round
     # trips of the writes between event and PATCH, so the main columns are the audit-derived own time.
     r["react_a_p99_ms"], r["react_b_p99_ms"] = r["react_a_own_p99_ms"], r["react_b_own_p99_ms"]
@@ -164,6 +206,36 @@ plot {', '.join(plots)}
             print(f"report: gnuplot failed on {name}: {r.stderr.decode()}", file=sys.stderr)
 
 
+def plot_hung(out, rows, ks):
+    """hung.png: reaction (a) and swap time against the number of pools hanging their probes."""
+    rows = [r for r in rows if any(r.get(f"hung{k}_swaps") is not None for k in ks)]
+    if not ks or not rows or not shutil.which("gnuplot"):
+        return
+    plots = []
+    for r in rows:
+        data = os.path.join(out, "raw", f"hung-{r['pools']}.dat")
+        with open(data, "w") as f:
+            for k, pre in [(0, "")] + [(k, f"hung{k}_") for k in ks]:
+                vals = [r.get(pre + c) for c in ("react_a_ext_p50_ms", "react_a_ext_p99_ms", "swap_p50_ms", "swap_p99_ms")]
+                f.write(f"{k} " + " ".join("NaN" if v is None else str(v) for v in vals) + "\n")
+        for col, what in ((3, "(a) watch p99"), (2, "(a) watch p50"), (5, "swap p99")):
+            plots.append(f"'{data}' using 1:{col} with linespoints lw 2 pt 7 title '{r['pools']} pools: {what}'")
+    script = f"""set terminal png size 800,500
+set output '{os.path.join(out, 'hung.png')}'
+set xlabel 'other pools whose incumbents hang their idle probes (4 concurrent reconciles)'
+set ylabel 'ms'
+set logscale y
+set xtics ({', '.join(str(k) for k in [0] + ks)})
+set xrange [-0.5:{max(ks) + 0.5}]
+set key top left
+set grid
+plot {', '.join(plots)}
+"""
+    r = subprocess.run(["gnuplot"], input=script.encode(), capture_output=True)
+    if r.returncode:
+        print(f"report: gnuplot failed on hung: {r.stderr.decode()}", file=sys.stderr)
+
+
 def main(out):
     raws = []
     rawdir = os.path.join(out, "raw")
@@ -171,16 +243,18 @@ def main(out):
         if re.fullmatch(r"\d+\.json", f):
             raws.append(json.load(open(os.path.join(rawdir, f))))
     raws.sort(key=lambda d: d["pools"])
-    rows = [row(d) for d in raws]
-    mach = machine()
+    ks = sorted({h["k"] for d in raws for h in d.get("hung") or []})
+    rows = [row(d, ks) for d in raws]
+    machs = [d.get("machine") or machine() for d in raws]
+    mach = "; ".join(sorted(set(machs)))
     cols = list(rows[0])
     with open(os.path.join(out, "results.csv"), "w") as f:
         f.write(",".join(cols + ["machine"]) + "\n")
-        for r in rows:
-            f.write(",".join(fmt(r[c]) for c in cols) + f',"{mach}"\n')
+        for r, m in zip(rows, machs):
+            f.write(",".join(fmt(r[c]) for c in cols) + f',"{m}"\n')
     main_cols = ["pools", "rss_steady_mib", "rss_peak_mib", "sync_s", "react_a_p99_ms", "react_b_p99_ms",
-                 "requests_per_swap", "idle_cpu_s"]
-    md = [f"# Benchmark results\n", f"Machine: {mach}. Produced by `bench/run.sh`; raw numbers in `raw/`, every column in `results.csv`.\n",
+                 "requests_per_swap", "idle_cpu_s", "measured"]
+    md = [f"# Benchmark results\n", f"Machine{'s (per row in results.csv)' if len(set(machs)) > 1 else ''}: {mach}. Produced by `bench/run.sh`; raw numbers in `raw/`, every column in `results.csv`.\n",
           "| " + " | ".join(main_cols) + " |", "|" + "---|" * len(main_cols)]
     for r in rows:
         md.append("| " + " | ".join(fmt(r[c]) for c in main_cols) + " |")
@@ -196,12 +270,38 @@ def main(out):
            "| column | " + " | ".join(str(r["pools"]) for r in rows) + " |", "|---|" + "---|" * len(rows)]
     for c in detail:
         md.append(f"| {c} | " + " | ".join(fmt(r[c]) for r in rows) + " |")
-    md.append("\nPlots: " + ", ".join(f"`{n}.png`" for n in ("memory", "coldstart", "reaction", "requests", "idle", "cache")) + "\n")
+    if ks:
+        md += ["\nReaction while K other pools' incumbents hang their idle probes (`bench.py hung`): K pools get "
+               "a swap requested while their incumbent's simulator accepts the probe and never answers, so the "
+               "operator probes each until --probe-timeout (2 s), defers (IdleCheckFailed) and probes again 2 s "
+               "later; meanwhile swaps are requested one after another in the other pools. K=0 is the swaps phase "
+               "above. (a) watch: request annotation seen -> incumbent scaled to 0; own: the same less API server "
+               "time; histogram: modelpool_reaction_seconds over the phase (buckets end at 5 s); swap: request "
+               "sent -> pool Ready with the target resident.\n",
+               "| pools | K hung | swaps ok | (a) watch p50 / p99 ms | (a) own p50 / p99 ms | (a) histogram p50 / p99 ms "
+               "| (b) watch p50 / p99 ms | swap p50 / p99 ms | requests per swap |",
+               "|---|---|---|---|---|---|---|---|---|"]
+        pair = lambda r, a, b: f"{fmt(r.get(a))} / {fmt(r.get(b))}"
+        for r in rows:
+            if all(r.get(f"hung{k}_swaps") is None for k in ks):
+                continue
+            for k, pre in [(0, "")] + [(k, f"hung{k}_") for k in ks]:
+                if r.get(pre + "swaps") is None:
+                    continue
+                md.append(f"| {r['pools']} | {k} | {r[pre + 'swaps_ok']}/{r[pre + 'swaps']} "
+                          f"| {pair(r, pre + 'react_a_ext_p50_ms', pre + 'react_a_ext_p99_ms')} "
+                          f"| {pair(r, pre + 'react_a_own_p50_ms', pre + 'react_a_own_p99_ms')} "
+                          f"| {pair(r, pre + 'react_a_int_p50_ms', pre + 'react_a_int_p99_ms')} "
+                          f"| {pair(r, pre + 'react_b_ext_p50_ms', pre + 'react_b_ext_p99_ms')} "
+                          f"| {pair(r, pre + 'swap_p50_ms', pre + 'swap_p99_ms')} | {fmt(r[pre + 'requests_per_swap'])} |")
+    pngs = ["memory", "coldstart", "reaction", "requests", "idle", "cache"] + (["hung"] if ks else [])
+    md.append("\nPlots: " + ", ".join(f"`{n}.png`" for n in pngs) + "\n")
     notes = os.path.join(out, "notes.md")
     if os.path.exists(notes):
         md.append(open(notes).read())
     open(os.path.join(out, "results.md"), "w").write("\n".join(md) + "\n")
     plot(out, rows)
+    plot_hung(out, rows, ks)
     print(open(os.path.join(out, "results.csv")).read())
 
 

@@ -3,12 +3,16 @@
 # operator against a real kube-apiserver + etcd (test/controlplane), with the member simulator (test/sim)
 # playing the InferenceService controller and the kubelet. For each N (default: 100 1000 10000) on a fresh
 # control plane: N pools of 3 members (bench/bench.py create), simulators until every member is Ready or
-# Stopped, then the operator: cold start, an idle minute, BENCH_SWAPS swaps one after another. One JSON per N
-# goes to $BENCH_OUT/raw/N.json; bench/report.py turns them into results.csv, results.md and the plots.
+# Stopped, then the operator: cold start, an idle minute, BENCH_SWAPS swaps one after another (each requested
+# through the pool's annotation, as the router does), then for each K in BENCH_HUNG_K BENCH_HUNG_SWAPS swaps
+# while K other pools' incumbents hang their idle probes. One JSON per N goes to $BENCH_OUT/raw/N.json;
+# bench/report.py turns them into results.csv, results.md and the plots.
 #
 # Environment: BENCH_SWAPS (300), BENCH_IDLE_S (60), BENCH_OUT (bench/), BENCH_PER_NS (pools per namespace and
 # per simulator process, 1000: each simulator serves one listener per live Pod and a process has 20000 fds),
-# BENCH_BUILD (build/bench, a Release build made here), BENCH_DEADLINE_S (3600, per phase).
+# BENCH_BUILD (build/bench, a Release build made here), BENCH_DEADLINE_S (3600, per phase), BENCH_HUNG_K
+# ("2 8": hung pools below and above the operator's 4 concurrent reconciles; "" skips the phase),
+# BENCH_HUNG_SWAPS (50: each takes seconds once the hung pools hold every reconcile slot).
 # Needs: cmake and the project's build dependencies, python3, kubectl, gnuplot (installed with apt-get if
 # missing). Heavy: run nothing else alongside (2 cores). Everything it starts it stops, also on Ctrl-C.
 set -euo pipefail
@@ -20,6 +24,8 @@ swaps=${BENCH_SWAPS:-300}
 idle_s=${BENCH_IDLE_S:-60}
 per_ns=${BENCH_PER_NS:-1000}
 deadline=${BENCH_DEADLINE_S:-3600}
+hung_ks=${BENCH_HUNG_K-2 8}
+hung_swaps=${BENCH_HUNG_SWAPS:-50}
 export BENCH_PER_NS=$per_ns MP_SOURCE_DIR=$src MP_BUILD_DIR=$build
 [ $# -gt 0 ] || set -- 100 1000 10000
 for n in "$@"; do [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "usage: bench/run.sh [N...]  (N: pools)" >&2; exit 2; }; done
@@ -30,6 +36,8 @@ if ! command -v gnuplot >/dev/null; then
 	say "installing gnuplot-nox for the plots"
 	DEBIAN_FRONTEND=noninteractive apt-get install -y gnuplot-nox >/dev/null || say "no gnuplot: plots will be skipped"
 fi
+commit=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git -C "$src" diff --quiet HEAD -- src include 2>/dev/null || commit+="+changes"
 say "building (Release) in $build"
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j2 --target modelpool-operator member-sim >/dev/null
@@ -67,6 +75,7 @@ if "$build/modelpool-operator" --help | grep -q -- --metrics-bind-address; then
 	# Plain HTTP: the benchmark reads its own histograms; access reviews are not what it measures.
 	"$build/modelpool-operator" --help | grep -q -- --metrics-secure && metrics_args+=(--metrics-secure=false)
 	metrics_url=http://127.0.0.1:$metrics_port/metrics
+	export BENCH_METRICS_URL=$metrics_url # bench.py hung reads the histograms around its phase
 fi
 start_op() {
 	"$build/modelpool-operator" --kubeconfig "$MP_OPERATOR_KUBECONFIG" "${metrics_args[@]}" ${BENCH_OPERATOR_ARGS:-} >"$1" 2>&1 &
@@ -148,25 +157,49 @@ run_one() {
 	say "N=$n: $swaps swaps"
 	python3 "$here/bench.py" swaps "$n" "$swaps" "$dir/swaps.json" >&2
 	sleep 1
-	local hwm metrics=""
-	hwm=$(kib "$op" VmHWM)
+	local metrics=""
 	[ -z "$metrics_url" ] || metrics=$(curl -fsS --max-time 5 "$metrics_url" | grep -E '^modelpool_' || true)
-	local rss_end
+
+	local k hung_done=()
+	for k in $hung_ks; do
+		if [ "$k" -ge "$n" ]; then
+			say "N=$n: no pool left to measure beside $k hung ones: skipped"
+			continue
+		fi
+		say "N=$n: $hung_swaps swaps while $k other pools' incumbents hang their idle probes"
+		python3 "$here/bench.py" hung "$n" "$k" "$hung_swaps" "$dir/hung-$k.json" >&2
+		hung_done+=("$k")
+	done
+	local hwm rss_end
+	hwm=$(kib "$op" VmHWM)
 	rss_end=$(kib "$op" VmRSS)
 	stop_op
 
 	local sw0 sw1 win
 	sw0=$(python3 -c "import json;print(json.load(open('$dir/swaps.json'))['summary']['t_start_ns'])")
 	sw1=$(python3 -c "import json;print(json.load(open('$dir/swaps.json'))['summary']['t_end_ns'])")
+	local hung_windows=()
+	for k in "${hung_done[@]}"; do
+		hung_windows+=("hung$k:$(python3 -c "import json;s=json.load(open('$dir/hung-$k.json'))['summary'];print(f\"{s['t_start_ns']}:{s['t_end_ns']}\")")")
+		python3 "$here/bench.py" own "$state/audit.log" "$MP_OPERATOR_USER" "$dir/hung-$k.json" >"$dir/hung-$k.own.json"
+	done
 	win=$(python3 "$here/bench.py" audit "$state/audit.log" "$MP_OPERATOR_USER" \
 		"cold:$t0:$(python3 -c "import json;print(json.load(open('$dir/coldstart.json'))['t_all_ns'])")" \
-		"idle:$t_idle0:$t_idle1" "swaps:$sw0:$sw1")
+		"idle:$t_idle0:$t_idle1" "swaps:$sw0:$sw1" "${hung_windows[@]}")
 
 	local own
 	own=$(python3 "$here/bench.py" own "$state/audit.log" "$MP_OPERATOR_USER" "$dir/swaps.json")
 
-	python3 - "$raw" <<EOF
+	python3 - "$raw" "$dir" "${hung_done[@]}" <<EOF
 import json, sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, "$here")
+from report import machine
+hung = []
+for k in sys.argv[3:]:
+    h = json.load(open(f"{sys.argv[2]}/hung-{k}.json"))["summary"]
+    hung.append({"k": int(k), "swaps": h, "own": json.load(open(f"{sys.argv[2]}/hung-{k}.own.json")),
+                 "metrics_before": h.pop("metrics_before", ""), "metrics_after": h.pop("metrics_after", "")})
 cold = json.load(open("$dir/coldstart.json"))
 sw = json.load(open("$dir/swaps.json"))["summary"]
 audit = json.loads('''$win''')
@@ -180,7 +213,8 @@ json.dump({
   "cpu_operator_cold_s": $cpu_op_sync, "cpu_apiserver_cold_s": round($cpu_api1 - $cpu_api0, 2),
   "cpu_etcd_cold_s": round($cpu_etcd1 - $cpu_etcd0, 2),
   "idle_s": ($t_idle1 - $t_idle0) / 1e9, "idle_cpu_s": round($c1 - $c0, 2),
-  "swaps": sw, "audit": audit, "own": own, "metrics": metrics,
+  "swaps": sw, "audit": audit, "own": own, "metrics": metrics, "hung": hung,
+  "hung_swaps_each": $hung_swaps, "commit": "$commit", "measured": "$(date -u +%FT%TZ)", "machine": machine(),
 }, open(sys.argv[1], "w"), indent=1)
 EOF
 	say "N=$n: done: $raw"
