@@ -37,6 +37,9 @@ typedef struct informer_handlers {
     void (*on_synced)(void *ud);                       /* once, after the first complete list */
     void (*on_error)(void *ud, const kube_error *err); /* a list or watch failed; it retries */
     void *ud;
+    /* After every complete list (the first and each relist), once the store holds it: what was
+     * true on the API server when the list was read is in the cache now. */
+    void (*on_listed)(void *ud);
 } informer_handlers;
 
 typedef struct informer_stats {
@@ -61,7 +64,8 @@ store *informer_store(informer *inf);
  * failures are retried (and reported to on_error), never returned. */
 int informer_start(informer *inf);
 /* Cancels the call in flight and any timer; the store keeps its (now unwatched) contents and a
- * later informer_start relists and delivers the difference. */
+ * later informer_start relists (a consistent read: no resourceVersion) and delivers the
+ * difference. */
 void informer_stop(informer *inf);
 
 /* True once the first complete list is in the store. */

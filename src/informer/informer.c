@@ -349,6 +349,11 @@ static void informer_list_done(informer *inf, const char *rv)
         if (gen != inf->gen)
             return;
     }
+    if (inf->h.on_listed) {
+        inf->h.on_listed(inf->h.ud);
+        if (gen != inf->gen)
+            return;
+    }
     informer_watch_begin(inf);
 }
 

@@ -103,9 +103,22 @@ struct pool_controller {
     pool_metrics *pm;
     bool synced;  /* all three caches hold a full list */
     bool leading; /* may write (pool_controller_lead); until then events queue nothing */
+    /* Which caches were listed again since this replica took the lease (PC_LISTED_*). A standby's
+     * watches may lag the last leader's writes (a relist after a 410 on a slow link, say): a
+     * plan made from them could start a member the last leader had already started. So a new
+     * leader relists all three (consistent reads) and plans nothing until all are back. */
+    unsigned listed;
     void (*shutdown_done)(void *ud);
     void *shutdown_ud;
 };
+
+#define PC_LISTED_ALL 7u
+
+/* Reconciles may run: leading, synced, and every cache listed since the lease was taken. */
+static bool pc_active(const pool_controller *pc)
+{
+    return pc->synced && pc->leading && pc->listed == PC_LISTED_ALL;
+}
 
 static int64_t pc_wall_ms(void)
 {
@@ -915,7 +928,7 @@ static bool pc_enqueue_each(const char *key, const cJSON *obj, void *ud)
 /* Queues every pool listing member name in ns. */
 static void pc_enqueue_member(pool_controller *pc, const char *ns, const char *name)
 {
-    if (!pc->synced || !pc->leading || !name)
+    if (!pc_active(pc) || !name)
         return;
     char *v = NULL;
     if (asprintf(&v, "%s/%s", ns ? ns : "", name) < 0)
@@ -935,14 +948,42 @@ static void pc_on_synced(void *ud)
      * mark of the initial list for the life of the process. */
     malloc_trim(0);
     log_kv(LOG_INFO, "caches synced", NULL);
-    if (pc->leading)
+    if (pc_active(pc))
         store_each(informer_store(pc->pools), pc_enqueue_each, pc->queue);
+}
+
+/* A cache listed again after this replica took the lease; the last of the three starts the
+ * reconciles. */
+static void pc_listed(pool_controller *pc, unsigned bit)
+{
+    if (!pc->leading || pc->listed == PC_LISTED_ALL)
+        return;
+    pc->listed |= bit;
+    if (pc_active(pc)) {
+        log_kv(LOG_INFO, "caches listed again as leader", NULL);
+        store_each(informer_store(pc->pools), pc_enqueue_each, pc->queue);
+    }
+}
+
+static void pc_listed_pools(void *ud)
+{
+    pc_listed(ud, 1u);
+}
+
+static void pc_listed_isvcs(void *ud)
+{
+    pc_listed(ud, 2u);
+}
+
+static void pc_listed_pods(void *ud)
+{
+    pc_listed(ud, 4u);
 }
 
 static void pc_pool_changed(void *ud, const cJSON *obj)
 {
     pool_controller *pc = ud;
-    if (pc->synced && pc->leading)
+    if (pc_active(pc))
         pc_enqueue_pool(pc, obj);
 }
 
@@ -961,7 +1002,7 @@ static const char *pc_pool_request(const cJSON *pool)
 static void pc_clock_pool_request(pool_controller *pc, const cJSON *old_obj, const cJSON *new_obj)
 {
     const char *rq = pc_pool_request(new_obj), *was = pc_pool_request(old_obj);
-    if (!pc->pm || !pc->synced || !pc->leading || !rq || !*rq || (was && strcmp(was, rq) == 0))
+    if (!pc->pm || !pc_active(pc) || !rq || !*rq || (was && strcmp(was, rq) == 0))
         return;
     const cJSON *status = cJSON_GetObjectItemCaseSensitive(new_obj, "status");
     const char *phase = pc_str(status, "phase", NULL);
@@ -1039,7 +1080,7 @@ static bool pc_clock_start(const char *key, const cJSON *pool, void *ud)
 
 static void pc_clock_member(pool_controller *pc, const char *ns, const char *member, bool pod_gone)
 {
-    if (!pc->pm || !pc->synced || !pc->leading || !member)
+    if (!pc->pm || !pc_active(pc) || !member)
         return;
     char *v = NULL;
     if (asprintf(&v, "%s/%s", ns ? ns : "", member) < 0)
@@ -1162,11 +1203,14 @@ pool_controller *pool_controller_new(ev_loop *loop, kube_client *client,
         goto fail;
 
     informer_handlers hp = {pc_pool_changed, pc_pool_updated, pc_pool_deleted,
-                            pc_on_synced,    pc_on_error,     pc};
+                            pc_on_synced,    pc_on_error,     pc,
+                            pc_listed_pools};
     informer_handlers hi = {pc_isvc_changed, pc_isvc_updated, pc_isvc_changed,
-                            pc_on_synced,    pc_on_error,     pc};
+                            pc_on_synced,    pc_on_error,     pc,
+                            pc_listed_isvcs};
     informer_handlers hd = {pc_pod_changed, pc_pod_updated, pc_pod_deleted,
-                            pc_on_synced,   pc_on_error,    pc};
+                            pc_on_synced,   pc_on_error,    pc,
+                            pc_listed_pods};
     pc->pools = pc_informer(pc, POOL_GROUP, "modelpools", NULL, pool_trim_pool, &hp);
     pc->isvcs = pc_informer(pc, POOL_GROUP, "inferenceservices", NULL, pool_trim_isvc, &hi);
     pc->pods = pc_informer(pc, "", "pods", POOL_SERVICE_LABEL, pool_trim_pod, &hd);
@@ -1222,9 +1266,16 @@ void pool_controller_lead(pool_controller *pc)
     if (pc->leading)
         return;
     pc->leading = true;
-    /* A standby queued nothing: every pool is reconciled once now, from the warm cache. */
-    if (pc->synced)
-        store_each(informer_store(pc->pools), pc_enqueue_each, pc->queue);
+    /* A standby queued nothing. Its caches are warm but may lag the last leader's writes: every
+     * pool is reconciled once all three are listed again (pc_listed). */
+    pc->listed = 0;
+    informer *const all[] = {pc->pools, pc->isvcs, pc->pods};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        informer_stop(all[i]);
+        if (informer_start(all[i]) < 0)
+            log_kv(LOG_ERROR, "cannot list again as leader (out of memory)", "resource",
+                   informer_name(all[i]), NULL);
+    }
 }
 
 static void pc_drained(wq *q, void *ud)

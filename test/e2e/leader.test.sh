@@ -54,6 +54,12 @@ wait_for 90 pool_is shared-gpu Ready qwen-7b
 expect_eq "incumbent replicas" 0 "$(isvc_get llama-8b '{.spec.replicas}')"
 no_live_pods llama-8b || fail "llama-8b still has Pods: $(live_pods llama-8b)"
 [ "$(writes_of b)" -gt 0 ] || fail "b leads but wrote nothing"
+# A new leader plans only from caches listed again after it took the lease: a standby's watches may
+# lag the last leader's writes. Its first write comes after the line saying all three were listed.
+first_write=$(grep -nE ' (status|scale) pool=' "$MP_STATE_DIR/operator-b.log" | head -n 1 | cut -d: -f1)
+listed=$(grep -n 'caches listed again as leader' "$MP_STATE_DIR/operator-b.log" | head -n 1 | cut -d: -f1)
+[ -n "$listed" ] || fail "b never said it listed its caches again as leader"
+[ "$listed" -lt "$first_write" ] || fail "b wrote (line $first_write) before its caches were listed again (line $listed)"
 
 log "SIGTERM: b exits 0 and releases the lease"
 MP_OPERATOR_PID=$pid_b stop_operator

@@ -162,7 +162,12 @@ static informer *check_informer(check *c, kube_client *client, const char *group
                            .resource = resource,
                            .label_selector = selector,
                            .trim = store_trim_default};
-    informer_handlers h = {check_add, check_update, check_add, check_synced, check_error, c};
+    informer_handlers h = {.on_add = check_add,
+                           .on_update = check_update,
+                           .on_delete = check_add,
+                           .on_synced = check_synced,
+                           .on_error = check_error,
+                           .ud = c};
     return informer_new(c->loop, client, &cfg, &h);
 }
 
