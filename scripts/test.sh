@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds the test control plane and helm (cached), then
+# The test command: installs what is missing, builds the test control plane, helm and toxiproxy (cached), then
 #  1. builds with ASan+UBSan and -Werror and runs every ctest test (unit, CLI, end to end, Helm chart,
 #     the container image: skipped, with the reason printed, where podman cannot run);
 #  2. runs the unit tests under valgrind (a plain build), where a leak or bad read is a failure;
@@ -13,9 +13,10 @@ jobs=$(nproc)
 step() { echo "=== test.sh: $*" >&2; }
 
 bash "$top/scripts/bootstrap.sh"
-step "test control plane and helm (built once, then cached)"
+step "test control plane, helm and toxiproxy (built once, then cached)"
 bash "$top/test/controlplane/build.sh" >/dev/null
 bash "$top/test/controlplane/build-helm.sh" >/dev/null
+bash "$top/test/controlplane/build-toxiproxy.sh" >/dev/null
 
 step "sanitizer build and ctest"
 cmake -S "$top" -B "$out/sanitize" -DCMAKE_BUILD_TYPE=Debug -DMP_SANITIZE=ON -DMP_WERROR=ON >/dev/null

@@ -11,7 +11,8 @@
 # The operator carries its production ServiceAccount's user name and groups, so RBAC that binds
 # ServiceAccount modelpool-system/modelpool-operator applies to it unchanged; it has no rights until granted.
 # MP_APISERVER_EXTRA_ARGS (words split on blanks) are appended to kube-apiserver's flags (the
-# benchmarks turn on an audit log with them).
+# benchmarks turn on an audit log with them). MP_APISERVER_AUDIT_POLICY names an audit policy file: the
+# API server then writes its audit log to STATE/audit.log (the chaos run reads who wrote what, when).
 
 cp_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -212,6 +213,8 @@ cp_start() {
 			--service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
 			--service-cluster-ip-range=10.0.0.0/24 --authorization-mode=RBAC --allow-privileged=true \
 			--disable-admission-plugins=ServiceAccount --endpoint-reconciler-type=none \
+			${MP_APISERVER_AUDIT_POLICY:+--audit-policy-file="$MP_APISERVER_AUDIT_POLICY"} \
+			${MP_APISERVER_AUDIT_POLICY:+--audit-log-path="$state/audit.log" --audit-log-maxsize=0} \
 			${MP_APISERVER_EXTRA_ARGS:-} || rc=$?
 		[ "$rc" -eq 10 ] || break
 		_cp_err "kube-apiserver port $apiserver_port taken, retrying"

@@ -1,0 +1,745 @@
+#!/usr/bin/env python3
+"""The chaos run's driver and judge (test/chaos/chaos.test.sh runs it; README.md there has the figures).
+`objects N` prints the pools and members as YAML. `run` drives clients that request members and a fault
+schedule drawn from one seed, samples the pools throughout, then quiesces and checks every invariant
+(the live slot check is slot-check's; this checks busy unloads, wedged pools, writers, activations)."""
+
+import argparse
+import base64
+import heapq
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+NS = "chaos"
+MEMBERS = 3
+BUDGET_S = 30
+SIM = "sim.modelpool.test/"
+REQUEST = "modelpool-operator.dev/request"
+OPERATOR_USER = "system:serviceaccount:modelpool-system:modelpool-operator"
+# A pool Swapping longer than its budget plus this, with no condition saying why, is a violation; the
+# grace covers a paused leader (25 s) and the lease handover (15 s) during which nobody may write.
+SWAP_GRACE_S = 60
+QUIESCE_DEADLINE_S = 120
+
+
+def pool_name(i):
+    return "p%03d" % i
+
+
+def member_name(i, j):
+    return "p%03d-m%d" % (i, j)
+
+
+def objects(n):
+    docs = ["apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n" % NS]
+    for i in range(n):
+        for j in range(MEMBERS):
+            docs.append(
+                "apiVersion: inference.llmkube.dev/v1alpha1\nkind: InferenceService\nmetadata:\n"
+                "  name: %s\n  namespace: %s\nspec:\n  modelRef: %s\n  runtime: llamacpp\n  replicas: 0\n"
+                "  endpoint:\n    port: 8080\n" % (member_name(i, j), NS, member_name(i, j)))
+        members = "".join("  - inferenceServiceRef: {name: %s}\n" % member_name(i, j) for j in range(MEMBERS))
+        docs.append(
+            "apiVersion: inference.llmkube.dev/v1alpha1\nkind: ModelPool\nmetadata:\n  name: %s\n"
+            "  namespace: %s\nspec:\n  default: %s\n  swapBudget: %ds\n  members:\n%s"
+            % (pool_name(i), NS, member_name(i, 0), BUDGET_S, members))
+    return "---\n".join(docs)
+
+
+def now():
+    return time.monotonic()
+
+
+def say(msg):
+    print("chaos: %s %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
+
+
+def kubectl(*args, timeout=60):
+    """(ok, stdout) of an admin kubectl call; a failure under faults is counted, never fatal."""
+    try:
+        p = subprocess.run(["kubectl", "--kubeconfig", os.environ["KUBECONFIG"], "--request-timeout=20s"] + list(args),
+                           capture_output=True, text=True, timeout=timeout)
+        return p.returncode == 0, p.stdout if p.returncode == 0 else p.stderr
+    except subprocess.TimeoutExpired:
+        return False, "timeout"
+
+
+def toxi(method, path, body=None):
+    req = urllib.request.Request(os.environ["MP_TOXI_API"] + path, method=method,
+                                 data=json.dumps(body).encode() if body is not None else None)
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.read()
+
+
+def state(name):
+    return os.path.join(os.environ["MP_STATE_DIR"], name)
+
+
+def replica_pid(r):
+    try:
+        with open(state("replica-%s.pid" % r)) as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def proc_running(pid):
+    """Some thread of pid has not exited (lib.sh _proc_running: a Go server's port closes with its last thread)."""
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return False
+    for t in tasks:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
+                if f.read().rsplit(") ", 1)[1].split()[0] not in ("Z", "X"):
+                    return True
+        except (OSError, IndexError):
+            pass
+    return False
+
+
+class ApiServer:
+    """Kill and restart of the kube-apiserver on the same etcd, as lib.sh stop_apiserver/start_apiserver."""
+
+    def __init__(self):
+        self.pid = int(os.environ["MP_APISERVER_PID"])
+
+    def stop(self):
+        with open("/proc/%d/cmdline" % self.pid, "rb") as f:
+            self.argv = [a.decode() for a in f.read().split(b"\0") if a]
+        with open("/proc/%d/environ" % self.pid, "rb") as f:
+            self.env = dict(e.decode().split("=", 1) for e in f.read().split(b"\0") if b"=" in e)
+        self.cwd = os.readlink("/proc/%d/cwd" % self.pid)
+        os.kill(self.pid, signal.SIGKILL)
+        deadline = now() + 90
+        while proc_running(self.pid):
+            if now() > deadline:
+                raise RuntimeError("kube-apiserver %d runs 90 s after SIGKILL" % self.pid)
+            time.sleep(0.1)
+        try:
+            os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+
+    def start(self):
+        log = open(state("kube-apiserver.log"), "ab")
+        p = subprocess.Popen(self.argv, env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=log,
+                             stderr=log, start_new_session=False)
+        self.pid = p.pid
+        self.proc = p
+        with open(state("kube-apiserver.pid"), "w") as f:
+            f.write("%d\n" % p.pid)
+        deadline = now() + 120
+        while not kubectl("get", "--raw", "/readyz")[0]:
+            if p.poll() is not None:
+                raise RuntimeError("kube-apiserver exited on restart; see kube-apiserver.log")
+            if now() > deadline:
+                raise RuntimeError("kube-apiserver not ready 120 s after restart")
+            time.sleep(0.2)
+
+
+def etcd_compact():
+    url = os.environ["MP_ETCD_URL"]
+    body = json.dumps({"key": base64.b64encode(b"/").decode()}).encode()
+    with urllib.request.urlopen(urllib.request.Request(url + "/v3/kv/range", data=body), timeout=10) as r:
+        rev = int(json.load(r)["header"]["revision"])
+    body = json.dumps({"revision": str(rev)}).encode()
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url + "/v3/kv/compaction", data=body), timeout=30) as r:
+            r.read()
+    except urllib.error.HTTPError as e:
+        if e.code != 400:  # 400: compacted at this revision already (two compactions with no write between)
+            raise
+    return rev
+
+
+# Fault kinds and their weights in the schedule; (lo, hi) the duration range in seconds (0: instant).
+FAULTS = {
+    "net-reset": (3, (1, 4)),
+    "net-stall": (3, (2, 8)),
+    "net-slow": (3, (3, 10)),
+    "net-drop-watches": (4, (0, 0)),
+    "net-cut-streams": (2, (3, 8)),
+    "apiserver-restart": (2, (1, 5)),
+    "etcd-compact": (3, (0, 0)),
+    "operator-kill": (3, (0, 0)),
+    "operator-pause": (2, (20, 25)),
+    "member-fail": (2, (5, 15)),
+    "member-evict": (2, (5, 15)),
+    "member-slow-terminate": (2, (10, 20)),
+    "member-probe-hang": (2, (5, 15)),
+    "member-probe-error": (1, (5, 15)),
+    "busy-drain": (3, (3, 8)),
+}
+
+
+def schedule(seed, seconds, pools):
+    """The fault schedule: (t, kind, duration, pool, member index, extra) drawn from the seed alone."""
+    rng = random.Random(seed)
+    kinds = sorted(FAULTS)
+    weights = [FAULTS[k][0] for k in kinds]
+    out, t = [], 8.0
+    mean_gap = 4.0 if pools < 50 else 2.0
+    while True:
+        t += rng.expovariate(1.0 / mean_gap)
+        if t > seconds - 10:
+            return out
+        k = rng.choices(kinds, weights)[0]
+        lo, hi = FAULTS[k][1]
+        out.append((round(t, 2), k, round(rng.uniform(lo, hi), 2), rng.randrange(pools), rng.randrange(MEMBERS),
+                    rng.random()))
+
+
+class Run:
+    def __init__(self, a):
+        self.a = a
+        self.t0 = now()
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.busy_pools = set()      # pools a fault or a busy drain owns: clients and other faults skip them
+        self.inflight = {}           # pool -> client requests being written (a claim waits for none)
+        self.activations = []        # (t, pool, member, method, ok)
+        self.samples = {}            # pool -> list of (t, phase, resident, pending, conditions)
+        self.fault_counts = {}
+        self.fault_errors = {}
+        self.violations = []
+        self.rss = {}                # pid -> [(t, kib)]
+        self.touches = 0
+        self.api = ApiServer()
+
+    def t(self):
+        return now() - self.t0
+
+    def violation(self, what):
+        with self.lock:
+            self.violations.append("%.1fs %s" % (self.t(), what))
+        say("VIOLATION " + what)
+
+    def count(self, kind, ok=True):
+        with self.lock:
+            d = self.fault_counts if ok else self.fault_errors
+            d[kind] = d.get(kind, 0) + 1
+
+    def claim(self, pool):
+        with self.lock:
+            if pool in self.busy_pools or self.inflight.get(pool):
+                return False
+            self.busy_pools.add(pool)
+            return True
+
+    def release(self, pool):
+        with self.lock:
+            self.busy_pools.discard(pool)
+
+    # ---- clients ----
+    def client(self, k):
+        rng = random.Random(self.a.seed * 1000 + k)
+        while not self.stop.is_set():
+            time.sleep(rng.uniform(0.3, 2.0))
+            i = rng.randrange(self.a.pools)
+            m = member_name(i, rng.randrange(MEMBERS))
+            method = "scale" if rng.random() < self.a.scale_share else "annotate"
+            with self.lock:
+                if pool_name(i) in self.busy_pools:
+                    continue
+                self.inflight[pool_name(i)] = self.inflight.get(pool_name(i), 0) + 1
+            t = self.t()
+            if method == "scale":
+                ok, _ = kubectl("-n", NS, "scale", "isvc", m, "--replicas=1")
+            else:
+                ok, _ = kubectl("-n", NS, "annotate", "modelpool", pool_name(i), "%s=%s" % (REQUEST, m), "--overwrite")
+            with self.lock:
+                self.inflight[pool_name(i)] -= 1
+                self.activations.append((t, pool_name(i), m, method, ok))
+
+    def writer(self):
+        """Concurrent writers: metadata changes on pools and members, so the operator's writes meet 409s."""
+        rng = random.Random(self.a.seed * 1000 + 999)
+        n = 0
+        while not self.stop.is_set():
+            time.sleep(rng.uniform(0.2, 1.0))
+            i = rng.randrange(self.a.pools)
+            n += 1
+            if rng.random() < 0.5:
+                ok, _ = kubectl("-n", NS, "annotate", "modelpool", pool_name(i), "chaos/touch=%d" % n, "--overwrite")
+            else:
+                ok, _ = kubectl("-n", NS, "annotate", "isvc", member_name(i, rng.randrange(MEMBERS)),
+                                "chaos/touch=%d" % n, "--overwrite")
+            if ok:
+                with self.lock:
+                    self.touches += 1
+
+    # ---- sampling ----
+    def sample_pools(self):
+        ok, out = kubectl("-n", NS, "get", "modelpools", "-o", "json")
+        if not ok:
+            return None
+        t = self.t()
+        res = {}
+        for p in json.loads(out)["items"]:
+            st = p.get("status", {})
+            conds = {c["type"]: (c.get("status"), c.get("reason")) for c in st.get("conditions", [])}
+            res[p["metadata"]["name"]] = (t, st.get("phase", ""), st.get("residentMember", ""),
+                                          st.get("pendingMember", ""), conds, p["metadata"].get("annotations", {}))
+        return res
+
+    def sample_rss(self):
+        for r in "ab":
+            pid = replica_pid(r)
+            if not pid:
+                continue
+            try:
+                with open("/proc/%d/status" % pid) as f:
+                    kib = int(next(l for l in f if l.startswith("VmRSS:")).split()[1])
+            except (OSError, StopIteration, ValueError):
+                continue
+            with self.lock:
+                self.rss.setdefault(pid, []).append((self.t(), kib))
+
+    def sampler(self):
+        streak = {}  # pool -> t it started Swapping (continuously, by samples)
+        flagged = set()
+        while not self.stop.is_set():
+            s = self.sample_pools()
+            self.sample_rss()
+            if s:
+                for name, smp in s.items():
+                    with self.lock:
+                        self.samples.setdefault(name, []).append(smp[:5])
+                    t, phase, _, _, conds = smp[:5]
+                    if phase != "Swapping":
+                        streak.pop(name, None)
+                        flagged.discard(name)
+                        continue
+                    start = streak.setdefault(name, t)
+                    explained = conds.get("SwapDeferred", ("", ""))[0] == "True" or \
+                        conds.get("SlotAllocated", ("", ""))[0] == "False"
+                    if t - start > BUDGET_S + SWAP_GRACE_S and not explained and name not in flagged:
+                        flagged.add(name)
+                        self.violation("pool %s Swapping for %.0f s (budget %d s) with no condition saying why: %s"
+                                       % (name, t - start, BUDGET_S, conds))
+            self.stop.wait(2.0)
+
+    # ---- faults ----
+    def leader(self):
+        ok, out = kubectl("-n", "modelpool-system", "get", "lease", "modelpool-operator", "-o",
+                          "jsonpath={.spec.holderIdentity}")
+        if ok and out.startswith("replica-"):
+            return out[len("replica-")]
+        return None
+
+    def add_toxic(self, name, kind, attrs, stream="downstream", toxicity=1.0):
+        toxi("POST", "/proxies/apiserver/toxics",
+             {"name": name, "type": kind, "stream": stream, "toxicity": toxicity, "attributes": attrs})
+
+    def del_toxic(self, *names):
+        for name in names:
+            try:
+                toxi("DELETE", "/proxies/apiserver/toxics/" + name)
+            except urllib.error.HTTPError as e:
+                if e.code != 404:  # gone already is fine: the undo may be retried
+                    raise
+
+    def member_fault(self, kind, pool, member, dur):
+        """Annotate the member for dur seconds; returns the undo."""
+        ann = {"member-fail": SIM + "fail=true", "member-evict": SIM + "evict=true",
+               "member-slow-terminate": SIM + "terminate-ms=%d" % int(dur * 1000 * 0.6),
+               "member-probe-hang": SIM + "probe=hang", "member-probe-error": SIM + "probe=error"}[kind]
+        key = ann.split("=")[0]
+        if not kubectl("-n", NS, "annotate", "isvc", member, ann, "--overwrite")[0]:
+            raise RuntimeError("annotate failed")
+
+        def undo():
+            kubectl("-n", NS, "annotate", "isvc", member, key + "-")
+            self.release(pool)
+        return undo
+
+    def busy_drain(self, pool, i, dur, x):
+        """The resident made busy while no swap is in flight, then another member requested: it must not be
+        unloaded while busy (the simulator logs any busy Pod deletion; checked at the end) and stays at 1."""
+        ok, out = kubectl("-n", NS, "get", "modelpool", pool, "-o", "json")
+        if not ok:
+            return None
+        p = json.loads(out)
+        st = p.get("status", {})
+        res = st.get("residentMember", "")
+        if st.get("phase") != "Ready" or not res or st.get("pendingMember") or \
+                REQUEST in p["metadata"].get("annotations", {}):
+            return None
+        ok, out = kubectl("-n", NS, "get", "isvc", "-o", "json")
+        if not ok:
+            return None
+        reps = {o["metadata"]["name"]: o["spec"].get("replicas", 1) for o in json.loads(out)["items"]}
+        others = [member_name(i, j) for j in range(MEMBERS) if member_name(i, j) != res]
+        if any(reps.get(m, 0) != 0 for m in others) or reps.get(res) != 1:
+            return None
+        if not kubectl("-n", NS, "annotate", "isvc", res, SIM + "busy=true", "--overwrite")[0]:
+            return None
+        target = others[int(x * len(others)) % len(others)]
+        kubectl("-n", NS, "annotate", "modelpool", pool, "%s=%s" % (REQUEST, target), "--overwrite")
+        with self.lock:
+            self.activations.append((self.t(), pool, target, "busy-drain", True))
+
+        def undo():
+            ok, out = kubectl("-n", NS, "get", "isvc", res, "-o", "jsonpath={.spec.replicas}")
+            if ok and out != "1":
+                self.violation("busy resident %s/%s scaled to %s during its busy drain" % (pool, res, out))
+            kubectl("-n", NS, "annotate", "isvc", res, SIM + "busy-")
+            self.release(pool)
+        return undo
+
+    def apply(self, kind, dur, i, j, x):
+        """Starts one fault; returns its undo (None: nothing to undo)."""
+        pool, member = pool_name(i), member_name(i, j)
+        if kind == "net-reset":
+            self.add_toxic("reset", "reset_peer", {"timeout": int(x * 500)}, toxicity=0.5)
+            return lambda: self.del_toxic("reset")
+        if kind == "net-stall":
+            self.add_toxic("stall", "timeout", {"timeout": 0})
+            return lambda: self.del_toxic("stall")
+        if kind == "net-slow":
+            self.add_toxic("slow-lat", "latency", {"latency": 200 + int(x * 800), "jitter": 200})
+            self.add_toxic("slow-bw", "bandwidth", {"rate": 4})
+            return lambda: self.del_toxic("slow-lat", "slow-bw")
+        if kind == "net-drop-watches":
+            toxi("POST", "/proxies/apiserver", {"enabled": False})
+            time.sleep(0.2 + x)
+            toxi("POST", "/proxies/apiserver", {"enabled": True})
+            return None
+        if kind == "net-cut-streams":
+            self.add_toxic("cut", "limit_data", {"bytes": 4096 + int(x * 60000)})
+            return lambda: self.del_toxic("cut")
+        if kind == "apiserver-restart":
+            self.api.stop()
+            time.sleep(dur)
+            self.api.start()
+            return None
+        if kind == "etcd-compact":
+            etcd_compact()
+            return None
+        if kind == "operator-kill":
+            r = self.leader() if x < 0.6 else "ab"[int(x * 10) % 2]
+            pid = replica_pid(r or "a")
+            if pid:
+                os.kill(pid, signal.SIGKILL)
+            return None
+        if kind == "operator-pause":
+            r = self.leader()
+            pid = replica_pid(r) if r else None
+            if not pid:
+                raise RuntimeError("no leader to pause")
+            os.kill(pid, signal.SIGSTOP)
+
+            def resume():
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:  # killed meanwhile by another fault
+                    pass
+            return resume
+        if not self.claim(pool):
+            raise RuntimeError("pool %s taken" % pool)
+        try:
+            if kind == "busy-drain":
+                undo = self.busy_drain(pool, i, dur, x)
+                if undo is None:
+                    raise RuntimeError("pool %s not settled" % pool)
+                return undo
+            return self.member_fault(kind, pool, member, dur)
+        except Exception:
+            self.release(pool)
+            raise
+
+    def faults(self, sched):
+        undo = []  # heap of (t, n, fn)
+        n = 0
+        for (t, kind, dur, i, j, x) in sched:
+            while not self.stop.is_set() and self.t() < t:
+                while undo and undo[0][0] <= self.t():
+                    self.run_undo(heapq.heappop(undo)[2])
+                self.stop.wait(0.1)
+            if self.stop.is_set():
+                break
+            try:
+                fn = self.apply(kind, dur, i, j, x)
+                self.count(kind)
+                if fn:
+                    n += 1
+                    heapq.heappush(undo, (self.t() + dur, n, fn))
+            except Exception as e:  # a fault that could not start is counted, not fatal
+                self.count(kind, ok=False)
+                say("fault %s not applied: %s" % (kind, e))
+        while undo and not self.stop.is_set() and self.t() < self.a.seconds:
+            while undo and undo[0][0] <= self.t():
+                self.run_undo(heapq.heappop(undo)[2])
+            self.stop.wait(0.1)
+        self.pending_undo = [u[2] for u in sorted(undo)]
+
+    def run_undo(self, fn):
+        for attempt in range(20):
+            try:
+                fn()
+                return
+            except Exception as e:
+                say("undo failed (%s), retrying" % e)
+                time.sleep(1)
+
+    # ---- the end ----
+    def quiesce(self):
+        for fn in getattr(self, "pending_undo", []):
+            self.run_undo(fn)
+        toxi("POST", "/reset")  # every toxic gone, the proxy enabled, whatever an undo missed
+        for r in "ab":
+            pid = replica_pid(r)
+            if pid:
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+        for key in ("fail", "evict", "terminate-ms", "probe", "busy"):
+            kubectl("-n", NS, "annotate", "isvc", "--all", SIM + key + "-")
+        rng = random.Random(self.a.seed + 1)
+        final = {}
+        for i in range(self.a.pools):
+            m = member_name(i, rng.randrange(MEMBERS))
+            final[pool_name(i)] = m
+            while not kubectl("-n", NS, "annotate", "modelpool", pool_name(i), "%s=%s" % (REQUEST, m), "--overwrite")[0]:
+                time.sleep(1)
+            with self.lock:
+                self.activations.append((self.t(), pool_name(i), m, "final", True))
+        say("quiesced: every pool requested once more; waiting for each to settle")
+        deadline = now() + QUIESCE_DEADLINE_S
+        bad = {}
+        while now() < deadline:
+            bad = self.settled(final)
+            if not bad:
+                break
+            time.sleep(2)
+        for pool, why in sorted(bad.items()):
+            self.violation("wedged pool %s: %s" % (pool, why))
+        return final
+
+    def settled(self, final):
+        """pool -> why it is not settled on its final member (Ready, resident, nothing pending, sole Pod)."""
+        ok1, pools = kubectl("-n", NS, "get", "modelpools", "-o", "json")
+        ok2, isvcs = kubectl("-n", NS, "get", "isvc", "-o", "json")
+        ok3, pods = kubectl("-n", NS, "get", "pods", "-o", "json")
+        if not (ok1 and ok2 and ok3):
+            return {"*": "API unavailable"}
+        reps = {o["metadata"]["name"]: o["spec"].get("replicas", 1) for o in json.loads(isvcs)["items"]}
+        live = {}
+        for p in json.loads(pods)["items"]:
+            if p.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            svc = p["metadata"].get("labels", {}).get("inference.llmkube.dev/service")
+            live[svc] = live.get(svc, 0) + 1
+        bad = {}
+        for p in json.loads(pools)["items"]:
+            name = p["metadata"]["name"]
+            st = p.get("status", {})
+            want = final[name]
+            got = (st.get("phase"), st.get("residentMember"), st.get("pendingMember", ""))
+            if got != ("Ready", want, ""):
+                bad[name] = "phase/resident/pending %s, want Ready/%s/" % ("/".join(map(str, got)), want)
+                continue
+            for j in range(MEMBERS):
+                m = member_name(int(name[1:]), j)
+                w = 1 if m == want else 0
+                if reps.get(m) != w or (live.get(m, 0) != w):
+                    bad[name] = "%s replicas %s live Pods %s, want %d" % (m, reps.get(m), live.get(m, 0), w)
+        return bad
+
+    def check_sim_busy(self):
+        n = 0
+        with open(state("sim.log")) as f:
+            for line in f:
+                if line.startswith("sim ") and " state=Terminating " in line and line.rstrip().endswith("busy=true"):
+                    n += 1
+                    self.violation("busy Pod deleted: " + line.strip())
+        return n
+
+    def outcomes(self):
+        """Each activation: resident (a sample showed the member resident and Ready before another member was
+        requested), explained (else a sample showed a condition saying why: SwapDeferred True or SlotAllocated
+        False), superseded (else another member was requested first), or unresolved. A failed kubectl call is
+        counted as a client error, not an activation."""
+        out = {"resident": 0, "superseded": 0, "explained": 0, "unresolved": 0, "client-errors": 0}
+        by_pool = {}
+        for a in sorted(self.activations):
+            if not a[4]:
+                out["client-errors"] += 1
+                continue
+            by_pool.setdefault(a[1], []).append(a)
+        for pool, acts in by_pool.items():
+            smp = self.samples.get(pool, [])
+            for k, (t, _, m, _, _) in enumerate(acts):
+                nxt = next((b[0] for b in acts[k + 1:] if b[2] != m), float("inf"))
+                window = [s for s in smp if t <= s[0] <= nxt]
+                if any(s[1] == "Ready" and s[2] == m for s in window):
+                    out["resident"] += 1
+                elif any(s[4].get("SwapDeferred", ("", ""))[0] == "True" or
+                         s[4].get("SlotAllocated", ("", ""))[0] == "False" for s in window):
+                    out["explained"] += 1
+                elif nxt != float("inf"):
+                    out["superseded"] += 1
+                else:
+                    out["unresolved"] += 1
+        return out
+
+    def rss_report(self):
+        """Per replica process that lived 60 s or more: RSS 30 s after it started and at its last sample."""
+        rows = []
+        for pid, s in sorted(self.rss.items()):
+            if s[-1][0] - s[0][0] < 60:
+                continue
+            first = next(v for v in s if v[0] >= s[0][0] + 30)
+            rows.append({"pid": pid, "lived_s": round(s[-1][0] - s[0][0]), "rss_first_kib": first[1],
+                         "rss_last_kib": s[-1][1], "rss_max_kib": max(v[1] for v in s)})
+        return rows
+
+
+def audit(path):
+    """Never two writers: every write (create, update, patch, delete) of the operator's identity that the API
+    server accepted, other than a Lease write, must come from the replica holding the Lease when the request
+    arrived, by the Lease writes the API server accepted before that moment."""
+    events = []
+    with open(path) as f:
+        for line in f:
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                pass
+    events.sort(key=lambda e: e.get("requestReceivedTimestamp", ""))
+    lease_changes = []  # (stageTimestamp, holder replica letter or "")
+    writes = []
+    codes = {}
+    for e in events:
+        if e.get("user", {}).get("username") != OPERATOR_USER:
+            continue
+        groups = e["user"].get("groups", [])
+        who = next((g[len("chaos:replica-"):] for g in groups if g.startswith("chaos:replica-")), None)
+        if who is None:  # the test's own checks under the operator's name (kubectl auth can-i), not a replica
+            continue
+        code = e.get("responseStatus", {}).get("code", 0)
+        codes[str(code)] = codes.get(str(code), 0) + 1
+        ref = e.get("objectRef", {})
+        if e.get("verb") not in ("create", "update", "patch", "delete"):
+            continue
+        if ref.get("resource") == "leases":
+            if 200 <= code < 300:
+                hi = ((e.get("requestObject") or {}).get("spec") or {}).get("holderIdentity") or ""
+                holder = hi[len("replica-")] if hi.startswith("replica-") else ""
+                lease_changes.append((e["stageTimestamp"], holder))
+            continue
+        if 200 <= code < 300:
+            writes.append((e["requestReceivedTimestamp"], who, e["verb"], ref.get("resource"),
+                           ref.get("subresource", ""), ref.get("name")))
+    lease_changes.sort()
+    bad = []
+    k, holder = 0, ""
+    for w in sorted(writes):
+        while k < len(lease_changes) and lease_changes[k][0] <= w[0]:
+            holder = lease_changes[k][1]
+            k += 1
+        if w[1] != holder:
+            bad.append("write by replica %s while the Lease was %s's: %s" % (w[1], holder or "nobody", " ".join(map(str, w))))
+    return {"writes": len(writes), "lease_writes": len(lease_changes), "codes": codes,
+            "writers": sorted({w[1] for w in writes})}, bad
+
+
+def run(a):
+    sched = schedule(a.seed, a.seconds, a.pools)
+    say("seed=%d pools=%d seconds=%d clients=%d faults scheduled=%d" % (a.seed, a.pools, a.seconds, a.clients, len(sched)))
+    with open(state("chaos-schedule.txt"), "w") as f:
+        for s in sched:
+            f.write("%s\n" % (s,))
+    r = Run(a)
+    threads = [threading.Thread(target=r.client, args=(k,), daemon=True) for k in range(a.clients)]
+    threads.append(threading.Thread(target=r.writer, daemon=True))
+    threads.append(threading.Thread(target=r.sampler, daemon=True))
+    ft = threading.Thread(target=r.faults, args=(sched,), daemon=True)
+    for t in threads + [ft]:
+        t.start()
+    while r.t() < a.seconds:
+        time.sleep(1)
+    r.stop.set()
+    ft.join()
+    for t in threads:
+        t.join()
+    say("faults and clients stopped after %.0f s; quiescing" % r.t())
+    r.stop.clear()
+    st = threading.Thread(target=r.sampler, daemon=True)
+    st.start()
+    final = r.quiesce()
+    r.stop.set()
+    st.join()
+    busy = r.check_sim_busy()
+    summary, bad = audit(state("audit.log"))
+    for b in bad[:20]:
+        r.violation(b)
+    if len(bad) > 20:
+        r.violation("%d more writes by a replica that did not hold the Lease" % (len(bad) - 20))
+    restarts = {}
+    for x in "ab":
+        try:
+            with open(state("replica-%s.runs" % x)) as f:
+                restarts[x] = sum(1 for l in f if " start " in l)
+        except OSError:
+            restarts[x] = 0
+    acts = [x for x in r.activations if x[3] != "final"]
+    result = {
+        "seed": a.seed, "pools": a.pools, "scale_share": a.scale_share, "members_per_pool": MEMBERS, "clients": a.clients,
+        "seconds": round(r.t()), "faults": r.fault_counts, "faults_not_applied": r.fault_errors,
+        "activations": len([x for x in acts if x[4]]), "activations_by_method": {
+            m: len([x for x in acts if x[3] == m and x[4]]) for m in ("scale", "annotate", "busy-drain")},
+        "outcomes": r.outcomes(), "final_requests": len(final), "metadata_writes": r.touches,
+        "busy_pods_deleted": busy, "audit": summary, "operator_starts": restarts, "rss": r.rss_report(),
+        "violations": r.violations,
+    }
+    js = json.dumps(result, indent=1, sort_keys=True)
+    print(js)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(js + "\n")
+    say("seed=%d: %d violations" % (a.seed, len(r.violations)))
+    return 1 if r.violations else 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    o = sub.add_parser("objects")
+    o.add_argument("pools", type=int)
+    p = sub.add_parser("run")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--pools", type=int, required=True)
+    p.add_argument("--seconds", type=int, required=True)
+    p.add_argument("--clients", type=int, required=True)
+    p.add_argument("--scale-share", type=float, default=0.0,
+                   help="share of activations made by kubectl scale (the racy path, README) instead of the pool request")
+    p.add_argument("--out")
+    s = sub.add_parser("schedule")
+    s.add_argument("--seed", type=int, required=True)
+    s.add_argument("--pools", type=int, required=True)
+    s.add_argument("--seconds", type=int, required=True)
+    a = ap.parse_args()
+    if a.cmd == "objects":
+        sys.stdout.write(objects(a.pools))
+        return 0
+    if a.cmd == "schedule":
+        for x in schedule(a.seed, a.seconds, a.pools):
+            print(x)
+        return 0
+    return run(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

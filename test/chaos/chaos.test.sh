@@ -1,0 +1,77 @@
+# The chaos run (run by run.sh through test/e2e/run-one.sh, lib.sh sourced): many pools, two operator
+# replicas with --leader-elect behind a toxiproxy, the member simulator and slot-check, then chaos.py
+# drives clients and faults from one seed and checks the invariants; any violation fails the run.
+mode=${MP_CHAOS_MODE:-short}
+case $mode in
+short) pools=${MP_CHAOS_POOLS:-8} seconds=${MP_CHAOS_SECONDS:-150} clients=${MP_CHAOS_CLIENTS:-3} ;;
+long) pools=${MP_CHAOS_POOLS:-100} seconds=${MP_CHAOS_SECONDS:-3600} clients=${MP_CHAOS_CLIENTS:-6} ;;
+*) fail "MP_CHAOS_MODE=$mode: want short or long" ;;
+esac
+seed=${MP_CHAOS_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+log "chaos: mode=$mode seed=$seed pools=$pools seconds=$seconds clients=$clients (MP_CHAOS_SEED=$seed replays it)"
+[ -x "${MP_TOXIPROXY:-}" ] || fail "MP_TOXIPROXY must name toxiproxy-server (test/chaos/run.sh builds it)"
+
+install_crds
+install_operator_rbac
+
+log "pools and members"
+python3 "$MP_SOURCE_DIR/test/chaos/chaos.py" objects "$pools" | kubectl_admin apply -f - >/dev/null
+
+# Pods terminate through the simulator's finalizer (slow terminations are a fault below); each Pod has
+# its own loopback address from 127.0.1.0 up, clear of the e2e tests' 127.0.0.x.
+start_sim --finalizer --load-ms 200 --terminate-ms 100 --ip-first 256 --ip-count 4000
+start_slot_check
+
+log "toxiproxy between the operator replicas and the API server"
+toxi_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+LOG_LEVEL=warn "$MP_TOXIPROXY" -host 127.0.0.1 -port "$toxi_port" >"$MP_STATE_DIR/toxiproxy.log" 2>&1 &
+export MP_TOXI_API=http://127.0.0.1:$toxi_port
+wait_for 30 curl -fsS "$MP_TOXI_API/version"
+proxy_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+curl -fsS -X POST "$MP_TOXI_API/proxies" -d "{\"name\":\"apiserver\",\"listen\":\"127.0.0.1:$proxy_port\",\"upstream\":\"${MP_APISERVER_URL#https://}\"}" >/dev/null
+
+# Each replica: the operator's user and groups plus its own group (the audit log names the writer),
+# through the proxy; restarted by its supervisor whenever it exits (a lost lease ends the process, a
+# SIGKILL is a fault), until the stop file appears.
+pki=$MP_STATE_DIR/pki
+for r in a b; do
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$pki/replica-$r.key" \
+		-subj "/O=system:serviceaccounts/O=system:serviceaccounts:modelpool-system/O=chaos:replica-$r/CN=$MP_OPERATOR_USER" 2>/dev/null |
+		openssl x509 -req -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -set_serial "0x$(openssl rand -hex 16)" -days 30 \
+			-out "$pki/replica-$r.crt" -extfile <(printf '%s\n' "extendedKeyUsage=clientAuth") 2>/dev/null
+	sed -e "s#server: .*#server: https://127.0.0.1:$proxy_port#" -e "s#/operator\.crt#/replica-$r.crt#" \
+		-e "s#/operator\.key#/replica-$r.key#" "$MP_OPERATOR_KUBECONFIG" >"$MP_STATE_DIR/replica-$r.kubeconfig"
+done
+supervise() {
+	local r=$1
+	while [ ! -e "$MP_STATE_DIR/chaos.stop" ]; do
+		# No ASan quarantine: freed memory is returned, so RSS says what the operator holds.
+		POD_NAME=replica-$r ASAN_OPTIONS=${ASAN_OPTIONS:-}:quarantine_size_mb=0 \
+			"$MP_BUILD_DIR/modelpool-operator" --kubeconfig "$MP_STATE_DIR/replica-$r.kubeconfig" -v 1 \
+			--metrics-secure=false --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
+			--leader-elect --leader-election-namespace modelpool-system --probe-timeout 1s \
+			>>"$MP_STATE_DIR/operator-$r.log" 2>&1 &
+		echo "$!" >"$MP_STATE_DIR/replica-$r.pid"
+		echo "$(date -u +%FT%T.%NZ) start pid=$!" >>"$MP_STATE_DIR/replica-$r.runs"
+		local rc=0
+		wait "$!" || rc=$?
+		echo "$(date -u +%FT%T.%NZ) exit rc=$rc" >>"$MP_STATE_DIR/replica-$r.runs"
+		sleep 0.5
+	done
+}
+supervise a &
+sup_a=$!
+supervise b &
+sup_b=$!
+wait_for 90 grep -q "became leader" "$MP_STATE_DIR"/operator-a.log "$MP_STATE_DIR"/operator-b.log
+
+rc=0
+python3 "$MP_SOURCE_DIR/test/chaos/chaos.py" run --seed "$seed" --pools "$pools" --seconds "$seconds" \
+	--clients "$clients" --scale-share "${MP_CHAOS_SCALE_SHARE:-0}" ${MP_CHAOS_OUT:+--out "$MP_CHAOS_OUT"} || rc=$?
+
+log "stopping the replicas"
+touch "$MP_STATE_DIR/chaos.stop"
+for r in a b; do kill -CONT "$(cat "$MP_STATE_DIR/replica-$r.pid")" 2>/dev/null || true; kill -TERM "$(cat "$MP_STATE_DIR/replica-$r.pid")" 2>/dev/null || true; done
+wait "$sup_a" "$sup_b" || true
+stop_slot_check
+expect_eq "chaos.py exit status (0: every invariant held)" 0 "$rc"
