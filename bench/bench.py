@@ -470,7 +470,9 @@ def cmd_own(log, user, swaps_json):
             end = next((e for e in ev if e["t0"] >= t0 and e["res"] == "inferenceservices"
                         and e["verb"] == "patch" and e["name"] == name and e["ns"] == ns
                         and e["code"] == 200), None)
-            if not end:
+            # A PATCH after the pool was seen done belongs to a later swap: the watcher saw the
+            # start event after the API server had the PATCH (its own lag), so the swap is left out.
+            if not end or end["t0"] > s["t_done"]:
                 continue
             busy = union_ms([(e["t0"], e["t1"]) for e in ev if e["t1"] > t0 and e["t0"] < end["t0"]], t0, end["t0"])
             tot = (end["t0"] - t0) / 1e6
