@@ -1,7 +1,8 @@
 /* controller: wires informers, the work queue, the plan and the API writes. Each pool key in
  * flight has its own run (pc_run), the user data of every callback it starts, so reconciles of
- * different pools interleave on the loop, up to max_concurrent at once, and a probe that hangs
- * until its timeout holds only its own pool; the work queue never hands out a key twice at once.
+ * different pools interleave on the loop, up to max_concurrent at once; the work queue never hands
+ * out a key twice at once. An idle probe holds no reconcile slot (its answer queues the pool
+ * again), so probes that hang until their timeout, however many, delay only their own pools.
  * A run walks the plan's actions in order and stops at the first failure (the key is then retried
  * with backoff). After its own write, a pool is not planned again until the cache shows that write
  * (pool/expect.h), so a plan never acts on a view older than its last action. */
@@ -30,8 +31,6 @@
 #include "util/strmap.h"
 
 #define PC_COMPONENT "modelpool-operator"
-/* Probes and re-plans in one reconcile before it yields to the queue. */
-#define PC_MAX_REPLANS 4
 /* Probe memos are swept for Pods gone from the cache once they are this many, then each time
  * their number doubles: a relist may skip the DELETED event that frees one. */
 #define PC_MEMO_SWEEP_MIN 64
@@ -50,6 +49,11 @@ typedef struct pc_memo {
 typedef struct pc_pool {
     strmap_node node;
     char *key;
+    pool_controller *pc;
+    /* The idle probe in flight for this pool. It holds no reconcile slot: a probe that hangs
+     * until its timeout must not keep other pools waiting for one (rule 6); its answer queues the
+     * pool again. */
+    prober_batch *probing;
     /* Reaction clocks (modelpool_reaction_seconds), in ev_now_us time: when a member was scaled up
      * (path a) and when the last Pod of a member was deleted during a swap (path b). */
     char *requested; /* path a: the member that was scaled up */
@@ -72,9 +76,7 @@ typedef struct pc_run {
     char *ns, *name, *uid, *rv;
     plan_result *plan;
     size_t next_action;
-    int replans;
     kube_call *call;
-    prober_batch *batch;
     uint64_t started_ms;
     int64_t swap_ms; /* a swap this plan completes: how long it took; -1 unknown */
     bool requeue;    /* queue the key again when done: a refusal was forgotten mid-run */
@@ -217,6 +219,7 @@ static pc_pool *pc_pool_get(pool_controller *pc, const char *pool, bool create)
         free(st);
         return NULL;
     }
+    st->pc = pc;
     strmap_insert(&pc->state, &st->node, st->key);
     return st;
 }
@@ -224,6 +227,7 @@ static pc_pool *pc_pool_get(pool_controller *pc, const char *pool, bool create)
 static void pc_pool_free(pool_controller *pc, pc_pool *st)
 {
     strmap_remove(&pc->state, &st->node);
+    prober_cancel(st->probing);
     free(st->key);
     free(st->requested);
     free(st->refused_member);
@@ -241,7 +245,8 @@ static void pc_pool_drop(pool_controller *pc, const char *pool)
 /* Frees st when it holds nothing any more. */
 static void pc_pool_trim(pool_controller *pc, pc_pool *st)
 {
-    if (!st->requested_us && !st->pod_gone_us && !st->refused_member && !st->status_refused)
+    if (!st->requested_us && !st->pod_gone_us && !st->refused_member && !st->status_refused &&
+        !st->probing)
         pc_pool_free(pc, st);
 }
 
@@ -331,7 +336,6 @@ static void pc_run_free(pc_run *run)
     if (!run)
         return;
     kube_call_cancel(run->call);
-    prober_cancel(run->batch);
     plan_free(run->plan);
     free(run->key);
     free(run->ns);
@@ -363,7 +367,6 @@ static void pc_finish(pc_run *run, wq_result result, uint64_t requeue_ms)
     bool requeue = run->requeue;
     run->key = NULL;
     run->call = NULL; /* finished or never started: nothing to cancel */
-    run->batch = NULL;
     pc_run_free(run);
     wq_done(pc->queue, key, result);
     if (requeue && result == WQ_SUCCESS)
@@ -695,41 +698,52 @@ static plan_probe_result pc_probe_result(probe_verdict v)
 
 static void pc_on_probed(void *ud, const prober_verdict *results, size_t n)
 {
-    pc_run *run = ud;
-    pool_controller *pc = run->pc;
-    run->batch = NULL;
+    pc_pool *st = ud;
+    pool_controller *pc = st->pc;
+    st->probing = NULL;
+    size_t nsl = strcspn(st->key, "/");
     for (size_t i = 0; i < n; i++) {
         char *key = NULL;
-        if (asprintf(&key, "%s/%s", run->ns, results[i].pod) < 0)
+        if (asprintf(&key, "%.*s/%s", (int)nsl, st->key, results[i].pod) < 0)
             continue;
         const cJSON *pod = store_get(informer_store(pc->pods), key);
         const char *uid = pod ? pc_str(pod, "metadata", "uid") : NULL;
-        log_kv(LOG_DEBUG, "probed", "pool", run->key, "pod", key, "verdict",
+        log_kv(LOG_DEBUG, "probed", "pool", st->key, "pod", key, "verdict",
                probe_verdict_name(results[i].verdict), "message", results[i].message, NULL);
         if (uid)
             pc_memo_set(pc, uid, key, pc_probe_result(results[i].verdict), results[i].message);
         free(key);
     }
     /* Probe results are inputs of the plan: plan again with them. */
-    if (++run->replans > PC_MAX_REPLANS) {
-        pc_finish(run, WQ_SUCCESS, PLAN_PROBE_TTL_MS);
-        return;
-    }
-    pc_plan(run);
+    wq_add(pc->queue, st->key);
+    pc_pool_trim(pc, st);
 }
 
+/* Starts the probe of a for run's pool, unless one is in flight (its answer queues the pool),
+ * and ends the run: waiting for the answer holds no reconcile slot. 0 or -1 (out of memory). */
 static int pc_probe(pc_run *run, const plan_action *a)
 {
-    prober_target *targets = calloc(a->n_pods ? a->n_pods : 1, sizeof(*targets));
-    if (!targets)
+    pc_pool *st = pc_pool_get(run->pc, run->key, true);
+    if (!st)
         return -1;
-    for (size_t i = 0; i < a->n_pods; i++)
-        targets[i] =
-            (prober_target){.pod = a->pods[i].name, .ip = a->pods[i].ip, .port = a->pods[i].port};
-    run->batch = prober_start(run->pc->prober, a->runtime, a->idle_path, targets, a->n_pods,
-                              pc_on_probed, run);
-    free(targets);
-    return run->batch ? 0 : -1;
+    if (!st->probing) {
+        prober_target *targets = calloc(a->n_pods ? a->n_pods : 1, sizeof(*targets));
+        if (!targets)
+            return -1;
+        for (size_t i = 0; i < a->n_pods; i++)
+            targets[i] = (prober_target){
+                .pod = a->pods[i].name, .ip = a->pods[i].ip, .port = a->pods[i].port};
+        st->probing = prober_start(run->pc->prober, a->runtime, a->idle_path, targets, a->n_pods,
+                                   pc_on_probed, st);
+        free(targets);
+        if (!st->probing) {
+            pc_pool_trim(run->pc, st);
+            return -1;
+        }
+    }
+    /* The answer queues the pool at once; the delay is a backstop. */
+    pc_finish(run, WQ_SUCCESS, PLAN_PROBE_TTL_MS + run->pc->opts.probe_timeout_ms);
+    return 0;
 }
 
 /* Applies the plan's actions from run->next_action on; each write continues here from its
