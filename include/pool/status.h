@@ -1,5 +1,5 @@
-/* status: ModelPool status between its JSON form (the API object) and plan_status (the plan's
- * form), and the RFC 3339 times conditions carry. Pure conversions, no I/O. */
+/* status: plan_status (the plan's form of a ModelPool status) to the merge patch that writes it,
+ * and the RFC 3339 times conditions carry (pool/records.h decodes the status). Pure, no I/O. */
 #ifndef MP_POOL_STATUS_H
 #define MP_POOL_STATUS_H
 
@@ -7,12 +7,6 @@
 #include <stdint.h>
 
 #include "pool/plan.h"
-
-/* Reads obj's "status" into out. Strings are borrowed from obj (out must not outlive it); the
- * members and conditions arrays are malloc'd: free them with pool_status_release. Fields of the
- * wrong type are ignored, as a missing status is: the plan then rewrites them. 0 or -ENOMEM. */
-int pool_status_read(const cJSON *obj, plan_status *out);
-void pool_status_release(plan_status *s);
 
 /* The JSON merge patch that sets the whole status to s on the object at resource_version
  * (a precondition: the server answers 409 Conflict if the object has changed since). Fields that

@@ -22,8 +22,8 @@
 #include "pool/expect.h"
 #include "pool/plan.h"
 #include "pool/pool_metrics.h"
-#include "pool/scale.h"
 #include "pool/prober.h"
+#include "pool/records.h"
 #include "pool/snapshot.h"
 #include "pool/status.h"
 #include "pool/write_fault.h"
@@ -114,14 +114,6 @@ static int64_t pc_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static const char *pc_str(const cJSON *obj, const char *a, const char *b)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, a);
-    if (b)
-        v = cJSON_GetObjectItemCaseSensitive(v, b);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 /* ---- probe memory ---- */
 
 static pc_memo *pc_memo_find(const pool_controller *pc, const char *uid)
@@ -160,7 +152,8 @@ static void pc_memo_sweep(pool_controller *pc)
     while (n) {
         strmap_node *next = strmap_next(&pc->memos, n);
         pc_memo *m = STRMAP_OWNER(n, pc_memo, node);
-        const char *uid = pc_str(store_get(pods, m->pod), "metadata", "uid");
+        const pool_pod *pod = store_get(pods, m->pod);
+        const char *uid = pod ? pod->uid : NULL;
         if (!uid || strcmp(uid, m->uid) != 0)
             pc_memo_drop(pc, m);
         n = next;
@@ -452,11 +445,6 @@ static void pc_refused(pc_run *run, const kube_error *err)
     pc_finish(run, WQ_FAILURE, 0);
 }
 
-static const char *pc_rv_of(const cJSON *obj)
-{
-    return pc_str(obj, "metadata", "resourceVersion");
-}
-
 static void pc_on_write(void *ud, const kube_error *err, long code, const cJSON *body)
 {
     (void)code;
@@ -486,7 +474,7 @@ static void pc_on_write(void *ud, const kube_error *err, long code, const cJSON 
     }
     /* Met by the write's own resourceVersion (or a later one) in the cache, not by any change. */
     if (pool_expects_add(pc->expects, run->key, run->write_cache, run->write_key, run->write_rv,
-                         pc_rv_of(body), ev_now_ms()) < 0)
+                         pool_answer_version(body), ev_now_ms()) < 0)
         log_kv(LOG_DEBUG, "write not remembered (out of memory)", "pool", run->key, NULL);
     pc_pool *st = pc_pool_get(pc, run->key, false);
     if (st && run->writing == PC_WRITE_STATUS && st->status_refused) {
@@ -550,17 +538,7 @@ static int pc_write_status(pc_run *run, kube_error *err)
 static int pc_clear_request(pc_run *run, const plan_action *a, kube_error *err)
 {
     pool_controller *pc = run->pc;
-    const char *path_ptr = "/metadata/annotations/" POOL_REQUEST_ANNOTATION_POINTER;
-    cJSON *ops = cJSON_CreateArray(), *test = cJSON_CreateObject(), *rm = cJSON_CreateObject();
-    cJSON_AddItemToArray(ops, test);
-    cJSON_AddItemToArray(ops, rm);
-    cJSON_AddStringToObject(test, "op", "test");
-    cJSON_AddStringToObject(test, "path", path_ptr);
-    cJSON_AddStringToObject(test, "value", a->member);
-    cJSON_AddStringToObject(rm, "op", "remove");
-    cJSON_AddStringToObject(rm, "path", path_ptr);
-    char *body = cJSON_PrintUnformatted(ops);
-    cJSON_Delete(ops);
+    char *body = pool_request_clear_patch(a->member);
     char *path = kube_path(POOL_GROUP, POOL_VERSION, run->ns, "modelpools", run->name, NULL);
     int rc = -1;
     if (!body || !path) {
@@ -570,9 +548,9 @@ static int pc_clear_request(pc_run *run, const plan_action *a, kube_error *err)
             .method = KUBE_PATCH_JSON, .path = path, .body = body, .max_retries = -1};
         log_kv(LOG_INFO, "request taken", "pool", run->key, "member", a->member, NULL);
         run->tested = true;
-        const cJSON *pool = store_get(informer_store(pc->pools), run->key);
+        const pool_obj *pool = store_get(informer_store(pc->pools), run->key);
         rc = pc_send(run, &req, PC_WRITE_REQUEST, informer_store(pc->pools), run->key,
-                     pool ? pc_rv_of(pool) : run->rv, err);
+                     pool ? pool->rv : run->rv, err);
     }
     free(body);
     free(path);
@@ -603,11 +581,9 @@ static int pc_scale(pc_run *run, const plan_action *a, kube_error *err)
         kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
         return -1;
     }
-    const cJSON *isvc = store_get(informer_store(pc->isvcs), key);
-    const char *rv = isvc ? pc_rv_of(isvc) : NULL;
-    const cJSON *now = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(isvc, "spec"), "replicas");
-    if (rv && cJSON_IsNumber(now) && now->valuedouble == (double)a->replicas) {
+    const pool_isvc *isvc = store_get(informer_store(pc->isvcs), key);
+    const char *rv = isvc ? isvc->rv : NULL;
+    if (rv && isvc->replicas_exact && isvc->replicas == a->replicas) {
         log_kv(LOG_DEBUG, "already scaled", "pool", run->key, "member", a->member, NULL);
         pc_refusal_moot(run, a->member);
         free(key);
@@ -689,8 +665,8 @@ static void pc_on_probed(void *ud, const prober_verdict *results, size_t n)
         char *key = NULL;
         if (asprintf(&key, "%s/%s", run->ns, results[i].pod) < 0)
             continue;
-        const cJSON *pod = store_get(informer_store(pc->pods), key);
-        const char *uid = pod ? pc_str(pod, "metadata", "uid") : NULL;
+        const pool_pod *pod = store_get(informer_store(pc->pods), key);
+        const char *uid = pod ? pod->uid : NULL;
         log_kv(LOG_DEBUG, "probed", "pool", run->key, "pod", key, "verdict",
                probe_verdict_name(results[i].verdict), "message", results[i].message, NULL);
         if (uid)
@@ -796,7 +772,7 @@ static void pc_plan_metrics(pc_run *run, const plan_snapshot *snap)
 }
 
 /* Builds run's plan from the cache and the pool's memory. 0 or -errno. */
-static int pc_build(pc_run *run, const cJSON *pool)
+static int pc_build(pc_run *run, const pool_obj *pool)
 {
     pool_controller *pc = run->pc;
     plan_free(run->plan);
@@ -837,7 +813,7 @@ static int pc_build(pc_run *run, const cJSON *pool)
 static void pc_plan(pc_run *run)
 {
     pool_controller *pc = run->pc;
-    const cJSON *pool = store_get(informer_store(pc->pools), run->key);
+    const pool_obj *pool = store_get(informer_store(pc->pools), run->key);
     if (!pool) {
         /* Deleted: its series, clocks, refusals and expectations go with it. */
         size_t nl = strcspn(run->key, "/");
@@ -855,10 +831,7 @@ static void pc_plan(pc_run *run)
         pc_finish(run, WQ_SUCCESS, pc->opts.expect_ms);
         return;
     }
-    const char *ns = pc_str(pool, "metadata", "namespace");
-    const char *name = pc_str(pool, "metadata", "name");
-    const char *uid = pc_str(pool, "metadata", "uid");
-    const char *rv = pc_rv_of(pool);
+    const char *ns = pool->ns, *name = pool->name, *uid = pool->uid, *rv = pool->rv;
     free(run->ns);
     free(run->name);
     free(run->uid);
@@ -897,17 +870,26 @@ static void pc_process(wq *q, const char *key, uint64_t waited_ms, void *ud)
 
 /* ---- informer events -> queue ---- */
 
-static void pc_enqueue_pool(pool_controller *pc, const cJSON *pool)
+/* The cache key of a pool record (store_key_of's form), malloc'd; NULL when out of memory. */
+static char *pc_pool_key(const pool_obj *pool)
 {
-    char *key = store_key_of(pool);
+    char *key = NULL;
+    if (!pool->ns || !*pool->ns)
+        return strdup(pool->name);
+    return asprintf(&key, "%s/%s", pool->ns, pool->name) < 0 ? NULL : key;
+}
+
+static void pc_enqueue_pool(pool_controller *pc, const pool_obj *pool)
+{
+    char *key = pc_pool_key(pool);
     if (key)
         wq_add(pc->queue, key);
     free(key);
 }
 
-static bool pc_enqueue_each(const char *key, const cJSON *obj, void *ud)
+static bool pc_enqueue_each(const char *key, const void *rec, void *ud)
 {
-    (void)obj;
+    (void)rec;
     wq_add(ud, key);
     return true;
 }
@@ -939,18 +921,11 @@ static void pc_on_synced(void *ud)
         store_each(informer_store(pc->pools), pc_enqueue_each, pc->queue);
 }
 
-static void pc_pool_changed(void *ud, const cJSON *obj)
+static void pc_pool_changed(void *ud, const void *rec)
 {
     pool_controller *pc = ud;
     if (pc->synced && pc->leading)
-        pc_enqueue_pool(pc, obj);
-}
-
-/* The member a pool's request annotation names, or NULL. */
-static const char *pc_pool_request(const cJSON *pool)
-{
-    return pc_str(cJSON_GetObjectItemCaseSensitive(pool, "metadata"), "annotations",
-                  POOL_REQUEST_ANNOTATION);
+        pc_enqueue_pool(pc, rec);
 }
 
 /* A request through the pool starts the path a clock when its annotation appears or changes, as a
@@ -958,57 +933,46 @@ static const char *pc_pool_request(const cJSON *pool)
  * is left to time a later swap: a name that is no member (RequestIgnored), the target already, the
  * settled resident, or a Degraded pool (the request waits for its spec to be fixed, not for the
  * operator). */
-static void pc_clock_pool_request(pool_controller *pc, const cJSON *old_obj, const cJSON *new_obj)
+static void pc_clock_pool_request(pool_controller *pc, const pool_obj *old_obj,
+                                  const pool_obj *new_obj)
 {
-    const char *rq = pc_pool_request(new_obj), *was = pc_pool_request(old_obj);
+    const char *rq = new_obj->requested, *was = old_obj->requested;
     if (!pc->pm || !pc->synced || !pc->leading || !rq || !*rq || (was && strcmp(was, rq) == 0))
         return;
-    const cJSON *status = cJSON_GetObjectItemCaseSensitive(new_obj, "status");
-    const char *phase = pc_str(status, "phase", NULL);
-    const char *res = pc_str(status, "residentMember", NULL);
-    const char *pend = pc_str(status, "pendingMember", NULL);
+    const plan_status *st = &new_obj->status;
+    const char *phase = st->phase, *res = st->resident_member, *pend = st->pending_member;
     if ((phase && strcmp(phase, "Degraded") == 0) ||
         (pend && *pend ? strcmp(pend, rq) == 0 : res && strcmp(res, rq) == 0))
         return;
     bool member = false;
-    const cJSON *m;
-    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(
-                              cJSON_GetObjectItemCaseSensitive(new_obj, "spec"), "members"))
-    {
-        const char *name =
-            pc_str(cJSON_GetObjectItemCaseSensitive(m, "inferenceServiceRef"), "name", NULL);
-        member |= name && strcmp(name, rq) == 0;
-    }
-    char *key = member ? store_key_of(new_obj) : NULL;
+    for (size_t i = 0; i < new_obj->n_members; i++)
+        member |= new_obj->members[i] && strcmp(new_obj->members[i], rq) == 0;
+    char *key = member ? pc_pool_key(new_obj) : NULL;
     if (key)
         pc_clock_request(pc, key, rq, ev_now_us());
     free(key);
 }
 
-static void pc_pool_updated(void *ud, const cJSON *old_obj, const cJSON *new_obj)
+static void pc_pool_updated(void *ud, const void *old_rec, const void *new_rec)
 {
     pool_controller *pc = ud;
-    pc_clock_pool_request(pc, old_obj, new_obj);
+    const pool_obj *old_obj = old_rec;
+    pc_clock_pool_request(pc, old_obj, new_rec);
     /* Members dropped from a pool's spec may now be free for another pool that claimed them. */
-    const cJSON *m;
-    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(
-                              cJSON_GetObjectItemCaseSensitive(old_obj, "spec"), "members"))
-    {
-        pc_enqueue_member(
-            pc, pc_str(old_obj, "metadata", "namespace"),
-            pc_str(cJSON_GetObjectItemCaseSensitive(m, "inferenceServiceRef"), "name", NULL));
-    }
-    pc_pool_changed(ud, new_obj);
+    for (size_t i = 0; i < old_obj->n_members; i++)
+        pc_enqueue_member(pc, old_obj->ns, old_obj->members[i]);
+    pc_pool_changed(ud, new_rec);
 }
 
-static void pc_pool_deleted(void *ud, const cJSON *obj)
+static void pc_pool_deleted(void *ud, const void *rec)
 {
-    pc_pool_updated(ud, obj, obj);
+    pc_pool_updated(ud, rec, rec);
 }
 
-static void pc_isvc_changed(void *ud, const cJSON *obj)
+static void pc_isvc_changed(void *ud, const void *rec)
 {
-    pc_enqueue_member(ud, pc_str(obj, "metadata", "namespace"), pc_str(obj, "metadata", "name"));
+    const pool_isvc *isvc = rec;
+    pc_enqueue_member(ud, isvc->ns, isvc->name);
 }
 
 /* Starting a reaction clock for every pool listing a member: the member, and what to stamp. */
@@ -1019,11 +983,10 @@ typedef struct pc_clock {
     uint64_t now_us;
 } pc_clock;
 
-static bool pc_clock_start(const char *key, const cJSON *pool, void *ud)
+static bool pc_clock_start(const char *key, const void *rec, void *ud)
 {
     pc_clock *c = ud;
-    const cJSON *status = cJSON_GetObjectItemCaseSensitive(pool, "status");
-    const char *pending = pc_str(status, "pendingMember", NULL);
+    const char *pending = ((const pool_obj *)rec)->status.pending_member;
     if (c->pod_gone) {
         /* Only the incumbent's Pods, during a swap: the target waits for them. */
         if (!pending || !*pending || strcmp(pending, c->member) == 0)
@@ -1049,53 +1012,38 @@ static void pc_clock_member(pool_controller *pc, const char *ns, const char *mem
     free(v);
 }
 
-/* spec.replicas, absent counting as 1 (what the InferenceService then runs). */
-static double pc_replicas(const cJSON *isvc)
+static void pc_isvc_updated(void *ud, const void *old_rec, const void *new_rec)
 {
-    const cJSON *r = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(isvc, "spec"), "replicas");
-    return cJSON_IsNumber(r) ? r->valuedouble : 1;
+    const pool_isvc *was = old_rec, *now = new_rec;
+    if (pool_isvc_replicas(was) < 1 && pool_isvc_replicas(now) >= 1)
+        pc_clock_member(ud, now->ns, now->name, false);
+    pc_isvc_changed(ud, new_rec);
 }
 
-static void pc_isvc_updated(void *ud, const cJSON *old_obj, const cJSON *new_obj)
+static void pc_pod_changed(void *ud, const void *rec)
 {
-    if (pc_replicas(old_obj) < 1 && pc_replicas(new_obj) >= 1)
-        pc_clock_member(ud, pc_str(new_obj, "metadata", "namespace"),
-                        pc_str(new_obj, "metadata", "name"), false);
-    pc_isvc_changed(ud, new_obj);
+    const pool_pod *pod = rec;
+    pc_enqueue_member(ud, pod->ns, pod->member);
 }
 
-/* The member a Pod belongs to: its inference.llmkube.dev/service label, or NULL. */
-static const char *pc_pod_member(const cJSON *pod)
-{
-    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "labels");
-    return pc_str(labels, POOL_SERVICE_LABEL, NULL);
-}
-
-static void pc_pod_changed(void *ud, const cJSON *obj)
-{
-    pc_enqueue_member(ud, pc_str(obj, "metadata", "namespace"), pc_pod_member(obj));
-}
-
-static void pc_pod_updated(void *ud, const cJSON *old_obj, const cJSON *new_obj)
+static void pc_pod_updated(void *ud, const void *old_rec, const void *new_rec)
 {
     /* A Pod replaced under the same name (seen as an update after a relist): its old probe
      * result is of another process. */
-    const char *old_uid = pc_str(old_obj, "metadata", "uid");
-    const char *new_uid = pc_str(new_obj, "metadata", "uid");
+    const char *old_uid = ((const pool_pod *)old_rec)->uid;
+    const char *new_uid = ((const pool_pod *)new_rec)->uid;
     if (old_uid && (!new_uid || strcmp(old_uid, new_uid) != 0))
         pc_memo_forget(ud, old_uid);
-    pc_pod_changed(ud, new_obj);
+    pc_pod_changed(ud, new_rec);
 }
 
-static void pc_pod_deleted(void *ud, const cJSON *obj)
+static void pc_pod_deleted(void *ud, const void *rec)
 {
-    const char *uid = pc_str(obj, "metadata", "uid");
-    if (uid)
-        pc_memo_forget(ud, uid);
-    pc_clock_member(ud, pc_str(obj, "metadata", "namespace"), pc_pod_member(obj), true);
-    pc_pod_changed(ud, obj);
+    const pool_pod *pod = rec;
+    if (pod->uid)
+        pc_memo_forget(ud, pod->uid);
+    pc_clock_member(ud, pod->ns, pod->member, true);
+    pc_pod_changed(ud, rec);
 }
 
 static void pc_on_error(void *ud, const kube_error *err)
@@ -1108,14 +1056,15 @@ static void pc_on_error(void *ud, const kube_error *err)
 /* ---- lifecycle ---- */
 
 static informer *pc_informer(pool_controller *pc, const char *group, const char *resource,
-                             const char *selector, store_trim_fn trim, const informer_handlers *h)
+                             const char *selector, const store_codec *codec,
+                             const informer_handlers *h)
 {
     informer_config cfg = {.group = group,
                            .version = *group ? POOL_VERSION : "v1",
                            .resource = resource,
                            .namespace_ = pc->opts.namespace_,
                            .label_selector = selector,
-                           .trim = trim};
+                           .codec = codec};
     return informer_new(pc->loop, pc->client, &cfg, h);
 }
 
@@ -1167,9 +1116,9 @@ pool_controller *pool_controller_new(ev_loop *loop, kube_client *client,
                             pc_on_synced,    pc_on_error,     pc};
     informer_handlers hd = {pc_pod_changed, pc_pod_updated, pc_pod_deleted,
                             pc_on_synced,   pc_on_error,    pc};
-    pc->pools = pc_informer(pc, POOL_GROUP, "modelpools", NULL, pool_trim_pool, &hp);
-    pc->isvcs = pc_informer(pc, POOL_GROUP, "inferenceservices", NULL, pool_trim_isvc, &hi);
-    pc->pods = pc_informer(pc, "", "pods", POOL_SERVICE_LABEL, pool_trim_pod, &hd);
+    pc->pools = pc_informer(pc, POOL_GROUP, "modelpools", NULL, &pool_obj_codec, &hp);
+    pc->isvcs = pc_informer(pc, POOL_GROUP, "inferenceservices", NULL, &pool_isvc_codec, &hi);
+    pc->pods = pc_informer(pc, "", "pods", POOL_SERVICE_LABEL, &pool_pod_codec, &hd);
     pc->memo_sweep_at = PC_MEMO_SWEEP_MIN;
     if (strmap_init(&pc->state) < 0 || strmap_init(&pc->memos) < 0)
         goto fail;

@@ -99,13 +99,6 @@ bool pool_rv_shows(const char *cache_rv, const char *old_rv, const char *new_rv)
     return strcmp(cache_rv, old_rv ? old_rv : "") != 0;
 }
 
-static const char *pool_expect_rv(const cJSON *obj)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion");
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 bool pool_expects_pending(pool_expects *x, const char *pool, uint64_t now_ms, uint64_t ttl_ms)
 {
     bool pending = false;
@@ -113,7 +106,7 @@ bool pool_expects_pending(pool_expects *x, const char *pool, uint64_t now_ms, ui
     while (n) {
         strmap_node *next = strmap_get_next(n);
         pool_expect *e = STRMAP_OWNER(n, pool_expect, node);
-        const char *rv = pool_expect_rv(store_get(e->cache, e->key));
+        const char *rv = store_version(e->cache, store_get(e->cache, e->key));
         if (now_ms - e->at_ms >= ttl_ms || pool_rv_shows(rv, e->old_rv, e->new_rv))
             pool_expect_drop(x, e);
         else

@@ -35,7 +35,7 @@ static void test_rv_shows(void **state)
 
 static store *obj_store(const char *key_name, const char *rv)
 {
-    store *s = store_new(NULL, NULL);
+    store *s = store_new(NULL);
     assert_non_null(s);
     char json[200];
     snprintf(json, sizeof(json),
@@ -51,9 +51,9 @@ static void set_rv(store *s, const char *name, const char *rv)
     snprintf(json, sizeof(json),
              "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"%s\",\"resourceVersion\":\"%s\"}}",
              name, rv);
-    cJSON *old = NULL;
+    void *old = NULL;
     assert_int_equal(store_put(s, cJSON_Parse(json), &old), 0);
-    cJSON_Delete(old);
+    store_release(s, old);
 }
 
 static void test_pending(void **state)
