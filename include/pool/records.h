@@ -1,7 +1,8 @@
 /* records: the compact typed records the controller's caches hold (a Pod, an InferenceService, a
- * ModelPool), decoded once at the informer boundary, and the store codecs and index functions that
- * make them. This module owns the JSON names these kinds are read by; nothing else in the pool code
- * reads an API object's JSON. */
+ * ModelPool), decoded once at the informer boundary, with the store codecs and index functions
+ * that make them, and the patches the operator writes (status, scale, request clear). This module
+ * owns the JSON names of these kinds both ways; nothing else in the pool code touches an API
+ * object's JSON. */
 #ifndef MP_POOL_RECORDS_H
 #define MP_POOL_RECORDS_H
 
@@ -91,6 +92,16 @@ int pool_index_pool_members(const void *pool, store_index_out *out, void *ud);
  * every request. Otherwise a merge patch with the record's resourceVersion as the precondition.
  * NULL when out of memory or the record has neither. */
 char *pool_scale_patch(const pool_isvc *isvc, int32_t replicas, bool *json_patch);
+
+/* The JSON merge patch that sets the whole status to s on the object at resource_version
+ * (a precondition: the server answers 409 Conflict if the object has changed since). Fields that
+ * s leaves empty are written as null so the patch removes them. NULL when out of memory. */
+char *pool_status_patch(const plan_status *s, const char *resource_version);
+
+/* RFC 3339 <-> ms since the epoch (UTC, whole seconds written; fractions read and dropped).
+ * Parse returns 0 or -1. */
+int pool_time_parse(const char *s, int64_t *ms);
+void pool_time_format(int64_t ms, char out[32]);
 
 /* The resourceVersion of an object the API server answered a write with; NULL if none. */
 const char *pool_answer_version(const cJSON *body);

@@ -25,7 +25,6 @@
 #include "pool/prober.h"
 #include "pool/records.h"
 #include "pool/snapshot.h"
-#include "pool/status.h"
 #include "pool/write_fault.h"
 #include "util/strmap.h"
 
@@ -76,8 +75,7 @@ typedef struct pc_run {
     kube_call *call;
     prober_batch *batch;
     uint64_t started_ms;
-    int64_t swap_ms; /* a swap this plan completes: how long it took; -1 unknown */
-    bool requeue;    /* queue the key again when done: a refusal was forgotten mid-run */
+    bool requeue; /* queue the key again when done: a refusal was forgotten mid-run */
     /* The write in flight, for its answer: what kind, the object written (cache, key,
      * resourceVersion before) for the expectation, and for a scale its action. */
     pc_write writing;
@@ -623,15 +621,12 @@ static int pc_scale(pc_run *run, const plan_action *a, kube_error *err)
 static void pc_event(pc_run *run, const plan_action *a)
 {
     pool_controller *pc = run->pc;
-    if (strcmp(a->reason, "SwapCompleted") == 0) {
-        pool_metrics_swap_done(pc->pm, run->ns, run->name, run->swap_ms);
+    if (a->fact == PLAN_FACT_SWAP_COMPLETED) {
+        pool_metrics_swap_done(pc->pm, run->ns, run->name, run->plan->swap_ms);
         pc_stamp_stop(pc, run->key);
-    } else if (strcmp(a->reason, "SwapDeferred") == 0) {
-        /* The message starts with the condition's reason; a wait for a busy member is not part
-         * of the operator's reaction time. */
-        char reason[64];
-        snprintf(reason, sizeof(reason), "%.*s", (int)strcspn(a->message, ":"), a->message);
-        pool_metrics_deferred(pc->pm, run->ns, run->name, reason);
+    } else if (a->fact == PLAN_FACT_SWAP_DEFERRED) {
+        /* A wait for a busy member is not part of the operator's reaction time. */
+        pool_metrics_deferred(pc->pm, run->ns, run->name, run->plan->deferred_reason);
         pc_pool *st = pc_pool_get(pc, run->key, false);
         if (st) {
             st->requested_us = 0;
@@ -748,18 +743,11 @@ static void pc_next(pc_run *run)
               run->plan->requeue_after_ms > 0 ? (uint64_t)run->plan->requeue_after_ms : 0);
 }
 
-/* The resident gauges, and how long a swap this plan completes took: since the Swapping
- * condition became True (so a swap begun before a restart is timed too). */
-static void pc_plan_metrics(pc_run *run, const plan_snapshot *snap)
+/* The resident gauges. */
+static void pc_plan_metrics(pc_run *run)
 {
     pool_controller *pc = run->pc;
     const plan_status *st = &run->plan->status;
-    run->swap_ms = -1;
-    for (size_t i = 0; i < snap->status.n_conditions; i++) {
-        const plan_condition *c = &snap->status.conditions[i];
-        if (strcmp(c->type, "Swapping") == 0 && c->status && strcmp(c->status, "True") == 0)
-            run->swap_ms = snap->now_ms - c->last_transition_ms;
-    }
     if (!pc->pm)
         return;
     const char **names = calloc(st->n_members ? st->n_members : 1, sizeof(*names));
@@ -805,7 +793,7 @@ static int pc_build(pc_run *run, const pool_obj *pool)
         pc_pool_trim(pc, st);
     }
     if (rc == 0)
-        pc_plan_metrics(run, &snap.snap);
+        pc_plan_metrics(run);
     pool_snapshot_release(&snap);
     return rc;
 }

@@ -151,6 +151,42 @@ static void push_event(plan_ctx *c, bool warning, const char *reason, const char
     a->message = m.s;
 }
 
+static const plan_condition *find_cond(const plan_status *st, const char *type);
+
+/* An Event that also carries a fact for the controller, recorded in the result beside it: a swap
+ * completed, or one deferred for why (the condition's reason; PodsBusy is routine, so Normal, and
+ * every other deferral is a Warning). */
+FMT(5, 6)
+static void push_fact(plan_ctx *c, plan_fact fact, const char *why, const char *reason,
+                      const char *fmt, ...)
+{
+    plan_msg m = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    msg_vadd(&m, fmt, ap);
+    va_end(ap);
+    c->oom |= m.oom;
+    bool warning = false;
+    if (fact == PLAN_FACT_SWAP_COMPLETED) {
+        const plan_condition *sw = find_cond(&c->s->status, "Swapping");
+        c->p->swap_ms =
+            sw && str_eq(sw->status, "True") ? c->s->now_ms - sw->last_transition_ms : -1;
+    } else {
+        warning = !str_eq(why, "PodsBusy");
+        free(c->p->deferred_reason);
+        c->p->deferred_reason = copy(c, why);
+    }
+    plan_action *a = push(c, &c->events, PLAN_EVENT);
+    if (a == NULL) {
+        free(m.s);
+        return;
+    }
+    a->warning = warning;
+    a->reason = copy(c, reason);
+    a->message = m.s;
+    a->fact = fact;
+}
+
 static void push_scale(plan_ctx *c, const char *member, int32_t replicas, const char *reason)
 {
     plan_action *a = push(c, &c->work, PLAN_SCALE);
@@ -523,7 +559,7 @@ static void emit_events(plan_ctx *c, const plan_want *w)
                        "resident, stopped",
                        res, res);
         else
-            push_event(c, false, "SwapCompleted", "%s is resident", res);
+            push_fact(c, PLAN_FACT_SWAP_COMPLETED, NULL, "SwapCompleted", "%s is resident", res);
     }
     if (!cur_res && !cur_pend && res && !pend)
         push_event(c, false, "Adopted", "%s was already serving and is now resident", res);
@@ -534,8 +570,8 @@ static void emit_events(plan_ctx *c, const plan_want *w)
         if (str_eq(w->deferred.reason, "WriteRefused"))
             push_event(c, true, "WriteRefused", "%s", msg_str(&w->deferred.msg));
         else
-            push_event(c, !str_eq(w->deferred.reason, "PodsBusy"), "SwapDeferred", "%s: %s",
-                       w->deferred.reason, msg_str(&w->deferred.msg));
+            push_fact(c, PLAN_FACT_SWAP_DEFERRED, w->deferred.reason, "SwapDeferred", "%s: %s",
+                      w->deferred.reason, msg_str(&w->deferred.msg));
     }
 
     const plan_condition *cs = find_cond(cur, "SlotAllocated");
@@ -1040,6 +1076,7 @@ void plan_free(plan_result *p)
     }
     free(st->conditions);
     free_actions(p->actions, p->n_actions);
+    free(p->deferred_reason);
     free(p);
 }
 
@@ -1052,6 +1089,7 @@ int plan_build(const plan_snapshot *snap, plan_result **out)
     c.p = calloc(1, sizeof *c.p);
     if (c.p == NULL)
         return -ENOMEM;
+    c.p->swap_ms = -1;
     c.stamp_ms = snap->now_ms - snap->now_ms % 1000;
     c.rel = calloc(snap->n_members ? snap->n_members : 1, sizeof *c.rel);
     if (c.rel == NULL) {

@@ -14,7 +14,6 @@
 #include "informer/store.h"
 #include "pool/records.h"
 #include "pool/snapshot.h"
-#include "pool/status.h"
 
 /* doc's status as the ModelPool decoder reads it (doc gets a name, which every cached object has).
  */
