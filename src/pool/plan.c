@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pool/probe.h"
+
 #define FMT(a, b) __attribute__((format(printf, a, b)))
 
 /* ---- strings ---- */
@@ -273,44 +275,6 @@ static const plan_condition *find_cond(const plan_status *st, const char *type)
 
 /* ---- runtimes and the idle probe ---- */
 
-typedef enum { RT_LLAMACPP, RT_VLLM, RT_TGI, RT_SGLANG, RT_GENERIC, RT_NONE } plan_rt;
-
-static plan_rt runtime_kind(const plan_member *m)
-{
-    const char *r = m->runtime;
-    if (is_empty(r) || str_eq(r, "llamacpp") || str_eq(r, "llamacpp-router"))
-        return RT_LLAMACPP;
-    if (str_eq(r, "vllm"))
-        return RT_VLLM;
-    if (str_eq(r, "tgi"))
-        return RT_TGI;
-    if (str_eq(r, "sglang"))
-        return RT_SGLANG;
-    if (str_eq(r, "generic") && !is_empty(m->idle_endpoint))
-        return RT_GENERIC;
-    return RT_NONE; /* personaplex, generic without the annotation, or unknown: fail closed */
-}
-
-/* The port the member's container listens on: its member controller builds the Deployment from
- * spec.containerPort, else spec.endpoint.port, else the runtime's default. */
-static int32_t probe_port(const plan_member *m)
-{
-    if (m->container_port > 0)
-        return m->container_port;
-    if (m->endpoint_port > 0)
-        return m->endpoint_port;
-    switch (runtime_kind(m)) {
-    case RT_VLLM:
-        return 8000;
-    case RT_TGI:
-        return 80;
-    case RT_SGLANG:
-        return 30000;
-    default:
-        return 8080;
-    }
-}
-
 /* Probes every running Pod of m at once, fresh results too: results of one instant agree, where
  * Pods probed one by one could go stale in turn and never all be fresh together. */
 static void push_probe(plan_ctx *c, const plan_member *m, int32_t to, size_t n_pods)
@@ -321,8 +285,10 @@ static void push_probe(plan_ctx *c, const plan_member *m, int32_t to, size_t n_p
     a->member = copy(c, m->name);
     a->replicas = to;
     a->runtime = copy(c, is_empty(m->runtime) ? "llamacpp" : m->runtime);
-    a->port = probe_port(m);
-    a->idle_path = copy(c, runtime_kind(m) == RT_GENERIC ? m->idle_endpoint : NULL);
+    /* Where its member controller makes the server listen (pool/probe.h, the runtime table). */
+    a->port = probe_port(m->runtime, m->endpoint_port, m->container_port);
+    const probe_runtime *rt = probe_runtime_find(m->runtime);
+    a->idle_path = copy(c, rt && rt->generic ? m->idle_endpoint : NULL);
     a->pods = calloc(n_pods, sizeof *a->pods);
     if (a->pods == NULL) {
         c->oom = true;
@@ -411,7 +377,7 @@ static void drain(plan_ctx *c, const plan_member *m, int32_t to, plan_defer *d)
 
     if (running <= (size_t)to) {
         push_scale(c, m->name, to, to > 0 ? "TooManyReplicas" : "NoRunningPod");
-    } else if (runtime_kind(m) == RT_NONE) {
+    } else if (!probe_supported(m->runtime, m->idle_endpoint)) {
         if (str_eq(m->runtime, "generic"))
             defer_add(d, "IdleCheckUnsupported",
                       "member %s: runtime generic without annotation "

@@ -38,13 +38,32 @@ static void test_paths(void **state)
 static void test_ports(void **state)
 {
     (void)state;
-    assert_int_equal(probe_port("vllm", 9000, 7000), 9000);
+    /* spec.containerPort first: where the member controller makes the server listen. */
+    assert_int_equal(probe_port("vllm", 9000, 7000), 7000);
+    assert_int_equal(probe_port("vllm", 9000, 0), 9000);
     assert_int_equal(probe_port("vllm", 0, 7000), 7000);
     assert_int_equal(probe_port("vllm", 0, 0), 8000);
     assert_int_equal(probe_port("tgi", 0, 0), 80);
     assert_int_equal(probe_port("sglang", 0, 0), 30000);
     assert_int_equal(probe_port(NULL, 0, 0), 8080);
     assert_int_equal(probe_port("llamacpp", 0, 0), 8080);
+}
+
+/* The one runtime table: what can be probed. */
+static void test_runtimes(void **state)
+{
+    (void)state;
+    assert_string_equal(probe_runtime_find(NULL)->name, "llamacpp");
+    assert_string_equal(probe_runtime_find("")->name, "llamacpp");
+    assert_null(probe_runtime_find("nope"));
+    assert_true(probe_supported(NULL, NULL));
+    assert_true(probe_supported("llamacpp-router", NULL));
+    assert_true(probe_supported("sglang", NULL));
+    assert_false(probe_supported("personaplex", "/idle"));
+    assert_false(probe_supported("nope", "/idle"));
+    assert_false(probe_supported("generic", NULL));
+    assert_false(probe_supported("generic", ""));
+    assert_true(probe_supported("generic", "/idle"));
 }
 
 static void test_slots(void **state)
@@ -104,11 +123,9 @@ static void test_generic_and_unsupported(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_paths),
-        cmocka_unit_test(test_ports),
-        cmocka_unit_test(test_slots),
-        cmocka_unit_test(test_metrics),
-        cmocka_unit_test(test_generic_and_unsupported),
+        cmocka_unit_test(test_paths),    cmocka_unit_test(test_ports),
+        cmocka_unit_test(test_runtimes), cmocka_unit_test(test_slots),
+        cmocka_unit_test(test_metrics),  cmocka_unit_test(test_generic_and_unsupported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
