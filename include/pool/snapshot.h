@@ -6,17 +6,12 @@
 
 #include "informer/store.h"
 #include "pool/plan.h"
+#include "pool/prober.h"
 #include "pool/records.h"
 
-/* The controller's last idle probe of a Pod, looked up by the Pod's UID (a new Pod starts over).
- * Its age is counted on the monotonic clock: a wall clock stepped back or forth must not make a
- * stale "idle" look fresh. */
-typedef struct pool_probe_memo {
-    plan_probe_result result;
-    int64_t at_mono_ms; /* when it was probed, on the clock of pool_snapshot_build's now_mono_ms */
-    const char *message;
-} pool_probe_memo;
-typedef const pool_probe_memo *(*pool_probe_lookup_fn)(void *ud, const char *pod_uid);
+/* The last idle probe of a Pod, looked up by the Pod's UID (a new Pod starts over); NULL if none
+ * (pool/prober.h keeps them). */
+typedef const prober_memo *(*pool_probe_lookup_fn)(void *ud, const char *pod_uid);
 
 typedef struct pool_sources {
     const store *pools; /* pool_obj records, with the POOL_INDEX_MEMBER index */

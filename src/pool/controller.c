@@ -31,18 +31,6 @@
 #define PC_COMPONENT "modelpool-operator"
 /* Probes and re-plans in one reconcile before it yields to the queue. */
 #define PC_MAX_REPLANS 4
-/* Probe memos are swept for Pods gone from the cache once they are this many, then each time
- * their number doubles: a relist may skip the DELETED event that frees one. */
-#define PC_MEMO_SWEEP_MIN 64
-
-/* The last idle probe of a Pod, by UID. */
-typedef struct pc_memo {
-    strmap_node node; /* key: uid */
-    char *uid;
-    char *pod; /* namespace/name: the memo goes once the cache has no Pod with this uid there */
-    pool_probe_memo memo;
-    char *message;
-} pc_memo;
 
 /* What the controller remembers of one pool between its reconciles, by pool key; dropped with the
  * pool, and when nothing is left in it. */
@@ -94,8 +82,6 @@ struct pool_controller {
     wq *queue;
     prober *prober;
     pool_expects *expects;
-    strmap memos;
-    size_t memo_sweep_at;
     strmap state; /* pc_pool by key */
     pc_run *runs;
     pool_metrics *pm;
@@ -112,75 +98,18 @@ static int64_t pc_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* ---- probe memory ---- */
+/* ---- probe memory (kept by the prober) ---- */
 
-static pc_memo *pc_memo_find(const pool_controller *pc, const char *uid)
+static const prober_memo *pc_memo_lookup(void *ud, const char *uid)
 {
-    strmap_node *n = strmap_get(&pc->memos, uid);
-    return n ? STRMAP_OWNER(n, pc_memo, node) : NULL;
+    return prober_memo_get(((pool_controller *)ud)->prober, uid);
 }
 
-static const pool_probe_memo *pc_memo_lookup(void *ud, const char *uid)
+/* For the prober's sweep: the cache still has this Pod (not one replaced under its name). */
+static bool pc_pod_alive(void *ud, const char *pod_key, const char *uid)
 {
-    pc_memo *m = pc_memo_find(ud, uid);
-    return m ? &m->memo : NULL;
-}
-
-static void pc_memo_drop(pool_controller *pc, pc_memo *m)
-{
-    strmap_remove(&pc->memos, &m->node);
-    free(m->uid);
-    free(m->pod);
-    free(m->message);
-    free(m);
-}
-
-static void pc_memo_forget(pool_controller *pc, const char *uid)
-{
-    pc_memo *m = pc_memo_find(pc, uid);
-    if (m)
-        pc_memo_drop(pc, m);
-}
-
-/* Frees the memos of Pods the cache no longer has (or has under another uid: replaced). */
-static void pc_memo_sweep(pool_controller *pc)
-{
-    const store *pods = informer_store(pc->pods);
-    strmap_node *n = strmap_first(&pc->memos);
-    while (n) {
-        strmap_node *next = strmap_next(&pc->memos, n);
-        pc_memo *m = STRMAP_OWNER(n, pc_memo, node);
-        const pool_pod *pod = store_get(pods, m->pod);
-        const char *uid = pod ? pod->uid : NULL;
-        if (!uid || strcmp(uid, m->uid) != 0)
-            pc_memo_drop(pc, m);
-        n = next;
-    }
-    pc->memo_sweep_at = pc->memos.count * 2;
-    if (pc->memo_sweep_at < PC_MEMO_SWEEP_MIN)
-        pc->memo_sweep_at = PC_MEMO_SWEEP_MIN;
-}
-
-static int pc_memo_set(pool_controller *pc, const char *uid, const char *pod, plan_probe_result r,
-                       const char *message)
-{
-    pc_memo_forget(pc, uid);
-    pc_memo *m = calloc(1, sizeof(*m));
-    if (!m || !(m->uid = strdup(uid)) || !(m->pod = strdup(pod)) ||
-        !(m->message = strdup(message ? message : ""))) {
-        if (m) {
-            free(m->uid);
-            free(m->pod);
-        }
-        free(m);
-        return -ENOMEM;
-    }
-    m->memo =
-        (pool_probe_memo){.result = r, .at_mono_ms = (int64_t)ev_now_ms(), .message = m->message};
-    strmap_insert(&pc->memos, &m->node, m->uid);
-    if (pc->memos.count >= pc->memo_sweep_at)
-        pc_memo_sweep(pc);
-    return 0;
+    const pool_pod *pod = store_get(informer_store(((pool_controller *)ud)->pods), pod_key);
+    return pod && pod->uid && strcmp(pod->uid, uid) == 0;
 }
 
 /* ---- per-pool memory ---- */
@@ -636,21 +565,6 @@ static void pc_event(pc_run *run, const plan_action *a)
     pc_post_event(run, a->warning, a->reason, a->message);
 }
 
-static plan_probe_result pc_probe_result(probe_verdict v)
-{
-    switch (v) {
-    case PROBE_IDLE:
-        return PLAN_PROBE_IDLE;
-    case PROBE_BUSY:
-        return PLAN_PROBE_BUSY;
-    case PROBE_UNSUPPORTED:
-        return PLAN_PROBE_UNSUPPORTED;
-    case PROBE_ERROR:
-        break;
-    }
-    return PLAN_PROBE_ERROR;
-}
-
 static void pc_on_probed(void *ud, const prober_verdict *results, size_t n)
 {
     pc_run *run = ud;
@@ -665,7 +579,8 @@ static void pc_on_probed(void *ud, const prober_verdict *results, size_t n)
         log_kv(LOG_DEBUG, "probed", "pool", run->key, "pod", key, "verdict",
                probe_verdict_name(results[i].verdict), "message", results[i].message, NULL);
         if (uid)
-            pc_memo_set(pc, uid, key, pc_probe_result(results[i].verdict), results[i].message);
+            prober_memo_set(pc->prober, uid, key, results[i].verdict, results[i].message,
+                            (int64_t)ev_now_ms());
         free(key);
     }
     /* Probe results are inputs of the plan: plan again with them. */
@@ -1021,7 +936,7 @@ static void pc_pod_updated(void *ud, const void *old_rec, const void *new_rec)
     const char *old_uid = ((const pool_pod *)old_rec)->uid;
     const char *new_uid = ((const pool_pod *)new_rec)->uid;
     if (old_uid && (!new_uid || strcmp(old_uid, new_uid) != 0))
-        pc_memo_forget(ud, old_uid);
+        prober_memo_forget(((pool_controller *)ud)->prober, old_uid);
     pc_pod_changed(ud, new_rec);
 }
 
@@ -1029,7 +944,7 @@ static void pc_pod_deleted(void *ud, const void *rec)
 {
     const pool_pod *pod = rec;
     if (pod->uid)
-        pc_memo_forget(ud, pod->uid);
+        prober_memo_forget(((pool_controller *)ud)->prober, pod->uid);
     pc_clock_member(ud, pod->ns, pod->member, true);
     pc_pod_changed(ud, rec);
 }
@@ -1107,8 +1022,7 @@ pool_controller *pool_controller_new(ev_loop *loop, kube_client *client,
     pc->pools = pc_informer(pc, POOL_GROUP, "modelpools", NULL, &pool_obj_codec, &hp);
     pc->isvcs = pc_informer(pc, POOL_GROUP, "inferenceservices", NULL, &pool_isvc_codec, &hi);
     pc->pods = pc_informer(pc, "", "pods", POOL_SERVICE_LABEL, &pool_pod_codec, &hd);
-    pc->memo_sweep_at = PC_MEMO_SWEEP_MIN;
-    if (strmap_init(&pc->state) < 0 || strmap_init(&pc->memos) < 0)
+    if (strmap_init(&pc->state) < 0)
         goto fail;
     if (opts->metrics && !(pc->pm = pool_metrics_new(opts->metrics)))
         goto fail;
@@ -1119,6 +1033,7 @@ pool_controller *pool_controller_new(ev_loop *loop, kube_client *client,
     pc->expects = pool_expects_new();
     if (!pc->pools || !pc->isvcs || !pc->pods || !pc->queue || !pc->prober || !pc->expects)
         goto fail;
+    prober_memo_alive(pc->prober, pc_pod_alive, pc);
     if (store_add_index(informer_store(pc->pools), POOL_INDEX_MEMBER, pool_index_pool_members,
                         NULL) < 0 ||
         store_add_index(informer_store(pc->pods), POOL_INDEX_SERVICE, pool_index_pod_service,
@@ -1197,9 +1112,6 @@ void pool_controller_free(pool_controller *pc)
     informer_free(pc->isvcs);
     informer_free(pc->pods);
     pool_expects_free(pc->expects);
-    for (strmap_node *n; pc->memos.buckets && (n = strmap_first(&pc->memos));)
-        pc_memo_drop(pc, STRMAP_OWNER(n, pc_memo, node));
-    strmap_fini(&pc->memos);
     for (strmap_node *n; pc->state.buckets && (n = strmap_first(&pc->state));)
         pc_pool_free(pc, STRMAP_OWNER(n, pc_pool, node));
     strmap_fini(&pc->state);

@@ -16,6 +16,21 @@ typedef struct {
     int rc;
 } snap_pod_walk;
 
+static plan_probe_result snap_probe_result(probe_verdict v)
+{
+    switch (v) {
+    case PROBE_IDLE:
+        return PLAN_PROBE_IDLE;
+    case PROBE_BUSY:
+        return PLAN_PROBE_BUSY;
+    case PROBE_UNSUPPORTED:
+        return PLAN_PROBE_UNSUPPORTED;
+    case PROBE_ERROR:
+        break;
+    }
+    return PLAN_PROBE_ERROR;
+}
+
 static bool snap_add_pod(const char *key, const void *rec, void *ud)
 {
     const pool_pod *pod = rec;
@@ -40,10 +55,9 @@ static bool snap_add_pod(const char *key, const void *rec, void *ud)
     p->port = pod->port;
     p->container_running = pod->running;
     const char *uid = pod->uid;
-    const pool_probe_memo *memo =
-        uid && w->src->probe ? w->src->probe(w->src->probe_ud, uid) : NULL;
+    const prober_memo *memo = uid && w->src->probe ? w->src->probe(w->src->probe_ud, uid) : NULL;
     if (memo) {
-        p->probe = memo->result;
+        p->probe = snap_probe_result(memo->verdict);
         p->probed_at_ms = w->now_ms - (w->now_mono_ms - memo->at_mono_ms);
         p->probe_message = memo->message;
     }

@@ -142,11 +142,11 @@ static store *fill(const char **json, size_t n, const char *index, store_index_f
 }
 
 /* Probed at 1000 ms on the monotonic clock; the snapshot is built at 4000 ms on it. */
-static const pool_probe_memo test_memo = {PLAN_PROBE_BUSY, 1000, "1 of 1 slots processing"};
+static const prober_memo test_memo = {PROBE_BUSY, 1000, "1 of 1 slots processing"};
 #define TEST_WALL_MS 1764763200000LL
 #define TEST_MONO_MS 4000
 
-static const pool_probe_memo *test_lookup(void *ud, const char *uid)
+static const prober_memo *test_lookup(void *ud, const char *uid)
 {
     (void)ud;
     return strcmp(uid, "u1") == 0 ? &test_memo : NULL;
