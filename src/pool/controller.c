@@ -4,7 +4,7 @@
  * until its timeout holds only its own pool; the work queue never hands out a key twice at once.
  * A run walks the plan's actions in order and stops at the first failure (the key is then retried
  * with backoff). After its own write, a pool is not planned again until the cache shows that write
- * (pool/expect.h), so a plan never acts on a view older than its last action. */
+ * (informer/expect.h), so a plan never acts on a view older than its last action. */
 #include "pool/controller.h"
 
 #include <errno.h>
@@ -16,10 +16,10 @@
 #include <unistd.h>
 
 #include "app/log.h"
+#include "informer/expect.h"
 #include "informer/informer.h"
 #include "informer/workqueue.h"
 #include "kube/event.h"
-#include "pool/expect.h"
 #include "pool/plan.h"
 #include "pool/pool_metrics.h"
 #include "pool/prober.h"
@@ -81,7 +81,7 @@ struct pool_controller {
     informer *pools, *isvcs, *pods;
     wq *queue;
     prober *prober;
-    pool_expects *expects;
+    expects *expects;
     strmap state; /* pc_pool by key */
     pc_run *runs;
     pool_metrics *pm;
@@ -400,8 +400,8 @@ static void pc_on_write(void *ud, const kube_error *err, long code, const cJSON 
         return;
     }
     /* Met by the write's own resourceVersion (or a later one) in the cache, not by any change. */
-    if (pool_expects_add(pc->expects, run->key, run->write_cache, run->write_key, run->write_rv,
-                         pool_answer_version(body), ev_now_ms()) < 0)
+    if (expects_add(pc->expects, run->key, run->write_cache, run->write_key, run->write_rv,
+                    pool_answer_version(body), ev_now_ms()) < 0)
         log_kv(LOG_DEBUG, "write not remembered (out of memory)", "pool", run->key, NULL);
     pc_pool *st = pc_pool_get(pc, run->key, false);
     if (st && run->writing == PC_WRITE_STATUS && st->status_refused) {
@@ -725,11 +725,11 @@ static void pc_plan(pc_run *run)
             pool_metrics_forget(pc->pm, ns, run->key + nl + 1);
         free(ns);
         pc_pool_drop(pc, run->key);
-        pool_expects_forget(pc->expects, run->key);
+        expects_forget(pc->expects, run->key);
         pc_finish(run, WQ_SUCCESS, PC_NO_REQUEUE);
         return;
     }
-    if (pool_expects_pending(pc->expects, run->key, ev_now_ms(), pc->opts.expect_ms)) {
+    if (expects_pending(pc->expects, run->key, ev_now_ms(), pc->opts.expect_ms)) {
         /* The watch event of our write will queue the pool again; the delay is a backstop. */
         pc_finish(run, WQ_SUCCESS, pc->opts.expect_ms);
         return;
@@ -1030,7 +1030,7 @@ pool_controller *pool_controller_new(ev_loop *loop, kube_client *client,
     wq_config qc = {.concurrency = pc->opts.max_concurrent};
     pc->queue = wq_new(loop, &qc, pc_process, pc);
     pc->prober = prober_new(loop, pc->opts.probe_timeout_ms);
-    pc->expects = pool_expects_new();
+    pc->expects = expects_new();
     if (!pc->pools || !pc->isvcs || !pc->pods || !pc->queue || !pc->prober || !pc->expects)
         goto fail;
     prober_memo_alive(pc->prober, pc_pod_alive, pc);
@@ -1111,7 +1111,7 @@ void pool_controller_free(pool_controller *pc)
     informer_free(pc->pools);
     informer_free(pc->isvcs);
     informer_free(pc->pods);
-    pool_expects_free(pc->expects);
+    expects_free(pc->expects);
     for (strmap_node *n; pc->state.buckets && (n = strmap_first(&pc->state));)
         pc_pool_free(pc, STRMAP_OWNER(n, pc_pool, node));
     strmap_fini(&pc->state);
