@@ -22,18 +22,17 @@ typedef struct informer_config {
     const char *label_selector; /* NULL: none */
     const char *field_selector; /* NULL: none */
     long page_size;             /* LIST limit; 0 means 500 */
-    store_trim_fn trim;         /* applied to every object stored; NULL keeps them whole */
-    void *trim_ud;
-    uint64_t seed; /* for the jitter; 0 picks one from the clock and the pid */
+    const store_codec *codec;   /* what the cache keeps of each object; NULL: the whole object */
+    uint64_t seed;              /* for the jitter; 0 picks one from the clock and the pid */
 } informer_config;
 
-/* Callbacks run from the loop after the store has changed. Objects are borrowed for the call
- * (the old one of an update is freed right after it). Any may be NULL. A callback may call
- * informer_stop but must not free the informer. */
+/* Callbacks run from the loop after the store has changed, with the codec's records. Records are
+ * borrowed for the call (the old one of an update is freed right after it). Any may be NULL. A
+ * callback may call informer_stop but must not free the informer. */
 typedef struct informer_handlers {
-    void (*on_add)(void *ud, const cJSON *obj);
-    void (*on_update)(void *ud, const cJSON *old_obj, const cJSON *new_obj);
-    void (*on_delete)(void *ud, const cJSON *obj);     /* the last state seen */
+    void (*on_add)(void *ud, const void *rec);
+    void (*on_update)(void *ud, const void *old_rec, const void *new_rec);
+    void (*on_delete)(void *ud, const void *rec);      /* the last state seen */
     void (*on_synced)(void *ud);                       /* once, after the first complete list */
     void (*on_error)(void *ud, const kube_error *err); /* a list or watch failed; it retries */
     void *ud;
@@ -89,15 +88,17 @@ void informer_stats_get(const informer *inf, informer_stats *out);
 typedef enum { INFORMER_ADDED, INFORMER_UPDATED, INFORMER_DELETED } informer_change_kind;
 typedef struct informer_change {
     informer_change_kind kind;
-    char *key;        /* owned by the change array */
-    const cJSON *obj; /* ADDED, UPDATED: the listed item; DELETED: the cached object */
+    char *key;       /* owned by the change array */
+    const void *rec; /* ADDED, UPDATED: the listed record; DELETED: the cached one */
+    size_t item;     /* ADDED, UPDATED: its index in items */
 } informer_change;
 
-/* The events that turn cached into items (a JSON array, e.g. a relist): listed keys not cached
- * are ADDED, cached keys not listed are DELETED, and keys whose metadata.resourceVersion differs
- * are UPDATED; listed order first, then the deletions. Items without a name are skipped.
- * *out is malloc'd (free with informer_changes_free); 0 or -ENOMEM. */
-int informer_diff(const store *cached, const cJSON *items, informer_change **out, size_t *n);
+/* The events that turn cached into items (decoded records of a relist): listed keys not cached
+ * are ADDED, cached keys not listed are DELETED, and keys whose resourceVersion (store_version)
+ * differs are UPDATED; listed order first, then the deletions. A duplicate key counts once (the
+ * first). *out is malloc'd (free with informer_changes_free); 0 or -ENOMEM. */
+int informer_diff(const store *cached, const store_item *items, size_t nitems,
+                  informer_change **out, size_t *n);
 void informer_changes_free(informer_change *changes, size_t n);
 
 /* Exponential backoff with jitter, as client-go's reflector: 0.8 s doubling to a 30 s step, the

@@ -136,6 +136,13 @@ typedef enum {
     PLAN_CLEAR_REQUEST, /* remove the request annotation if it still names member */
 } plan_action_kind;
 
+/* What an EVENT action tells the controller besides the Event itself (its metrics and clocks). */
+typedef enum {
+    PLAN_FACT_NONE = 0,
+    PLAN_FACT_SWAP_COMPLETED, /* a swap completed: plan_result.swap_ms */
+    PLAN_FACT_SWAP_DEFERRED,  /* a swap waits on a member: plan_result.deferred_reason */
+} plan_fact;
+
 typedef struct {
     char *name;
     char *ip;
@@ -158,6 +165,7 @@ typedef struct {
     bool warning; /* type Warning, else Normal */
     char *reason;
     char *message;
+    plan_fact fact; /* EVENT */
 } plan_action;
 
 typedef struct {
@@ -165,6 +173,11 @@ typedef struct {
     plan_action *actions;
     size_t n_actions;
     int64_t requeue_after_ms; /* > 0: re-plan after this long even without an event */
+    /* A swap this plan completes (PLAN_FACT_SWAP_COMPLETED): how long it took, since the Swapping
+     * condition became True (so a swap begun before a restart is timed too); -1 unknown. */
+    int64_t swap_ms;
+    /* A swap deferred (PLAN_FACT_SWAP_DEFERRED): the condition's reason (PodsBusy, ...). */
+    char *deferred_reason;
 } plan_result;
 
 /* Decides what to do for one pool. Returns 0 with *out set (free with plan_free), -EINVAL for a

@@ -34,9 +34,10 @@ struct informer {
     kube_call *call; /* the list page or the watch in flight */
     uint64_t timer;  /* the pending step */
     informer_next next;
-    cJSON *pending; /* items of the list pages received so far */
-    char *cont;     /* continue token of the next page */
-    char *rv;       /* last resourceVersion seen */
+    store_item *pending; /* the decoded items of the list pages received so far */
+    size_t npending, cap_pending;
+    char *cont; /* continue token of the next page */
+    char *rv;   /* last resourceVersion seen */
     informer_backoff backoff;
     informer_stats stats;
 };
@@ -95,13 +96,13 @@ typedef struct informer_diff_ctx {
     int err;
 } informer_diff_ctx;
 
-static bool informer_diff_deleted(const char *key, const cJSON *obj, void *ud)
+static bool informer_diff_deleted(const char *key, const void *rec, void *ud)
 {
     informer_diff_ctx *d = ud;
     if (strmap_get(d->listed, key))
         return true;
     informer_change *c = &d->changes[d->n];
-    *c = (informer_change){.kind = INFORMER_DELETED, .key = strdup(key), .obj = obj};
+    *c = (informer_change){.kind = INFORMER_DELETED, .key = strdup(key), .rec = rec};
     if (!c->key) {
         d->err = -ENOMEM;
         return false;
@@ -110,18 +111,16 @@ static bool informer_diff_deleted(const char *key, const cJSON *obj, void *ud)
     return true;
 }
 
-static bool informer_same_version(const cJSON *a, const cJSON *b)
+static bool informer_same_version(const char *ra, const char *rb)
 {
-    const char *ra = informer_meta_string(a, "resourceVersion");
-    const char *rb = informer_meta_string(b, "resourceVersion");
-    return ra && rb && strcmp(ra, rb) == 0;
+    return ra && rb && *ra && strcmp(ra, rb) == 0;
 }
 
-int informer_diff(const store *cached, const cJSON *items, informer_change **out, size_t *n)
+int informer_diff(const store *cached, const store_item *items, size_t nitems,
+                  informer_change **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
-    size_t nitems = (size_t)cJSON_GetArraySize(items);
     informer_diff_ctx d = {0};
     strmap listed = {0};
     informer_listed *keys = calloc(nitems + 1, sizeof(*keys));
@@ -131,30 +130,21 @@ int informer_diff(const store *cached, const cJSON *items, informer_change **out
     if (!keys || !d.changes || strmap_init(&listed) < 0)
         d.err = -ENOMEM;
 
-    const cJSON *item;
-    cJSON_ArrayForEach(item, items)
-    {
-        if (d.err)
-            break;
-        if (!informer_meta_string(item, "name"))
+    for (size_t i = 0; i < nitems && !d.err; i++) {
+        const char *key = items[i].key;
+        if (strmap_get(&listed, key)) /* a duplicate: the first one counts */
             continue;
-        char *key = store_key_of(item);
-        if (!key) {
-            d.err = -ENOMEM;
-            break;
-        }
-        if (strmap_get(&listed, key)) { /* a duplicate: the first one counts */
-            free(key);
-            continue;
-        }
-        keys[nkeys].key = key;
+        keys[nkeys].key = (char *)key;
         strmap_insert(&listed, &keys[nkeys++].node, key);
-        const cJSON *old = store_get(cached, key);
-        if (old && informer_same_version(old, item))
+        const void *old = store_get(cached, key);
+        if (old &&
+            informer_same_version(store_version(cached, old), store_version(cached, items[i].rec)))
             continue;
         informer_change *c = &d.changes[d.n];
-        *c = (informer_change){
-            .kind = old ? INFORMER_UPDATED : INFORMER_ADDED, .key = strdup(key), .obj = item};
+        *c = (informer_change){.kind = old ? INFORMER_UPDATED : INFORMER_ADDED,
+                               .key = strdup(key),
+                               .rec = items[i].rec,
+                               .item = i};
         if (!c->key)
             d.err = -ENOMEM;
         else
@@ -163,8 +153,6 @@ int informer_diff(const store *cached, const cJSON *items, informer_change **out
     if (!d.err)
         store_each(cached, informer_diff_deleted, &d);
 
-    for (size_t i = 0; i < nkeys; i++)
-        free(keys[i].key);
     free(keys);
     strmap_fini(&listed);
     if (d.err) {
@@ -263,43 +251,52 @@ static void informer_fail_errno(informer *inf, int rc, const char *what, informe
     kube_error_clear(&err);
 }
 
+static void informer_pending_free(informer *inf, store_item *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        store_item_release(inf->store, &items[i]);
+    free(items);
+}
+
 static void informer_list_reset(informer *inf)
 {
-    cJSON_Delete(inf->pending);
+    informer_pending_free(inf, inf->pending, inf->npending);
     inf->pending = NULL;
+    inf->npending = inf->cap_pending = 0;
     free(inf->cont);
     inf->cont = NULL;
 }
 
-/* Stores obj (taken) and tells the handlers. 0, or the store's error (obj freed). */
-static int informer_upsert(informer *inf, cJSON *obj)
+/* Stores it (taken whatever the result) and tells the handlers. 0, or the store's error. */
+static int informer_upsert(informer *inf, store_item *it)
 {
-    cJSON *old = NULL;
-    int rc = store_put(inf->store, obj, &old);
+    void *old = NULL;
+    const void *rec = it->rec;
+    int rc = store_put_item(inf->store, it, &old);
     if (rc < 0) {
-        cJSON_Delete(obj);
+        store_item_release(inf->store, it);
         return rc;
     }
     if (old && inf->h.on_update)
-        inf->h.on_update(inf->h.ud, old, obj);
+        inf->h.on_update(inf->h.ud, old, rec);
     else if (!old && inf->h.on_add)
-        inf->h.on_add(inf->h.ud, obj);
-    cJSON_Delete(old);
+        inf->h.on_add(inf->h.ud, rec);
+    store_release(inf->store, old);
     return 0;
 }
 
 /* Drops key and tells the handlers, with last (the final state) if given, else what was cached. */
-static void informer_remove(informer *inf, const char *key, const cJSON *last)
+static void informer_remove(informer *inf, const char *key, const void *last)
 {
-    cJSON *old = NULL;
+    void *old = NULL;
     if (store_delete(inf->store, key, &old) < 0)
         return; /* never delivered as added: nothing to take back */
     if (inf->h.on_delete)
         inf->h.on_delete(inf->h.ud, last ? last : old);
-    cJSON_Delete(old);
+    store_release(inf->store, old);
 }
 
-static int informer_apply(informer *inf, cJSON *items, const informer_change *ch, size_t n)
+static int informer_apply(informer *inf, store_item *items, const informer_change *ch, size_t n)
 {
     unsigned gen = inf->gen;
     for (size_t i = 0; i < n && gen == inf->gen; i++) {
@@ -307,7 +304,7 @@ static int informer_apply(informer *inf, cJSON *items, const informer_change *ch
             informer_remove(inf, ch[i].key, NULL);
             continue;
         }
-        int rc = informer_upsert(inf, cJSON_DetachItemViaPointer(items, (cJSON *)ch[i].obj));
+        int rc = informer_upsert(inf, &items[ch[i].item]);
         if (rc < 0)
             return rc;
     }
@@ -316,12 +313,14 @@ static int informer_apply(informer *inf, cJSON *items, const informer_change *ch
 
 static void informer_list_done(informer *inf, const char *rv)
 {
-    cJSON *items = inf->pending;
+    store_item *items = inf->pending;
+    size_t nitems = inf->npending;
     inf->pending = NULL;
+    inf->npending = inf->cap_pending = 0;
     char *list_rv = strdup(rv);
     informer_change *ch = NULL;
     size_t n = 0;
-    int rc = list_rv ? informer_diff(inf->store, items, &ch, &n) : -ENOMEM;
+    int rc = list_rv ? informer_diff(inf->store, items, nitems, &ch, &n) : -ENOMEM;
     unsigned gen = inf->gen;
     if (rc == 0) {
         free(inf->rv);
@@ -331,7 +330,7 @@ static void informer_list_done(informer *inf, const char *rv)
     }
     free(list_rv);
     informer_changes_free(ch, n);
-    cJSON_Delete(items);
+    informer_pending_free(inf, items, nitems);
     if (gen != inf->gen)
         return;
     if (rc < 0) {
@@ -358,7 +357,10 @@ static void informer_list_done(informer *inf, const char *rv)
 }
 
 /* List items come without kind and apiVersion (the list has them); watch events carry them, so
- * fill them in to make every cached object look the same. */
+ * fill them in to make every object look the same to the codec. Each item is decoded now, not
+ * when the list is complete: a list of many pages is then never held whole as JSON, only the
+ * records the cache keeps of it. An item the codec refuses (no name, a wrong type where the
+ * record needs one) is left out, as the store would refuse it from a watch. */
 static int informer_take_items(informer *inf, const cJSON *body, cJSON *items)
 {
     const char *api = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(body, "apiVersion"));
@@ -369,16 +371,28 @@ static int informer_take_items(informer *inf, const cJSON *body, cJSON *items)
         snprintf(kind, sizeof(kind), "%.*s", (int)(kl - 4), list_kind);
     cJSON *item;
     while (items && (item = cJSON_DetachItemFromArray(items, 0))) {
-        cJSON_AddItemToArray(inf->pending, item);
-        if (api && !cJSON_HasObjectItem(item, "apiVersion") &&
-            !cJSON_AddStringToObject(item, "apiVersion", api))
+        if ((api && !cJSON_HasObjectItem(item, "apiVersion") &&
+             !cJSON_AddStringToObject(item, "apiVersion", api)) ||
+            (*kind && !cJSON_HasObjectItem(item, "kind") &&
+             !cJSON_AddStringToObject(item, "kind", kind))) {
+            cJSON_Delete(item);
             return -ENOMEM;
-        if (*kind && !cJSON_HasObjectItem(item, "kind") &&
-            !cJSON_AddStringToObject(item, "kind", kind))
-            return -ENOMEM;
-        /* Trimmed now, not when the list is complete: a list of many pages is then never held
-         * whole, only what the cache keeps of it. */
-        store_trim(inf->store, item);
+        }
+        if (inf->npending == inf->cap_pending) {
+            size_t cap = inf->cap_pending ? inf->cap_pending * 2 : 64;
+            store_item *grown = realloc(inf->pending, cap * sizeof(*grown));
+            if (!grown) {
+                cJSON_Delete(item);
+                return -ENOMEM;
+            }
+            inf->pending = grown;
+            inf->cap_pending = cap;
+        }
+        int rc = store_decode(inf->store, item, &inf->pending[inf->npending]);
+        if (rc == -ENOMEM)
+            return rc;
+        if (rc == 0)
+            inf->npending++;
     }
     return 0;
 }
@@ -400,8 +414,6 @@ static void informer_on_page(void *ud, const kube_error *err, long http_code, co
     int rc = 0;
     if (!rv || (items && !cJSON_IsArray(items) && !cJSON_IsNull(items)))
         rc = -EBADMSG;
-    else if (!inf->pending && !(inf->pending = cJSON_CreateArray()))
-        rc = -ENOMEM;
     /* The client lets us take parts of the answer instead of copying them. */
     if (rc == 0)
         rc = informer_take_items(inf, body, cJSON_IsArray(items) ? items : NULL);
@@ -484,18 +496,25 @@ static void informer_on_event(void *ud, const char *type, cJSON *obj)
     const char *ev_rv = informer_meta_string(obj, "resourceVersion");
     char *rv = ev_rv ? strdup(ev_rv) : NULL;
     unsigned gen = inf->gen;
+    bool deleted = strcmp(type, "DELETED") == 0;
+    store_item it = {0};
+    char *gone = NULL; /* DELETED: the key, even if the codec refuses the last state */
     int rc = ev_rv && !rv ? -ENOMEM : 0;
-    if (rc == 0 && (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)) {
-        rc = informer_upsert(inf, obj);
+    if (rc == 0 && deleted && informer_meta_string(obj, "name") && !(gone = store_key_of(obj)))
+        rc = -ENOMEM;
+    if (rc == 0 && (deleted || strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)) {
+        rc = store_decode(inf->store, obj, &it);
         obj = NULL;
-    } else if (rc == 0 && strcmp(type, "DELETED") == 0) {
-        char *key = store_key_of(obj);
-        if (key)
-            informer_remove(inf, key, obj);
-        else if (informer_meta_string(obj, "name"))
-            rc = -ENOMEM;
-        free(key);
+        /* An object the codec refuses is not cached, as if never seen. */
+        if (rc == -EINVAL)
+            rc = 0;
     }
+    if (rc == 0 && it.key && !deleted)
+        rc = informer_upsert(inf, &it);
+    else if (rc == 0 && gone)
+        informer_remove(inf, gone, it.rec);
+    store_item_release(inf->store, &it);
+    free(gone);
     cJSON_Delete(obj);
     if (gen != inf->gen || rc < 0) {
         free(rv);
@@ -582,7 +601,7 @@ informer *informer_new(ev_loop *loop, kube_client *client, const informer_config
     } else {
         inf->name = strdup(cfg->resource);
     }
-    inf->store = store_new(cfg->trim, cfg->trim_ud);
+    inf->store = store_new(cfg->codec);
     if (!inf->path || !inf->name || !inf->store ||
         !informer_dup(&inf->label_selector, cfg->label_selector) ||
         !informer_dup(&inf->field_selector, cfg->field_selector)) {

@@ -1,4 +1,4 @@
-/* store: objects in an intrusive hash map by key; each index is a multimap of postings
+/* store: records in an intrusive hash map by key; each index is a multimap of postings
  * (value -> entry) that the entry owns. A put allocates everything first and then links it in,
  * which cannot fail, so an error never leaves the store half-updated. */
 #include "informer/store.h"
@@ -21,7 +21,7 @@ typedef struct store_posting {
 struct store_entry {
     strmap_node node; /* in the store's map, keyed by key */
     char *key;
-    cJSON *obj;
+    void *rec;
     store_posting *posts;
     size_t nposts;
 };
@@ -37,8 +37,7 @@ struct store {
     strmap entries;
     store_index *indexes;
     size_t nindexes;
-    store_trim_fn trim;
-    void *trim_ud;
+    store_codec codec;
 };
 
 struct store_index_out {
@@ -47,7 +46,41 @@ struct store_index_out {
     int err;
 };
 
-store *store_new(store_trim_fn trim, void *trim_ud)
+/* Drops what no controller reads: metadata.managedFields and the last-applied annotation. */
+static void store_trim_json(cJSON *obj)
+{
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    cJSON_DeleteItemFromObjectCaseSensitive(meta, "managedFields");
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, "annotations"),
+                                            "kubectl.kubernetes.io/last-applied-configuration");
+}
+
+static void *store_json_take(cJSON **obj, void *ud, int *err)
+{
+    (void)err;
+    cJSON *o = *obj;
+    if (ud)
+        store_trim_json(o);
+    *obj = NULL;
+    return o;
+}
+
+static void store_json_free(void *rec)
+{
+    cJSON_Delete(rec);
+}
+
+static const char *store_json_version(const void *rec)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(rec, "metadata");
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion"));
+}
+
+const store_codec store_codec_json = {store_json_take, store_json_free, store_json_version, NULL};
+const store_codec store_codec_json_trimmed = {store_json_take, store_json_free, store_json_version,
+                                              (void *)&store_codec_json};
+
+store *store_new(const store_codec *codec)
 {
     store *s = calloc(1, sizeof(*s));
     if (!s)
@@ -56,18 +89,18 @@ store *store_new(store_trim_fn trim, void *trim_ud)
         free(s);
         return NULL;
     }
-    s->trim = trim;
-    s->trim_ud = trim_ud;
+    s->codec = codec ? *codec : store_codec_json;
     return s;
 }
 
-static void store_entry_free(store_entry *e)
+static void store_entry_free(const store *s, store_entry *e)
 {
     for (size_t i = 0; i < e->nposts; i++)
         free(e->posts[i].value);
     free(e->posts);
     free(e->key);
-    cJSON_Delete(e->obj);
+    if (e->rec)
+        s->codec.free(e->rec);
     free(e);
 }
 
@@ -78,7 +111,7 @@ void store_free(store *s)
     strmap_node *n = strmap_first(&s->entries);
     while (n) {
         strmap_node *next = strmap_next(&s->entries, n);
-        store_entry_free(STRMAP_OWNER(n, store_entry, node));
+        store_entry_free(s, STRMAP_OWNER(n, store_entry, node));
         n = next;
     }
     strmap_fini(&s->entries);
@@ -169,7 +202,7 @@ static int store_make_postings(const store *s, store_entry *e)
 {
     for (size_t i = 0; i < s->nindexes; i++) {
         store_index_out out = {0};
-        int rc = s->indexes[i].fn(e->obj, &out, s->indexes[i].ud);
+        int rc = s->indexes[i].fn(e->rec, &out, s->indexes[i].ud);
         if (rc == 0)
             rc = out.err;
         store_posting *grown = NULL;
@@ -206,39 +239,78 @@ static store_entry *store_find(const store *s, const char *key)
     return n ? STRMAP_OWNER(n, store_entry, node) : NULL;
 }
 
-/* Hands the entry's object to *old (or frees it) and frees the entry. */
-static void store_release(store_entry *e, cJSON **old)
+/* Hands the entry's record to *old (or frees it) and frees the entry. */
+static void store_hand_back(const store *s, store_entry *e, void **old)
 {
     if (old) {
-        *old = e->obj;
-        e->obj = NULL;
+        *old = e->rec;
+        e->rec = NULL;
     }
-    store_entry_free(e);
+    store_entry_free(s, e);
 }
 
-int store_put(store *s, cJSON *obj, cJSON **old)
+int store_decode(const store *s, cJSON *obj, store_item *out)
+{
+    *out = (store_item){0};
+    if (!store_meta_string(obj, "name")) {
+        cJSON_Delete(obj);
+        return -EINVAL;
+    }
+    int rc = 0;
+    if (!(out->key = store_key_of(obj))) {
+        cJSON_Delete(obj);
+        return -ENOMEM;
+    }
+    out->rec = s->codec.decode(&obj, s->codec.ud, &rc);
+    cJSON_Delete(obj);
+    if (!out->rec) {
+        free(out->key);
+        out->key = NULL;
+        return rc < 0 ? rc : -EINVAL;
+    }
+    return 0;
+}
+
+void store_item_release(const store *s, store_item *it)
+{
+    if (it->rec)
+        s->codec.free(it->rec);
+    free(it->key);
+    *it = (store_item){0};
+}
+
+const char *store_version(const store *s, const void *rec)
+{
+    return rec ? s->codec.version(rec) : NULL;
+}
+
+void store_release(const store *s, void *rec)
+{
+    if (rec)
+        s->codec.free(rec);
+}
+
+int store_put_item(store *s, store_item *it, void **old)
 {
     if (old)
         *old = NULL;
-    if (s->trim)
-        s->trim(obj, s->trim_ud);
-    if (!store_meta_string(obj, "name"))
-        return -EINVAL;
     store_entry *e = calloc(1, sizeof(*e));
     if (!e)
         return -ENOMEM;
-    e->obj = obj;
-    e->key = store_key_of(obj);
-    int rc = e->key ? store_make_postings(s, e) : -ENOMEM;
+    e->rec = it->rec;
+    e->key = it->key;
+    int rc = store_make_postings(s, e);
     if (rc < 0) {
-        e->obj = NULL;
-        store_entry_free(e);
+        e->rec = NULL;
+        e->key = NULL;
+        store_entry_free(s, e);
         return rc;
     }
+    *it = (store_item){0};
     store_entry *prev = store_find(s, e->key);
     if (prev) {
         store_unlink(s, prev);
-        store_release(prev, old);
+        store_hand_back(s, prev, old);
     }
     strmap_insert(&s->entries, &e->node, e->key);
     for (size_t i = 0; i < e->nposts; i++)
@@ -246,7 +318,18 @@ int store_put(store *s, cJSON *obj, cJSON **old)
     return 0;
 }
 
-int store_delete(store *s, const char *key, cJSON **old)
+int store_put(store *s, cJSON *obj, void **old)
+{
+    if (old)
+        *old = NULL;
+    store_item it;
+    int rc = store_decode(s, obj, &it);
+    if (rc == 0 && (rc = store_put_item(s, &it, old)) < 0)
+        store_item_release(s, &it);
+    return rc;
+}
+
+int store_delete(store *s, const char *key, void **old)
 {
     if (old)
         *old = NULL;
@@ -254,14 +337,14 @@ int store_delete(store *s, const char *key, cJSON **old)
     if (!e)
         return -ENOENT;
     store_unlink(s, e);
-    store_release(e, old);
+    store_hand_back(s, e, old);
     return 0;
 }
 
-const cJSON *store_get(const store *s, const char *key)
+const void *store_get(const store *s, const char *key)
 {
     store_entry *e = store_find(s, key);
-    return e ? e->obj : NULL;
+    return e ? e->rec : NULL;
 }
 
 size_t store_count(const store *s)
@@ -273,7 +356,7 @@ void store_each(const store *s, store_each_fn fn, void *ud)
 {
     for (strmap_node *n = strmap_first(&s->entries); n; n = strmap_next(&s->entries, n)) {
         store_entry *e = STRMAP_OWNER(n, store_entry, node);
-        if (!fn(e->key, e->obj, ud))
+        if (!fn(e->key, e->rec, ud))
             return;
     }
 }
@@ -286,7 +369,7 @@ int store_index_each(const store *s, const char *index, const char *value, store
         return -ENOENT;
     for (strmap_node *n = strmap_get(&ix->map, value); n; n = strmap_get_next(n)) {
         store_entry *e = STRMAP_OWNER(n, store_posting, node)->entry;
-        if (!fn(e->key, e->obj, ud))
+        if (!fn(e->key, e->rec, ud))
             break;
     }
     return 0;
@@ -299,42 +382,4 @@ size_t store_index_count(const store *s, const char *index, const char *value)
     for (strmap_node *p = ix ? strmap_get(&ix->map, value) : NULL; p; p = strmap_get_next(p))
         n++;
     return n;
-}
-
-void store_trim(const store *s, cJSON *obj)
-{
-    if (s->trim)
-        s->trim(obj, s->trim_ud);
-}
-
-void store_keep(cJSON *obj, const char *const *keep, size_t n)
-{
-    if (!cJSON_IsObject(obj))
-        return;
-    cJSON *c = obj->child;
-    while (c) {
-        cJSON *next = c->next;
-        size_t i = 0;
-        while (i < n && (!c->string || strcmp(c->string, keep[i]) != 0))
-            i++;
-        if (i == n) {
-            cJSON_Delete(cJSON_DetachItemViaPointer(obj, c));
-        } else if (!(c->type & cJSON_StringIsConst)) {
-            /* The caller's name lives as long as the program: the member's own copy is freed,
-             * which is one allocation less for every member of every cached object. */
-            cJSON_free(c->string);
-            c->string = (char *)keep[i];
-            c->type |= cJSON_StringIsConst;
-        }
-        c = next;
-    }
-}
-
-void store_trim_default(cJSON *obj, void *ud)
-{
-    (void)ud;
-    cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    cJSON_DeleteItemFromObjectCaseSensitive(meta, "managedFields");
-    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, "annotations"),
-                                            "kubectl.kubernetes.io/last-applied-configuration");
 }

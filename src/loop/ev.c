@@ -1,6 +1,7 @@
 /* ev: one epoll instance plus a binary min-heap of one-shot timers keyed by deadline.
- * fd registrations live in a table indexed by fd (fds are small integers); timers are found by id
- * through a linear scan on cancel, which is fine for the few dozen timers an operator keeps. */
+ * fd registrations live in a table indexed by fd (fds are small integers). A timer lives in a slot
+ * that knows its place in the heap, and its id names the slot and the slot's generation, so a
+ * cancel finds it in O(1) and removes it in O(log n): a resync timer per pool is 10,000 timers. */
 #include "loop/ev.h"
 
 #include <errno.h>
@@ -18,19 +19,26 @@ typedef struct {
 
 typedef struct {
     uint64_t deadline;
-    uint64_t id;
+    uint64_t seq; /* order of adding: breaks ties, and bounds what one round runs */
     ev_timer_fn fn;
     void *ud;
-} ev_timer;
+    uint32_t gen; /* part of the id; bumped when the slot is freed, so a stale id misses */
+    uint32_t pos; /* armed: its index in the heap; free: the next free slot */
+    bool armed;
+} ev_slot;
+
+#define EV_NO_SLOT UINT32_MAX
 
 struct ev_loop {
     int epfd;
     bool stop;
     ev_fdreg *fds;
     size_t nfds;
-    ev_timer *heap;
-    size_t ntimers, cap_timers;
-    uint64_t next_id;
+    ev_slot *slots;
+    uint32_t nslots, free_slot;
+    uint32_t *heap; /* slot indices, a min-heap by (deadline, seq) */
+    size_t ntimers;
+    uint64_t next_seq;
 };
 
 uint64_t ev_now_ms(void)
@@ -57,7 +65,8 @@ ev_loop *ev_new(void)
         free(loop);
         return NULL;
     }
-    loop->next_id = 1;
+    loop->next_seq = 1;
+    loop->free_slot = EV_NO_SLOT;
     return loop;
 }
 
@@ -67,6 +76,7 @@ void ev_free(ev_loop *loop)
         return;
     close(loop->epfd);
     free(loop->fds);
+    free(loop->slots);
     free(loop->heap);
     free(loop);
 }
@@ -107,21 +117,28 @@ void ev_fd_clear(ev_loop *loop, int fd)
     loop->fds[fd] = (ev_fdreg){0};
 }
 
-static bool ev_before(const ev_timer *a, const ev_timer *b)
+static bool ev_before(const ev_loop *loop, size_t i, size_t j)
 {
-    return a->deadline < b->deadline || (a->deadline == b->deadline && a->id < b->id);
+    const ev_slot *a = &loop->slots[loop->heap[i]], *b = &loop->slots[loop->heap[j]];
+    return a->deadline < b->deadline || (a->deadline == b->deadline && a->seq < b->seq);
+}
+
+static void ev_heap_set(ev_loop *loop, size_t i, uint32_t slot)
+{
+    loop->heap[i] = slot;
+    loop->slots[slot].pos = (uint32_t)i;
 }
 
 static void ev_heap_swap(ev_loop *loop, size_t i, size_t j)
 {
-    ev_timer t = loop->heap[i];
-    loop->heap[i] = loop->heap[j];
-    loop->heap[j] = t;
+    uint32_t t = loop->heap[i];
+    ev_heap_set(loop, i, loop->heap[j]);
+    ev_heap_set(loop, j, t);
 }
 
 static void ev_heap_up(ev_loop *loop, size_t i)
 {
-    while (i > 0 && ev_before(&loop->heap[i], &loop->heap[(i - 1) / 2])) {
+    while (i > 0 && ev_before(loop, i, (i - 1) / 2)) {
         ev_heap_swap(loop, i, (i - 1) / 2);
         i = (i - 1) / 2;
     }
@@ -131,9 +148,9 @@ static void ev_heap_down(ev_loop *loop, size_t i)
 {
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < loop->ntimers && ev_before(&loop->heap[l], &loop->heap[m]))
+        if (l < loop->ntimers && ev_before(loop, l, m))
             m = l;
-        if (r < loop->ntimers && ev_before(&loop->heap[r], &loop->heap[m]))
+        if (r < loop->ntimers && ev_before(loop, r, m))
             m = r;
         if (m == i)
             return;
@@ -142,40 +159,72 @@ static void ev_heap_down(ev_loop *loop, size_t i)
     }
 }
 
+/* Takes the timer at heap index i out of the heap and frees its slot. */
 static void ev_heap_remove(ev_loop *loop, size_t i)
 {
-    loop->heap[i] = loop->heap[--loop->ntimers];
-    if (i < loop->ntimers) {
+    uint32_t slot = loop->heap[i];
+    if (i < --loop->ntimers) {
+        ev_heap_set(loop, i, loop->heap[loop->ntimers]);
         ev_heap_down(loop, i);
         ev_heap_up(loop, i);
     }
+    ev_slot *t = &loop->slots[slot];
+    t->armed = false;
+    t->gen = t->gen == UINT32_MAX ? 1 : t->gen + 1;
+    t->pos = loop->free_slot;
+    loop->free_slot = slot;
+}
+
+/* A free slot (the heap has room for one more timer then), or EV_NO_SLOT when out of memory. */
+static uint32_t ev_slot_take(ev_loop *loop)
+{
+    if (loop->free_slot == EV_NO_SLOT) {
+        if (loop->nslots >= EV_NO_SLOT / 2)
+            return EV_NO_SLOT;
+        uint32_t n = loop->nslots ? loop->nslots * 2 : 16;
+        ev_slot *slots = realloc(loop->slots, n * sizeof(*slots));
+        if (!slots)
+            return EV_NO_SLOT;
+        loop->slots = slots;
+        uint32_t *heap = realloc(loop->heap, n * sizeof(*heap));
+        if (!heap)
+            return EV_NO_SLOT;
+        loop->heap = heap;
+        for (uint32_t i = n; i-- > loop->nslots;) {
+            slots[i] = (ev_slot){.gen = 1, .pos = loop->free_slot};
+            loop->free_slot = i;
+        }
+        loop->nslots = n;
+    }
+    uint32_t slot = loop->free_slot;
+    loop->free_slot = loop->slots[slot].pos;
+    return slot;
 }
 
 uint64_t ev_timer_add(ev_loop *loop, uint64_t delay_ms, ev_timer_fn fn, void *ud)
 {
-    if (loop->ntimers == loop->cap_timers) {
-        size_t n = loop->cap_timers ? loop->cap_timers * 2 : 16;
-        ev_timer *grown = realloc(loop->heap, n * sizeof(*grown));
-        if (!grown)
-            return 0;
-        loop->heap = grown;
-        loop->cap_timers = n;
-    }
-    uint64_t id = loop->next_id++;
-    loop->heap[loop->ntimers] =
-        (ev_timer){.deadline = ev_now_ms() + delay_ms, .id = id, .fn = fn, .ud = ud};
+    uint32_t slot = ev_slot_take(loop);
+    if (slot == EV_NO_SLOT)
+        return 0;
+    ev_slot *t = &loop->slots[slot];
+    t->deadline = ev_now_ms() + delay_ms;
+    t->seq = loop->next_seq++;
+    t->fn = fn;
+    t->ud = ud;
+    t->armed = true;
+    ev_heap_set(loop, loop->ntimers, slot);
     ev_heap_up(loop, loop->ntimers++);
-    return id;
+    return (uint64_t)t->gen << 32 | slot;
 }
 
 void ev_timer_cancel(ev_loop *loop, uint64_t id)
 {
-    for (size_t i = 0; id && i < loop->ntimers; i++) {
-        if (loop->heap[i].id == id) {
-            ev_heap_remove(loop, i);
-            return;
-        }
-    }
+    uint32_t slot = (uint32_t)id, gen = (uint32_t)(id >> 32);
+    if (!id || slot >= loop->nslots)
+        return;
+    const ev_slot *t = &loop->slots[slot];
+    if (t->armed && t->gen == gen)
+        ev_heap_remove(loop, t->pos);
 }
 
 /* Runs every timer whose deadline has passed. A timer added by a callback with delay 0 runs on
@@ -183,12 +232,15 @@ void ev_timer_cancel(ev_loop *loop, uint64_t id)
 static void ev_run_timers(ev_loop *loop)
 {
     uint64_t now = ev_now_ms();
-    uint64_t last_id = loop->next_id;
-    while (loop->ntimers && loop->heap[0].deadline <= now && loop->heap[0].id < last_id &&
-           !loop->stop) {
-        ev_timer t = loop->heap[0];
+    uint64_t last_seq = loop->next_seq;
+    while (loop->ntimers && !loop->stop) {
+        const ev_slot *t = &loop->slots[loop->heap[0]];
+        if (t->deadline > now || t->seq >= last_seq)
+            break;
+        ev_timer_fn fn = t->fn;
+        void *ud = t->ud;
         ev_heap_remove(loop, 0);
-        t.fn(loop, t.ud);
+        fn(loop, ud);
     }
 }
 
@@ -200,7 +252,7 @@ int ev_run(ev_loop *loop)
         int timeout = -1;
         if (loop->ntimers) {
             uint64_t now = ev_now_ms();
-            uint64_t d = loop->heap[0].deadline;
+            uint64_t d = loop->slots[loop->heap[0]].deadline;
             timeout = d <= now ? 0 : (d - now > 60000 ? 60000 : (int)(d - now));
         }
         int n = epoll_wait(loop->epfd, evs, 64, timeout);

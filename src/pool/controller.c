@@ -5,7 +5,7 @@
  * again), so probes that hang until their timeout, however many, delay only their own pools.
  * A run walks the plan's actions in order and stops at the first failure (the key is then retried
  * with backoff). After its own write, a pool is not planned again until the cache shows that write
- * (pool/expect.h), so a plan never acts on a view older than its last action. */
+ * (informer/expect.h), so a plan never acts on a view older than its last action. */
 #include "pool/controller.h"
 
 #include <errno.h>
@@ -17,32 +17,19 @@
 #include <unistd.h>
 
 #include "app/log.h"
+#include "informer/expect.h"
 #include "informer/informer.h"
 #include "informer/workqueue.h"
 #include "kube/event.h"
-#include "pool/expect.h"
 #include "pool/plan.h"
 #include "pool/pool_metrics.h"
-#include "pool/scale.h"
 #include "pool/prober.h"
+#include "pool/records.h"
 #include "pool/snapshot.h"
-#include "pool/status.h"
 #include "pool/write_fault.h"
 #include "util/strmap.h"
 
 #define PC_COMPONENT "modelpool-operator"
-/* Probe memos are swept for Pods gone from the cache once they are this many, then each time
- * their number doubles: a relist may skip the DELETED event that frees one. */
-#define PC_MEMO_SWEEP_MIN 64
-
-/* The last idle probe of a Pod, by UID. */
-typedef struct pc_memo {
-    strmap_node node; /* key: uid */
-    char *uid;
-    char *pod; /* namespace/name: the memo goes once the cache has no Pod with this uid there */
-    pool_probe_memo memo;
-    char *message;
-} pc_memo;
 
 /* What the controller remembers of one pool between its reconciles, by pool key; dropped with the
  * pool, and when nothing is left in it. */
@@ -78,8 +65,7 @@ typedef struct pc_run {
     size_t next_action;
     kube_call *call;
     uint64_t started_ms;
-    int64_t swap_ms; /* a swap this plan completes: how long it took; -1 unknown */
-    bool requeue;    /* queue the key again when done: a refusal was forgotten mid-run */
+    bool requeue; /* queue the key again when done: a refusal was forgotten mid-run */
     /* The write in flight, for its answer: what kind, the object written (cache, key,
      * resourceVersion before) for the expectation, and for a scale its action. */
     pc_write writing;
@@ -97,9 +83,7 @@ struct pool_controller {
     informer *pools, *isvcs, *pods;
     wq *queue;
     prober *prober;
-    pool_expects *expects;
-    strmap memos;
-    size_t memo_sweep_at;
+    expects *expects;
     strmap state; /* pc_pool by key */
     pc_run *runs;
     pool_metrics *pm;
@@ -129,82 +113,18 @@ static int64_t pc_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static const char *pc_str(const cJSON *obj, const char *a, const char *b)
+/* ---- probe memory (kept by the prober) ---- */
+
+static const prober_memo *pc_memo_lookup(void *ud, const char *uid)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, a);
-    if (b)
-        v = cJSON_GetObjectItemCaseSensitive(v, b);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
+    return prober_memo_get(((pool_controller *)ud)->prober, uid);
 }
 
-/* ---- probe memory ---- */
-
-static pc_memo *pc_memo_find(const pool_controller *pc, const char *uid)
+/* For the prober's sweep: the cache still has this Pod (not one replaced under its name). */
+static bool pc_pod_alive(void *ud, const char *pod_key, const char *uid)
 {
-    strmap_node *n = strmap_get(&pc->memos, uid);
-    return n ? STRMAP_OWNER(n, pc_memo, node) : NULL;
-}
-
-static const pool_probe_memo *pc_memo_lookup(void *ud, const char *uid)
-{
-    pc_memo *m = pc_memo_find(ud, uid);
-    return m ? &m->memo : NULL;
-}
-
-static void pc_memo_drop(pool_controller *pc, pc_memo *m)
-{
-    strmap_remove(&pc->memos, &m->node);
-    free(m->uid);
-    free(m->pod);
-    free(m->message);
-    free(m);
-}
-
-static void pc_memo_forget(pool_controller *pc, const char *uid)
-{
-    pc_memo *m = pc_memo_find(pc, uid);
-    if (m)
-        pc_memo_drop(pc, m);
-}
-
-/* Frees the memos of Pods the cache no longer has (or has under another uid: replaced). */
-static void pc_memo_sweep(pool_controller *pc)
-{
-    const store *pods = informer_store(pc->pods);
-    strmap_node *n = strmap_first(&pc->memos);
-    while (n) {
-        strmap_node *next = strmap_next(&pc->memos, n);
-        pc_memo *m = STRMAP_OWNER(n, pc_memo, node);
-        const char *uid = pc_str(store_get(pods, m->pod), "metadata", "uid");
-        if (!uid || strcmp(uid, m->uid) != 0)
-            pc_memo_drop(pc, m);
-        n = next;
-    }
-    pc->memo_sweep_at = pc->memos.count * 2;
-    if (pc->memo_sweep_at < PC_MEMO_SWEEP_MIN)
-        pc->memo_sweep_at = PC_MEMO_SWEEP_MIN;
-}
-
-static int pc_memo_set(pool_controller *pc, const char *uid, const char *pod, plan_probe_result r,
-                       const char *message)
-{
-    pc_memo_forget(pc, uid);
-    pc_memo *m = calloc(1, sizeof(*m));
-    if (!m || !(m->uid = strdup(uid)) || !(m->pod = strdup(pod)) ||
-        !(m->message = strdup(message ? message : ""))) {
-        if (m) {
-            free(m->uid);
-            free(m->pod);
-        }
-        free(m);
-        return -ENOMEM;
-    }
-    m->memo =
-        (pool_probe_memo){.result = r, .at_mono_ms = (int64_t)ev_now_ms(), .message = m->message};
-    strmap_insert(&pc->memos, &m->node, m->uid);
-    if (pc->memos.count >= pc->memo_sweep_at)
-        pc_memo_sweep(pc);
-    return 0;
+    const pool_pod *pod = store_get(informer_store(((pool_controller *)ud)->pods), pod_key);
+    return pod && pod->uid && strcmp(pod->uid, uid) == 0;
 }
 
 /* ---- per-pool memory ---- */
@@ -468,11 +388,6 @@ static void pc_refused(pc_run *run, const kube_error *err)
     pc_finish(run, WQ_FAILURE, 0);
 }
 
-static const char *pc_rv_of(const cJSON *obj)
-{
-    return pc_str(obj, "metadata", "resourceVersion");
-}
-
 static void pc_on_write(void *ud, const kube_error *err, long code, const cJSON *body)
 {
     (void)code;
@@ -501,8 +416,8 @@ static void pc_on_write(void *ud, const kube_error *err, long code, const cJSON 
         return;
     }
     /* Met by the write's own resourceVersion (or a later one) in the cache, not by any change. */
-    if (pool_expects_add(pc->expects, run->key, run->write_cache, run->write_key, run->write_rv,
-                         pc_rv_of(body), ev_now_ms()) < 0)
+    if (expects_add(pc->expects, run->key, run->write_cache, run->write_key, run->write_rv,
+                    pool_answer_version(body), ev_now_ms()) < 0)
         log_kv(LOG_DEBUG, "write not remembered (out of memory)", "pool", run->key, NULL);
     pc_pool *st = pc_pool_get(pc, run->key, false);
     if (st && run->writing == PC_WRITE_STATUS && st->status_refused) {
@@ -566,17 +481,7 @@ static int pc_write_status(pc_run *run, kube_error *err)
 static int pc_clear_request(pc_run *run, const plan_action *a, kube_error *err)
 {
     pool_controller *pc = run->pc;
-    const char *path_ptr = "/metadata/annotations/" POOL_REQUEST_ANNOTATION_POINTER;
-    cJSON *ops = cJSON_CreateArray(), *test = cJSON_CreateObject(), *rm = cJSON_CreateObject();
-    cJSON_AddItemToArray(ops, test);
-    cJSON_AddItemToArray(ops, rm);
-    cJSON_AddStringToObject(test, "op", "test");
-    cJSON_AddStringToObject(test, "path", path_ptr);
-    cJSON_AddStringToObject(test, "value", a->member);
-    cJSON_AddStringToObject(rm, "op", "remove");
-    cJSON_AddStringToObject(rm, "path", path_ptr);
-    char *body = cJSON_PrintUnformatted(ops);
-    cJSON_Delete(ops);
+    char *body = pool_request_clear_patch(a->member);
     char *path = kube_path(POOL_GROUP, POOL_VERSION, run->ns, "modelpools", run->name, NULL);
     int rc = -1;
     if (!body || !path) {
@@ -586,9 +491,9 @@ static int pc_clear_request(pc_run *run, const plan_action *a, kube_error *err)
             .method = KUBE_PATCH_JSON, .path = path, .body = body, .max_retries = -1};
         log_kv(LOG_INFO, "request taken", "pool", run->key, "member", a->member, NULL);
         run->tested = true;
-        const cJSON *pool = store_get(informer_store(pc->pools), run->key);
+        const pool_obj *pool = store_get(informer_store(pc->pools), run->key);
         rc = pc_send(run, &req, PC_WRITE_REQUEST, informer_store(pc->pools), run->key,
-                     pool ? pc_rv_of(pool) : run->rv, err);
+                     pool ? pool->rv : run->rv, err);
     }
     free(body);
     free(path);
@@ -619,11 +524,9 @@ static int pc_scale(pc_run *run, const plan_action *a, kube_error *err)
         kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
         return -1;
     }
-    const cJSON *isvc = store_get(informer_store(pc->isvcs), key);
-    const char *rv = isvc ? pc_rv_of(isvc) : NULL;
-    const cJSON *now = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(isvc, "spec"), "replicas");
-    if (rv && cJSON_IsNumber(now) && now->valuedouble == (double)a->replicas) {
+    const pool_isvc *isvc = store_get(informer_store(pc->isvcs), key);
+    const char *rv = isvc ? isvc->rv : NULL;
+    if (rv && isvc->replicas_exact && isvc->replicas == a->replicas) {
         log_kv(LOG_DEBUG, "already scaled", "pool", run->key, "member", a->member, NULL);
         pc_refusal_moot(run, a->member);
         free(key);
@@ -663,15 +566,12 @@ static int pc_scale(pc_run *run, const plan_action *a, kube_error *err)
 static void pc_event(pc_run *run, const plan_action *a)
 {
     pool_controller *pc = run->pc;
-    if (strcmp(a->reason, "SwapCompleted") == 0) {
-        pool_metrics_swap_done(pc->pm, run->ns, run->name, run->swap_ms);
+    if (a->fact == PLAN_FACT_SWAP_COMPLETED) {
+        pool_metrics_swap_done(pc->pm, run->ns, run->name, run->plan->swap_ms);
         pc_stamp_stop(pc, run->key);
-    } else if (strcmp(a->reason, "SwapDeferred") == 0) {
-        /* The message starts with the condition's reason; a wait for a busy member is not part
-         * of the operator's reaction time. */
-        char reason[64];
-        snprintf(reason, sizeof(reason), "%.*s", (int)strcspn(a->message, ":"), a->message);
-        pool_metrics_deferred(pc->pm, run->ns, run->name, reason);
+    } else if (a->fact == PLAN_FACT_SWAP_DEFERRED) {
+        /* A wait for a busy member is not part of the operator's reaction time. */
+        pool_metrics_deferred(pc->pm, run->ns, run->name, run->plan->deferred_reason);
         pc_pool *st = pc_pool_get(pc, run->key, false);
         if (st) {
             st->requested_us = 0;
@@ -679,21 +579,6 @@ static void pc_event(pc_run *run, const plan_action *a)
         }
     }
     pc_post_event(run, a->warning, a->reason, a->message);
-}
-
-static plan_probe_result pc_probe_result(probe_verdict v)
-{
-    switch (v) {
-    case PROBE_IDLE:
-        return PLAN_PROBE_IDLE;
-    case PROBE_BUSY:
-        return PLAN_PROBE_BUSY;
-    case PROBE_UNSUPPORTED:
-        return PLAN_PROBE_UNSUPPORTED;
-    case PROBE_ERROR:
-        break;
-    }
-    return PLAN_PROBE_ERROR;
 }
 
 static void pc_on_probed(void *ud, const prober_verdict *results, size_t n)
@@ -706,12 +591,13 @@ static void pc_on_probed(void *ud, const prober_verdict *results, size_t n)
         char *key = NULL;
         if (asprintf(&key, "%.*s/%s", (int)nsl, st->key, results[i].pod) < 0)
             continue;
-        const cJSON *pod = store_get(informer_store(pc->pods), key);
-        const char *uid = pod ? pc_str(pod, "metadata", "uid") : NULL;
+        const pool_pod *pod = store_get(informer_store(pc->pods), key);
+        const char *uid = pod ? pod->uid : NULL;
         log_kv(LOG_DEBUG, "probed", "pool", st->key, "pod", key, "verdict",
                probe_verdict_name(results[i].verdict), "message", results[i].message, NULL);
         if (uid)
-            pc_memo_set(pc, uid, key, pc_probe_result(results[i].verdict), results[i].message);
+            prober_memo_set(pc->prober, uid, key, results[i].verdict, results[i].message,
+                            (int64_t)ev_now_ms());
         free(key);
     }
     /* Probe results are inputs of the plan: plan again with them. */
@@ -799,18 +685,11 @@ static void pc_next(pc_run *run)
               run->plan->requeue_after_ms > 0 ? (uint64_t)run->plan->requeue_after_ms : 0);
 }
 
-/* The resident gauges, and how long a swap this plan completes took: since the Swapping
- * condition became True (so a swap begun before a restart is timed too). */
-static void pc_plan_metrics(pc_run *run, const plan_snapshot *snap)
+/* The resident gauges. */
+static void pc_plan_metrics(pc_run *run)
 {
     pool_controller *pc = run->pc;
     const plan_status *st = &run->plan->status;
-    run->swap_ms = -1;
-    for (size_t i = 0; i < snap->status.n_conditions; i++) {
-        const plan_condition *c = &snap->status.conditions[i];
-        if (strcmp(c->type, "Swapping") == 0 && c->status && strcmp(c->status, "True") == 0)
-            run->swap_ms = snap->now_ms - c->last_transition_ms;
-    }
     if (!pc->pm)
         return;
     const char **names = calloc(st->n_members ? st->n_members : 1, sizeof(*names));
@@ -823,7 +702,7 @@ static void pc_plan_metrics(pc_run *run, const plan_snapshot *snap)
 }
 
 /* Builds run's plan from the cache and the pool's memory. 0 or -errno. */
-static int pc_build(pc_run *run, const cJSON *pool)
+static int pc_build(pc_run *run, const pool_obj *pool)
 {
     pool_controller *pc = run->pc;
     plan_free(run->plan);
@@ -856,7 +735,7 @@ static int pc_build(pc_run *run, const cJSON *pool)
         pc_pool_trim(pc, st);
     }
     if (rc == 0)
-        pc_plan_metrics(run, &snap.snap);
+        pc_plan_metrics(run);
     pool_snapshot_release(&snap);
     return rc;
 }
@@ -864,7 +743,7 @@ static int pc_build(pc_run *run, const cJSON *pool)
 static void pc_plan(pc_run *run)
 {
     pool_controller *pc = run->pc;
-    const cJSON *pool = store_get(informer_store(pc->pools), run->key);
+    const pool_obj *pool = store_get(informer_store(pc->pools), run->key);
     if (!pool) {
         /* Deleted: its series, clocks, refusals and expectations go with it. */
         size_t nl = strcspn(run->key, "/");
@@ -873,19 +752,16 @@ static void pc_plan(pc_run *run)
             pool_metrics_forget(pc->pm, ns, run->key + nl + 1);
         free(ns);
         pc_pool_drop(pc, run->key);
-        pool_expects_forget(pc->expects, run->key);
+        expects_forget(pc->expects, run->key);
         pc_finish(run, WQ_SUCCESS, PC_NO_REQUEUE);
         return;
     }
-    if (pool_expects_pending(pc->expects, run->key, ev_now_ms(), pc->opts.expect_ms)) {
+    if (expects_pending(pc->expects, run->key, ev_now_ms(), pc->opts.expect_ms)) {
         /* The watch event of our write will queue the pool again; the delay is a backstop. */
         pc_finish(run, WQ_SUCCESS, pc->opts.expect_ms);
         return;
     }
-    const char *ns = pc_str(pool, "metadata", "namespace");
-    const char *name = pc_str(pool, "metadata", "name");
-    const char *uid = pc_str(pool, "metadata", "uid");
-    const char *rv = pc_rv_of(pool);
+    const char *ns = pool->ns, *name = pool->name, *uid = pool->uid, *rv = pool->rv;
     free(run->ns);
     free(run->name);
     free(run->uid);
@@ -924,17 +800,26 @@ static void pc_process(wq *q, const char *key, uint64_t waited_ms, void *ud)
 
 /* ---- informer events -> queue ---- */
 
-static void pc_enqueue_pool(pool_controller *pc, const cJSON *pool)
+/* The cache key of a pool record (store_key_of's form), malloc'd; NULL when out of memory. */
+static char *pc_pool_key(const pool_obj *pool)
 {
-    char *key = store_key_of(pool);
+    char *key = NULL;
+    if (!pool->ns || !*pool->ns)
+        return strdup(pool->name);
+    return asprintf(&key, "%s/%s", pool->ns, pool->name) < 0 ? NULL : key;
+}
+
+static void pc_enqueue_pool(pool_controller *pc, const pool_obj *pool)
+{
+    char *key = pc_pool_key(pool);
     if (key)
         wq_add(pc->queue, key);
     free(key);
 }
 
-static bool pc_enqueue_each(const char *key, const cJSON *obj, void *ud)
+static bool pc_enqueue_each(const char *key, const void *rec, void *ud)
 {
-    (void)obj;
+    (void)rec;
     wq_add(ud, key);
     return true;
 }
@@ -994,18 +879,11 @@ static void pc_listed_pods(void *ud)
     pc_listed(ud, 4u);
 }
 
-static void pc_pool_changed(void *ud, const cJSON *obj)
+static void pc_pool_changed(void *ud, const void *rec)
 {
     pool_controller *pc = ud;
     if (pc_active(pc))
-        pc_enqueue_pool(pc, obj);
-}
-
-/* The member a pool's request annotation names, or NULL. */
-static const char *pc_pool_request(const cJSON *pool)
-{
-    return pc_str(cJSON_GetObjectItemCaseSensitive(pool, "metadata"), "annotations",
-                  POOL_REQUEST_ANNOTATION);
+        pc_enqueue_pool(pc, rec);
 }
 
 /* A request through the pool starts the path a clock when its annotation appears or changes, as a
@@ -1013,57 +891,46 @@ static const char *pc_pool_request(const cJSON *pool)
  * is left to time a later swap: a name that is no member (RequestIgnored), the target already, the
  * settled resident, or a Degraded pool (the request waits for its spec to be fixed, not for the
  * operator). */
-static void pc_clock_pool_request(pool_controller *pc, const cJSON *old_obj, const cJSON *new_obj)
+static void pc_clock_pool_request(pool_controller *pc, const pool_obj *old_obj,
+                                  const pool_obj *new_obj)
 {
-    const char *rq = pc_pool_request(new_obj), *was = pc_pool_request(old_obj);
+    const char *rq = new_obj->requested, *was = old_obj->requested;
     if (!pc->pm || !pc_active(pc) || !rq || !*rq || (was && strcmp(was, rq) == 0))
         return;
-    const cJSON *status = cJSON_GetObjectItemCaseSensitive(new_obj, "status");
-    const char *phase = pc_str(status, "phase", NULL);
-    const char *res = pc_str(status, "residentMember", NULL);
-    const char *pend = pc_str(status, "pendingMember", NULL);
+    const plan_status *st = &new_obj->status;
+    const char *phase = st->phase, *res = st->resident_member, *pend = st->pending_member;
     if ((phase && strcmp(phase, "Degraded") == 0) ||
         (pend && *pend ? strcmp(pend, rq) == 0 : res && strcmp(res, rq) == 0))
         return;
     bool member = false;
-    const cJSON *m;
-    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(
-                              cJSON_GetObjectItemCaseSensitive(new_obj, "spec"), "members"))
-    {
-        const char *name =
-            pc_str(cJSON_GetObjectItemCaseSensitive(m, "inferenceServiceRef"), "name", NULL);
-        member |= name && strcmp(name, rq) == 0;
-    }
-    char *key = member ? store_key_of(new_obj) : NULL;
+    for (size_t i = 0; i < new_obj->n_members; i++)
+        member |= new_obj->members[i] && strcmp(new_obj->members[i], rq) == 0;
+    char *key = member ? pc_pool_key(new_obj) : NULL;
     if (key)
         pc_clock_request(pc, key, rq, ev_now_us());
     free(key);
 }
 
-static void pc_pool_updated(void *ud, const cJSON *old_obj, const cJSON *new_obj)
+static void pc_pool_updated(void *ud, const void *old_rec, const void *new_rec)
 {
     pool_controller *pc = ud;
-    pc_clock_pool_request(pc, old_obj, new_obj);
+    const pool_obj *old_obj = old_rec;
+    pc_clock_pool_request(pc, old_obj, new_rec);
     /* Members dropped from a pool's spec may now be free for another pool that claimed them. */
-    const cJSON *m;
-    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(
-                              cJSON_GetObjectItemCaseSensitive(old_obj, "spec"), "members"))
-    {
-        pc_enqueue_member(
-            pc, pc_str(old_obj, "metadata", "namespace"),
-            pc_str(cJSON_GetObjectItemCaseSensitive(m, "inferenceServiceRef"), "name", NULL));
-    }
-    pc_pool_changed(ud, new_obj);
+    for (size_t i = 0; i < old_obj->n_members; i++)
+        pc_enqueue_member(pc, old_obj->ns, old_obj->members[i]);
+    pc_pool_changed(ud, new_rec);
 }
 
-static void pc_pool_deleted(void *ud, const cJSON *obj)
+static void pc_pool_deleted(void *ud, const void *rec)
 {
-    pc_pool_updated(ud, obj, obj);
+    pc_pool_updated(ud, rec, rec);
 }
 
-static void pc_isvc_changed(void *ud, const cJSON *obj)
+static void pc_isvc_changed(void *ud, const void *rec)
 {
-    pc_enqueue_member(ud, pc_str(obj, "metadata", "namespace"), pc_str(obj, "metadata", "name"));
+    const pool_isvc *isvc = rec;
+    pc_enqueue_member(ud, isvc->ns, isvc->name);
 }
 
 /* Starting a reaction clock for every pool listing a member: the member, and what to stamp. */
@@ -1074,11 +941,10 @@ typedef struct pc_clock {
     uint64_t now_us;
 } pc_clock;
 
-static bool pc_clock_start(const char *key, const cJSON *pool, void *ud)
+static bool pc_clock_start(const char *key, const void *rec, void *ud)
 {
     pc_clock *c = ud;
-    const cJSON *status = cJSON_GetObjectItemCaseSensitive(pool, "status");
-    const char *pending = pc_str(status, "pendingMember", NULL);
+    const char *pending = ((const pool_obj *)rec)->status.pending_member;
     if (c->pod_gone) {
         /* Only the incumbent's Pods, during a swap: the target waits for them. */
         if (!pending || !*pending || strcmp(pending, c->member) == 0)
@@ -1104,53 +970,38 @@ static void pc_clock_member(pool_controller *pc, const char *ns, const char *mem
     free(v);
 }
 
-/* spec.replicas, absent counting as 1 (what the InferenceService then runs). */
-static double pc_replicas(const cJSON *isvc)
+static void pc_isvc_updated(void *ud, const void *old_rec, const void *new_rec)
 {
-    const cJSON *r = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(isvc, "spec"), "replicas");
-    return cJSON_IsNumber(r) ? r->valuedouble : 1;
+    const pool_isvc *was = old_rec, *now = new_rec;
+    if (pool_isvc_replicas(was) < 1 && pool_isvc_replicas(now) >= 1)
+        pc_clock_member(ud, now->ns, now->name, false);
+    pc_isvc_changed(ud, new_rec);
 }
 
-static void pc_isvc_updated(void *ud, const cJSON *old_obj, const cJSON *new_obj)
+static void pc_pod_changed(void *ud, const void *rec)
 {
-    if (pc_replicas(old_obj) < 1 && pc_replicas(new_obj) >= 1)
-        pc_clock_member(ud, pc_str(new_obj, "metadata", "namespace"),
-                        pc_str(new_obj, "metadata", "name"), false);
-    pc_isvc_changed(ud, new_obj);
+    const pool_pod *pod = rec;
+    pc_enqueue_member(ud, pod->ns, pod->member);
 }
 
-/* The member a Pod belongs to: its inference.llmkube.dev/service label, or NULL. */
-static const char *pc_pod_member(const cJSON *pod)
-{
-    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "labels");
-    return pc_str(labels, POOL_SERVICE_LABEL, NULL);
-}
-
-static void pc_pod_changed(void *ud, const cJSON *obj)
-{
-    pc_enqueue_member(ud, pc_str(obj, "metadata", "namespace"), pc_pod_member(obj));
-}
-
-static void pc_pod_updated(void *ud, const cJSON *old_obj, const cJSON *new_obj)
+static void pc_pod_updated(void *ud, const void *old_rec, const void *new_rec)
 {
     /* A Pod replaced under the same name (seen as an update after a relist): its old probe
      * result is of another process. */
-    const char *old_uid = pc_str(old_obj, "metadata", "uid");
-    const char *new_uid = pc_str(new_obj, "metadata", "uid");
+    const char *old_uid = ((const pool_pod *)old_rec)->uid;
+    const char *new_uid = ((const pool_pod *)new_rec)->uid;
     if (old_uid && (!new_uid || strcmp(old_uid, new_uid) != 0))
-        pc_memo_forget(ud, old_uid);
-    pc_pod_changed(ud, new_obj);
+        prober_memo_forget(((pool_controller *)ud)->prober, old_uid);
+    pc_pod_changed(ud, new_rec);
 }
 
-static void pc_pod_deleted(void *ud, const cJSON *obj)
+static void pc_pod_deleted(void *ud, const void *rec)
 {
-    const char *uid = pc_str(obj, "metadata", "uid");
-    if (uid)
-        pc_memo_forget(ud, uid);
-    pc_clock_member(ud, pc_str(obj, "metadata", "namespace"), pc_pod_member(obj), true);
-    pc_pod_changed(ud, obj);
+    const pool_pod *pod = rec;
+    if (pod->uid)
+        prober_memo_forget(((pool_controller *)ud)->prober, pod->uid);
+    pc_clock_member(ud, pod->ns, pod->member, true);
+    pc_pod_changed(ud, rec);
 }
 
 static void pc_on_error(void *ud, const kube_error *err)
@@ -1163,14 +1014,15 @@ static void pc_on_error(void *ud, const kube_error *err)
 /* ---- lifecycle ---- */
 
 static informer *pc_informer(pool_controller *pc, const char *group, const char *resource,
-                             const char *selector, store_trim_fn trim, const informer_handlers *h)
+                             const char *selector, const store_codec *codec,
+                             const informer_handlers *h)
 {
     informer_config cfg = {.group = group,
                            .version = *group ? POOL_VERSION : "v1",
                            .resource = resource,
                            .namespace_ = pc->opts.namespace_,
                            .label_selector = selector,
-                           .trim = trim};
+                           .codec = codec};
     return informer_new(pc->loop, pc->client, &cfg, h);
 }
 
@@ -1225,11 +1077,10 @@ pool_controller *pool_controller_new(ev_loop *loop, kube_client *client,
     informer_handlers hd = {pc_pod_changed, pc_pod_updated, pc_pod_deleted,
                             pc_on_synced,   pc_on_error,    pc,
                             pc_listed_pods};
-    pc->pools = pc_informer(pc, POOL_GROUP, "modelpools", NULL, pool_trim_pool, &hp);
-    pc->isvcs = pc_informer(pc, POOL_GROUP, "inferenceservices", NULL, pool_trim_isvc, &hi);
-    pc->pods = pc_informer(pc, "", "pods", POOL_SERVICE_LABEL, pool_trim_pod, &hd);
-    pc->memo_sweep_at = PC_MEMO_SWEEP_MIN;
-    if (strmap_init(&pc->state) < 0 || strmap_init(&pc->memos) < 0)
+    pc->pools = pc_informer(pc, POOL_GROUP, "modelpools", NULL, &pool_obj_codec, &hp);
+    pc->isvcs = pc_informer(pc, POOL_GROUP, "inferenceservices", NULL, &pool_isvc_codec, &hi);
+    pc->pods = pc_informer(pc, "", "pods", POOL_SERVICE_LABEL, &pool_pod_codec, &hd);
+    if (strmap_init(&pc->state) < 0)
         goto fail;
     if (opts->metrics && !(pc->pm = pool_metrics_new(opts->metrics)))
         goto fail;
@@ -1237,9 +1088,10 @@ pool_controller *pool_controller_new(ev_loop *loop, kube_client *client,
     wq_config qc = {.concurrency = pc->opts.max_concurrent};
     pc->queue = wq_new(loop, &qc, pc_process, pc);
     pc->prober = prober_new(loop, pc->opts.probe_timeout_ms);
-    pc->expects = pool_expects_new();
+    pc->expects = expects_new();
     if (!pc->pools || !pc->isvcs || !pc->pods || !pc->queue || !pc->prober || !pc->expects)
         goto fail;
+    prober_memo_alive(pc->prober, pc_pod_alive, pc);
     if (store_add_index(informer_store(pc->pools), POOL_INDEX_MEMBER, pool_index_pool_members,
                         NULL) < 0 ||
         store_add_index(informer_store(pc->pods), POOL_INDEX_SERVICE, pool_index_pod_service,
@@ -1324,10 +1176,7 @@ void pool_controller_free(pool_controller *pc)
     informer_free(pc->pools);
     informer_free(pc->isvcs);
     informer_free(pc->pods);
-    pool_expects_free(pc->expects);
-    for (strmap_node *n; pc->memos.buckets && (n = strmap_first(&pc->memos));)
-        pc_memo_drop(pc, STRMAP_OWNER(n, pc_memo, node));
-    strmap_fini(&pc->memos);
+    expects_free(pc->expects);
     for (strmap_node *n; pc->state.buckets && (n = strmap_first(&pc->state));)
         pc_pool_free(pc, STRMAP_OWNER(n, pc_pool, node));
     strmap_fini(&pc->state);

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pool/probe.h"
+
 #define FMT(a, b) __attribute__((format(printf, a, b)))
 
 /* ---- strings ---- */
@@ -151,6 +153,42 @@ static void push_event(plan_ctx *c, bool warning, const char *reason, const char
     a->message = m.s;
 }
 
+static const plan_condition *find_cond(const plan_status *st, const char *type);
+
+/* An Event that also carries a fact for the controller, recorded in the result beside it: a swap
+ * completed, or one deferred for why (the condition's reason; PodsBusy is routine, so Normal, and
+ * every other deferral is a Warning). */
+FMT(5, 6)
+static void push_fact(plan_ctx *c, plan_fact fact, const char *why, const char *reason,
+                      const char *fmt, ...)
+{
+    plan_msg m = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    msg_vadd(&m, fmt, ap);
+    va_end(ap);
+    c->oom |= m.oom;
+    bool warning = false;
+    if (fact == PLAN_FACT_SWAP_COMPLETED) {
+        const plan_condition *sw = find_cond(&c->s->status, "Swapping");
+        c->p->swap_ms =
+            sw && str_eq(sw->status, "True") ? c->s->now_ms - sw->last_transition_ms : -1;
+    } else {
+        warning = !str_eq(why, "PodsBusy");
+        free(c->p->deferred_reason);
+        c->p->deferred_reason = copy(c, why);
+    }
+    plan_action *a = push(c, &c->events, PLAN_EVENT);
+    if (a == NULL) {
+        free(m.s);
+        return;
+    }
+    a->warning = warning;
+    a->reason = copy(c, reason);
+    a->message = m.s;
+    a->fact = fact;
+}
+
 static void push_scale(plan_ctx *c, const char *member, int32_t replicas, const char *reason)
 {
     plan_action *a = push(c, &c->work, PLAN_SCALE);
@@ -237,44 +275,6 @@ static const plan_condition *find_cond(const plan_status *st, const char *type)
 
 /* ---- runtimes and the idle probe ---- */
 
-typedef enum { RT_LLAMACPP, RT_VLLM, RT_TGI, RT_SGLANG, RT_GENERIC, RT_NONE } plan_rt;
-
-static plan_rt runtime_kind(const plan_member *m)
-{
-    const char *r = m->runtime;
-    if (is_empty(r) || str_eq(r, "llamacpp") || str_eq(r, "llamacpp-router"))
-        return RT_LLAMACPP;
-    if (str_eq(r, "vllm"))
-        return RT_VLLM;
-    if (str_eq(r, "tgi"))
-        return RT_TGI;
-    if (str_eq(r, "sglang"))
-        return RT_SGLANG;
-    if (str_eq(r, "generic") && !is_empty(m->idle_endpoint))
-        return RT_GENERIC;
-    return RT_NONE; /* personaplex, generic without the annotation, or unknown: fail closed */
-}
-
-/* The port the member's container listens on: its member controller builds the Deployment from
- * spec.containerPort, else spec.endpoint.port, else the runtime's default. */
-static int32_t probe_port(const plan_member *m)
-{
-    if (m->container_port > 0)
-        return m->container_port;
-    if (m->endpoint_port > 0)
-        return m->endpoint_port;
-    switch (runtime_kind(m)) {
-    case RT_VLLM:
-        return 8000;
-    case RT_TGI:
-        return 80;
-    case RT_SGLANG:
-        return 30000;
-    default:
-        return 8080;
-    }
-}
-
 /* Probes every running Pod of m at once, fresh results too: results of one instant agree, where
  * Pods probed one by one could go stale in turn and never all be fresh together. */
 static void push_probe(plan_ctx *c, const plan_member *m, int32_t to, size_t n_pods)
@@ -285,8 +285,10 @@ static void push_probe(plan_ctx *c, const plan_member *m, int32_t to, size_t n_p
     a->member = copy(c, m->name);
     a->replicas = to;
     a->runtime = copy(c, is_empty(m->runtime) ? "llamacpp" : m->runtime);
-    a->port = probe_port(m);
-    a->idle_path = copy(c, runtime_kind(m) == RT_GENERIC ? m->idle_endpoint : NULL);
+    /* Where its member controller makes the server listen (pool/probe.h, the runtime table). */
+    a->port = probe_port(m->runtime, m->endpoint_port, m->container_port);
+    const probe_runtime *rt = probe_runtime_find(m->runtime);
+    a->idle_path = copy(c, rt && rt->generic ? m->idle_endpoint : NULL);
     a->pods = calloc(n_pods, sizeof *a->pods);
     if (a->pods == NULL) {
         c->oom = true;
@@ -375,7 +377,7 @@ static void drain(plan_ctx *c, const plan_member *m, int32_t to, plan_defer *d)
 
     if (running <= (size_t)to) {
         push_scale(c, m->name, to, to > 0 ? "TooManyReplicas" : "NoRunningPod");
-    } else if (runtime_kind(m) == RT_NONE) {
+    } else if (!probe_supported(m->runtime, m->idle_endpoint)) {
         if (str_eq(m->runtime, "generic"))
             defer_add(d, "IdleCheckUnsupported",
                       "member %s: runtime generic without annotation "
@@ -523,7 +525,7 @@ static void emit_events(plan_ctx *c, const plan_want *w)
                        "resident, stopped",
                        res, res);
         else
-            push_event(c, false, "SwapCompleted", "%s is resident", res);
+            push_fact(c, PLAN_FACT_SWAP_COMPLETED, NULL, "SwapCompleted", "%s is resident", res);
     }
     if (!cur_res && !cur_pend && res && !pend)
         push_event(c, false, "Adopted", "%s was already serving and is now resident", res);
@@ -534,8 +536,8 @@ static void emit_events(plan_ctx *c, const plan_want *w)
         if (str_eq(w->deferred.reason, "WriteRefused"))
             push_event(c, true, "WriteRefused", "%s", msg_str(&w->deferred.msg));
         else
-            push_event(c, !str_eq(w->deferred.reason, "PodsBusy"), "SwapDeferred", "%s: %s",
-                       w->deferred.reason, msg_str(&w->deferred.msg));
+            push_fact(c, PLAN_FACT_SWAP_DEFERRED, w->deferred.reason, "SwapDeferred", "%s: %s",
+                      w->deferred.reason, msg_str(&w->deferred.msg));
     }
 
     const plan_condition *cs = find_cond(cur, "SlotAllocated");
@@ -1040,6 +1042,7 @@ void plan_free(plan_result *p)
     }
     free(st->conditions);
     free_actions(p->actions, p->n_actions);
+    free(p->deferred_reason);
     free(p);
 }
 
@@ -1052,6 +1055,7 @@ int plan_build(const plan_snapshot *snap, plan_result **out)
     c.p = calloc(1, sizeof *c.p);
     if (c.p == NULL)
         return -ENOMEM;
+    c.p->swap_ms = -1;
     c.stamp_ms = snap->now_ms - snap->now_ms % 1000;
     c.rel = calloc(snap->n_members ? snap->n_members : 1, sizeof *c.rel);
     if (c.rel == NULL) {

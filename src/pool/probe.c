@@ -10,41 +10,40 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    const char *runtime;
-    const char *path;   /* NULL: no probe known */
-    const char *metric; /* NULL: not a Prometheus probe */
-    int port;
-} probe_runtime;
-
 static const probe_runtime probe_table[] = {
-    {"llamacpp", "/slots", NULL, 8080},
-    {"llamacpp-router", "/slots", NULL, 8080},
-    {"vllm", "/metrics", "vllm:num_requests_running", 8000},
-    {"tgi", "/metrics", "tgi_batch_current_size", 80},
-    {"sglang", "/metrics", "sglang:num_running_reqs", 30000},
-    {"personaplex", NULL, NULL, 8080},
-    {"generic", NULL, NULL, 8080},
+    {"llamacpp", "/slots", NULL, 8080, false},
+    {"llamacpp-router", "/slots", NULL, 8080, false},
+    {"vllm", "/metrics", "vllm:num_requests_running", 8000, false},
+    {"tgi", "/metrics", "tgi_batch_current_size", 80, false},
+    {"sglang", "/metrics", "sglang:num_running_reqs", 30000, false},
+    {"personaplex", NULL, NULL, 8080, false},
+    {"generic", NULL, NULL, 8080, true},
 };
 
-static const probe_runtime *probe_find(const char *runtime)
+const probe_runtime *probe_runtime_find(const char *name)
 {
-    if (!runtime || !*runtime)
-        runtime = "llamacpp";
+    if (!name || !*name)
+        name = "llamacpp";
     for (size_t i = 0; i < sizeof(probe_table) / sizeof(probe_table[0]); i++)
-        if (strcmp(probe_table[i].runtime, runtime) == 0)
+        if (strcmp(probe_table[i].name, name) == 0)
             return &probe_table[i];
     return NULL;
 }
 
+bool probe_supported(const char *runtime, const char *idle_endpoint)
+{
+    const probe_runtime *r = probe_runtime_find(runtime);
+    return r && (r->path || (r->generic && idle_endpoint && *idle_endpoint));
+}
+
 const char *probe_path(const char *runtime, const char *idle_endpoint, const char **why)
 {
-    const probe_runtime *r = probe_find(runtime);
+    const probe_runtime *r = probe_runtime_find(runtime);
     if (!r) {
         *why = "unknown runtime has no idle check";
         return NULL;
     }
-    if (strcmp(r->runtime, "generic") == 0) {
+    if (r->generic) {
         if (idle_endpoint && idle_endpoint[0] == '/')
             return idle_endpoint;
         *why = idle_endpoint ? "idle-endpoint annotation must be a path starting with '/'"
@@ -61,11 +60,11 @@ const char *probe_path(const char *runtime, const char *idle_endpoint, const cha
 
 int probe_port(const char *runtime, int endpoint_port, int container_port)
 {
-    if (endpoint_port > 0)
-        return endpoint_port;
     if (container_port > 0)
         return container_port;
-    const probe_runtime *r = probe_find(runtime);
+    if (endpoint_port > 0)
+        return endpoint_port;
+    const probe_runtime *r = probe_runtime_find(runtime);
     return r ? r->port : 8080;
 }
 
@@ -139,8 +138,8 @@ bad:
 probe_verdict probe_judge(const char *runtime, long http_code, const char *body, size_t len,
                           char *msg, size_t msglen)
 {
-    const probe_runtime *r = probe_find(runtime);
-    if (!r || (!r->path && strcmp(r->runtime, "generic") != 0)) {
+    const probe_runtime *r = probe_runtime_find(runtime);
+    if (!r || (!r->path && !r->generic)) {
         snprintf(msg, msglen, "runtime %s has no idle check", runtime ? runtime : "");
         return PROBE_UNSUPPORTED;
     }
@@ -148,7 +147,7 @@ probe_verdict probe_judge(const char *runtime, long http_code, const char *body,
         snprintf(msg, msglen, "no answer: %.*s", (int)(len > 200 ? 200 : len), body ? body : "");
         return PROBE_ERROR;
     }
-    if (strcmp(r->runtime, "generic") == 0) {
+    if (r->generic) {
         snprintf(msg, msglen, "idle endpoint answered HTTP %ld", http_code);
         return http_code >= 200 && http_code < 300 ? PROBE_IDLE : PROBE_BUSY;
     }

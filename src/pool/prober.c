@@ -3,14 +3,26 @@
  * callback may start the next batch. */
 #include "pool/prober.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "loop/evcurl.h"
+#include "util/strmap.h"
 
 #define PROBER_MAX_BODY (1u << 20)
+#define PROBER_SWEEP_MIN 64
+
+/* The last verdict of a Pod, by UID. */
+typedef struct prober_memo_entry {
+    strmap_node node; /* key: uid */
+    char *uid;
+    char *pod; /* namespace/name: swept once the cache has no Pod with this uid there */
+    char *message;
+    prober_memo memo;
+} prober_memo_entry;
 
 typedef struct prober_req {
     prober_batch *batch;
@@ -38,6 +50,10 @@ struct prober {
     evcurl *ec;
     long timeout_ms;
     prober_batch *batches;
+    strmap memos;
+    size_t sweep_at;
+    prober_alive_fn alive;
+    void *alive_ud;
 };
 
 static void prober_batch_free(prober_batch *b)
@@ -143,12 +159,27 @@ prober *prober_new(ev_loop *loop, long timeout_ms)
         return NULL;
     p->loop = loop;
     p->timeout_ms = timeout_ms;
+    p->sweep_at = PROBER_SWEEP_MIN;
+    if (strmap_init(&p->memos) < 0) {
+        free(p);
+        return NULL;
+    }
     p->ec = evcurl_new(loop, prober_progress, p);
     if (!p->ec) {
+        strmap_fini(&p->memos);
         free(p);
         return NULL;
     }
     return p;
+}
+
+static void prober_memo_drop(prober *p, prober_memo_entry *m)
+{
+    strmap_remove(&p->memos, &m->node);
+    free(m->uid);
+    free(m->pod);
+    free(m->message);
+    free(m);
 }
 
 void prober_free(prober *p)
@@ -158,7 +189,78 @@ void prober_free(prober *p)
     while (p->batches)
         prober_batch_free(p->batches);
     evcurl_free(p->ec);
+    for (strmap_node *n; (n = strmap_first(&p->memos));)
+        prober_memo_drop(p, STRMAP_OWNER(n, prober_memo_entry, node));
+    strmap_fini(&p->memos);
     free(p);
+}
+
+/* ---- the memo ---- */
+
+static prober_memo_entry *prober_memo_find(const prober *p, const char *uid)
+{
+    strmap_node *n = strmap_get(&p->memos, uid);
+    return n ? STRMAP_OWNER(n, prober_memo_entry, node) : NULL;
+}
+
+void prober_memo_alive(prober *p, prober_alive_fn alive, void *ud)
+{
+    p->alive = alive;
+    p->alive_ud = ud;
+}
+
+static void prober_memo_sweep(prober *p)
+{
+    strmap_node *n = strmap_first(&p->memos);
+    while (n) {
+        strmap_node *next = strmap_next(&p->memos, n);
+        prober_memo_entry *m = STRMAP_OWNER(n, prober_memo_entry, node);
+        if (!p->alive(p->alive_ud, m->pod, m->uid))
+            prober_memo_drop(p, m);
+        n = next;
+    }
+    p->sweep_at = p->memos.count * 2;
+    if (p->sweep_at < PROBER_SWEEP_MIN)
+        p->sweep_at = PROBER_SWEEP_MIN;
+}
+
+int prober_memo_set(prober *p, const char *uid, const char *pod_key, probe_verdict v,
+                    const char *message, int64_t now_mono_ms)
+{
+    prober_memo_forget(p, uid);
+    prober_memo_entry *m = calloc(1, sizeof(*m));
+    if (!m || !(m->uid = strdup(uid)) || !(m->pod = strdup(pod_key)) ||
+        !(m->message = strdup(message ? message : ""))) {
+        if (m) {
+            free(m->uid);
+            free(m->pod);
+        }
+        free(m);
+        return -ENOMEM;
+    }
+    m->memo = (prober_memo){.verdict = v, .at_mono_ms = now_mono_ms, .message = m->message};
+    strmap_insert(&p->memos, &m->node, m->uid);
+    if (p->alive && p->memos.count >= p->sweep_at)
+        prober_memo_sweep(p);
+    return 0;
+}
+
+const prober_memo *prober_memo_get(const prober *p, const char *uid)
+{
+    prober_memo_entry *m = prober_memo_find(p, uid);
+    return m ? &m->memo : NULL;
+}
+
+void prober_memo_forget(prober *p, const char *uid)
+{
+    prober_memo_entry *m = prober_memo_find(p, uid);
+    if (m)
+        prober_memo_drop(p, m);
+}
+
+size_t prober_memo_count(const prober *p)
+{
+    return p->memos.count;
 }
 
 static void prober_on_timer(ev_loop *loop, void *ud)

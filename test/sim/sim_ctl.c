@@ -522,7 +522,7 @@ typedef struct sim_sync_ctx {
     int err;
 } sim_sync_ctx;
 
-static bool sim_sync_one(const char *key, const cJSON *obj, void *ud)
+static bool sim_sync_one(const char *key, const void *obj, void *ud)
 {
     (void)key;
     sim_sync_ctx *c = ud;
@@ -1103,29 +1103,29 @@ static void sim_queue_obj(sim *s, const cJSON *obj, bool is_pod)
     free(key);
 }
 
-static void sim_isvc_add(void *ud, const cJSON *obj)
+static void sim_isvc_add(void *ud, const void *obj)
 {
     sim_queue_obj(ud, obj, false);
 }
 
-static void sim_isvc_update(void *ud, const cJSON *old_obj, const cJSON *new_obj)
+static void sim_isvc_update(void *ud, const void *old_obj, const void *new_obj)
 {
     (void)old_obj;
     sim_queue_obj(ud, new_obj, false);
 }
 
-static void sim_pod_add(void *ud, const cJSON *obj)
+static void sim_pod_add(void *ud, const void *obj)
 {
     sim_queue_obj(ud, obj, true);
 }
 
-static void sim_pod_update(void *ud, const cJSON *old_obj, const cJSON *new_obj)
+static void sim_pod_update(void *ud, const void *old_obj, const void *new_obj)
 {
     (void)old_obj;
     sim_queue_obj(ud, new_obj, true);
 }
 
-static bool sim_queue_each(const char *key, const cJSON *obj, void *ud)
+static bool sim_queue_each(const char *key, const void *obj, void *ud)
 {
     (void)key;
     sim *s = ud;
@@ -1151,7 +1151,7 @@ static void sim_on_error(void *ud, const kube_error *err)
 }
 
 /* Pods by "ns/<inference.llmkube.dev/service label>", the member key. */
-static int sim_index_member(const cJSON *obj, store_index_out *out, void *ud)
+static int sim_index_member(const void *obj, store_index_out *out, void *ud)
 {
     (void)ud;
     const char *ns = sim_str(obj, "metadata", "namespace");
@@ -1200,7 +1200,7 @@ sim *sim_new(ev_loop *loop, kube_client *client, const sim_options *opt)
                           .version = "v1alpha1",
                           .resource = "inferenceservices",
                           .namespace_ = opt->namespace_,
-                          .trim = store_trim_default};
+                          .codec = &store_codec_json_trimmed};
     s->isvcs = informer_new(loop, client, &ic, &h);
     h.on_add = sim_pod_add;
     h.on_update = sim_pod_update;
@@ -1210,7 +1210,7 @@ sim *sim_new(ev_loop *loop, kube_client *client, const sim_options *opt)
                           .resource = "pods",
                           .namespace_ = opt->namespace_,
                           .label_selector = SIM_LABEL_SERVICE,
-                          .trim = store_trim_default};
+                          .codec = &store_codec_json_trimmed};
     s->pods = informer_new(loop, client, &pc, &h);
     /* Conflicts clear within a watch event or two: retry fast, but never faster than 5 s apart
      * once the API server keeps failing. */

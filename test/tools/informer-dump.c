@@ -69,18 +69,18 @@ static void dump_object(dump *d, const char *what, const cJSON *obj, bool with_r
     dump_stats(d, false);
 }
 
-static void dump_on_add(void *ud, const cJSON *obj)
+static void dump_on_add(void *ud, const void *obj)
 {
     dump_object(ud, "ADD", obj, true);
 }
 
-static void dump_on_update(void *ud, const cJSON *old_obj, const cJSON *new_obj)
+static void dump_on_update(void *ud, const void *old_obj, const void *new_obj)
 {
     (void)old_obj;
     dump_object(ud, "UPD", new_obj, true);
 }
 
-static void dump_on_delete(void *ud, const cJSON *obj)
+static void dump_on_delete(void *ud, const void *obj)
 {
     dump_object(ud, "DEL", obj, false);
 }
@@ -145,7 +145,7 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    informer_config ic = {.group = "", .version = "v1", .trim = store_trim_default};
+    informer_config ic = {.group = "", .version = "v1", .codec = &store_codec_json_trimmed};
     kube_config_opts copts = {0};
     int opt;
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {

@@ -32,6 +32,22 @@ static const char *check_str(const cJSON *o, const char *a, const char *b)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* Pods by "namespace/<service label>", read from the JSON itself: the checker keeps whole objects
+ * (the pass-through codec) and its own reading of them, independent of the operator's decoders. */
+static int check_index_service(const void *pod, store_index_out *out, void *ud)
+{
+    (void)ud;
+    const char *ns = check_str(pod, "metadata", "namespace");
+    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "labels");
+    const cJSON *svc = cJSON_GetObjectItemCaseSensitive(labels, POOL_SERVICE_LABEL);
+    if (!cJSON_IsString(svc))
+        return 0;
+    char v[600];
+    snprintf(v, sizeof(v), "%s/%s", ns ? ns : "", svc->valuestring);
+    return store_index_emit(out, v);
+}
+
 /* The Pods of one pool holding the slot, as " <pod>(<member>,<phase>[,terminating])". */
 typedef struct check_holders {
     const char *member;
@@ -39,7 +55,7 @@ typedef struct check_holders {
     char text[2048];
 } check_holders;
 
-static bool check_live(const char *key, const cJSON *pod, void *ud)
+static bool check_live(const char *key, const void *pod, void *ud)
 {
     (void)key;
     check_holders *h = ud;
@@ -73,7 +89,7 @@ static bool check_listed_before(const cJSON *pool, const cJSON *entry, const cha
     return false;
 }
 
-static bool check_pool(const char *key, const cJSON *pool, void *ud)
+static bool check_pool(const char *key, const void *pool, void *ud)
 {
     check *c = ud;
     const char *ns = check_str(pool, "metadata", "namespace");
@@ -116,13 +132,13 @@ static void check_all(check *c)
         store_each(informer_store(c->pools), check_pool, c);
 }
 
-static void check_add(void *ud, const cJSON *o)
+static void check_add(void *ud, const void *o)
 {
     (void)o;
     check_all(ud);
 }
 
-static void check_update(void *ud, const cJSON *a, const cJSON *b)
+static void check_update(void *ud, const void *a, const void *b)
 {
     (void)a;
     (void)b;
@@ -161,7 +177,7 @@ static informer *check_informer(check *c, kube_client *client, const char *group
                            .version = *group ? POOL_VERSION : "v1",
                            .resource = resource,
                            .label_selector = selector,
-                           .trim = store_trim_default};
+                           .codec = &store_codec_json_trimmed};
     informer_handlers h = {.on_add = check_add,
                            .on_update = check_update,
                            .on_delete = check_add,
@@ -193,8 +209,7 @@ int main(int argc, char **argv)
     c.isvcs = check_informer(&c, client, POOL_GROUP, "inferenceservices", NULL);
     c.pods = check_informer(&c, client, "", "pods", POOL_SERVICE_LABEL);
     if (!c.pools || !c.isvcs || !c.pods ||
-        store_add_index(informer_store(c.pods), POOL_INDEX_SERVICE, pool_index_pod_service, NULL) <
-            0)
+        store_add_index(informer_store(c.pods), POOL_INDEX_SERVICE, check_index_service, NULL) < 0)
         return 2;
     sigset_t set;
     sigemptyset(&set);

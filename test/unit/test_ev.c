@@ -53,6 +53,51 @@ static void test_timer_order(void **state)
     ev_free(loop);
 }
 
+static void test_count(ev_loop *loop, void *ud)
+{
+    (void)loop;
+    (*(int *)ud)++;
+}
+
+/* Many timers, most cancelled in a scattered order: exactly the others fire, in deadline order;
+ * an id whose timer fired or was cancelled cancels nothing later, though its slot is reused. */
+static void test_timer_cancel_many(void **state)
+{
+    (void)state;
+    enum { N = 10000 };
+    ev_loop *loop = ev_new();
+    assert_non_null(loop);
+    static uint64_t ids[N];
+    int fired = 0;
+    for (int i = 0; i < N; i++) {
+        ids[i] = ev_timer_add(loop, (uint64_t)(i % 7), test_count, &fired);
+        assert_true(ids[i] > 0);
+    }
+    for (int i = 0; i < N; i++) /* every index but multiples of 10, in a scattered order */
+        if ((i * 7919) % N % 10)
+            ev_timer_cancel(loop, ids[(i * 7919) % N]);
+    test_rec rec = {.loop = loop};
+    test_tag stop = {&rec, 99};
+    assert_true(ev_timer_add(loop, 20, test_record, &stop) > 0);
+    assert_int_equal(ev_run(loop), 0);
+    assert_int_equal(fired, N / 10);
+
+    /* Stale ids: fired (ids[0]) and cancelled (ids[1]); the new timers reuse their slots. */
+    int again = 0;
+    uint64_t a = ev_timer_add(loop, 0, test_count, &again);
+    uint64_t b = ev_timer_add(loop, 0, test_count, &again);
+    assert_true(a != ids[0] && a != ids[1] && b != ids[0] && b != ids[1]);
+    ev_timer_cancel(loop, ids[0]);
+    ev_timer_cancel(loop, ids[1]);
+    ev_timer_cancel(loop, a);
+    ev_timer_cancel(loop, a); /* twice: still only a */
+    rec.n = 0;
+    assert_true(ev_timer_add(loop, 5, test_record, &stop) > 0);
+    assert_int_equal(ev_run(loop), 0);
+    assert_int_equal(again, 1);
+    ev_free(loop);
+}
+
 static int test_chain_left;
 
 static void test_chain(ev_loop *loop, void *ud)
@@ -113,6 +158,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_timer_order),
         cmocka_unit_test(test_timer_from_callback),
+        cmocka_unit_test(test_timer_cancel_many),
         cmocka_unit_test(test_fd_ready),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,32 +10,32 @@
 
 #include <cmocka.h>
 
-#include "pool/expect.h"
+#include "informer/expect.h"
 
 static void test_rv_shows(void **state)
 {
     (void)state;
     /* Numbers: the write's version or later. */
-    assert_true(pool_rv_shows("120", "100", "120"));
-    assert_true(pool_rv_shows("121", "100", "120"));
-    assert_false(pool_rv_shows("110", "100", "120")); /* a change, but not ours yet */
-    assert_false(pool_rv_shows("100", "100", "120"));
-    assert_true(pool_rv_shows("1000", "99", "999")); /* numbers, not strings */
+    assert_true(expect_rv_shows("120", "100", "120"));
+    assert_true(expect_rv_shows("121", "100", "120"));
+    assert_false(expect_rv_shows("110", "100", "120")); /* a change, but not ours yet */
+    assert_false(expect_rv_shows("100", "100", "120"));
+    assert_true(expect_rv_shows("1000", "99", "999")); /* numbers, not strings */
     /* Not numbers: ours exactly, else any change from before. */
-    assert_true(pool_rv_shows("b", "a", "b"));
-    assert_true(pool_rv_shows("c", "a", "b"));
-    assert_false(pool_rv_shows("a", "a", "b"));
-    assert_false(pool_rv_shows("12x", "12x", "13"));
+    assert_true(expect_rv_shows("b", "a", "b"));
+    assert_true(expect_rv_shows("c", "a", "b"));
+    assert_false(expect_rv_shows("a", "a", "b"));
+    assert_false(expect_rv_shows("12x", "12x", "13"));
     /* No version in the answer: any change from before. */
-    assert_true(pool_rv_shows("101", "100", NULL));
-    assert_false(pool_rv_shows("100", "100", NULL));
+    assert_true(expect_rv_shows("101", "100", NULL));
+    assert_false(expect_rv_shows("100", "100", NULL));
     /* The object is gone: nothing to wait for. */
-    assert_true(pool_rv_shows(NULL, "100", "120"));
+    assert_true(expect_rv_shows(NULL, "100", "120"));
 }
 
 static store *obj_store(const char *key_name, const char *rv)
 {
-    store *s = store_new(NULL, NULL);
+    store *s = store_new(NULL);
     assert_non_null(s);
     char json[200];
     snprintf(json, sizeof(json),
@@ -51,9 +51,9 @@ static void set_rv(store *s, const char *name, const char *rv)
     snprintf(json, sizeof(json),
              "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"%s\",\"resourceVersion\":\"%s\"}}",
              name, rv);
-    cJSON *old = NULL;
+    void *old = NULL;
     assert_int_equal(store_put(s, cJSON_Parse(json), &old), 0);
-    cJSON_Delete(old);
+    store_release(s, old);
 }
 
 static void test_pending(void **state)
@@ -61,37 +61,37 @@ static void test_pending(void **state)
     (void)state;
     store *pools = obj_store("p", "100");
     store *isvcs = obj_store("m", "7");
-    pool_expects *x = pool_expects_new();
+    expects *x = expects_new();
     assert_non_null(x);
-    assert_false(pool_expects_pending(x, "ns/p", 0, 5000));
+    assert_false(expects_pending(x, "ns/p", 0, 5000));
 
     /* p wrote its status (100 -> 120) and scaled m (7 -> 9). */
-    assert_int_equal(pool_expects_add(x, "ns/p", pools, "ns/p", "100", "120", 1000), 0);
-    assert_int_equal(pool_expects_add(x, "ns/p", isvcs, "ns/m", "7", "9", 1000), 0);
-    assert_true(pool_expects_pending(x, "ns/p", 1000, 5000));
-    assert_false(pool_expects_pending(x, "ns/q", 1000, 5000)); /* another pool waits for nothing */
+    assert_int_equal(expects_add(x, "ns/p", pools, "ns/p", "100", "120", 1000), 0);
+    assert_int_equal(expects_add(x, "ns/p", isvcs, "ns/m", "7", "9", 1000), 0);
+    assert_true(expects_pending(x, "ns/p", 1000, 5000));
+    assert_false(expects_pending(x, "ns/q", 1000, 5000)); /* another pool waits for nothing */
 
     /* Someone else's change of the pool (110) does not meet ours. */
     set_rv(pools, "p", "110");
-    assert_true(pool_expects_pending(x, "ns/p", 1100, 5000));
+    assert_true(expects_pending(x, "ns/p", 1100, 5000));
     set_rv(pools, "p", "125");
-    assert_true(pool_expects_pending(x, "ns/p", 1200, 5000)); /* m still waits */
+    assert_true(expects_pending(x, "ns/p", 1200, 5000)); /* m still waits */
     set_rv(isvcs, "m", "9");
-    assert_false(pool_expects_pending(x, "ns/p", 1300, 5000));
+    assert_false(expects_pending(x, "ns/p", 1300, 5000));
 
     /* Unmet, it expires after the ttl. */
-    assert_int_equal(pool_expects_add(x, "ns/p", isvcs, "ns/m", "9", "30", 2000), 0);
-    assert_true(pool_expects_pending(x, "ns/p", 6999, 5000));
-    assert_false(pool_expects_pending(x, "ns/p", 7000, 5000));
+    assert_int_equal(expects_add(x, "ns/p", isvcs, "ns/m", "9", "30", 2000), 0);
+    assert_true(expects_pending(x, "ns/p", 6999, 5000));
+    assert_false(expects_pending(x, "ns/p", 7000, 5000));
 
     /* Forgotten with the pool. */
-    assert_int_equal(pool_expects_add(x, "ns/p", isvcs, "ns/m", "9", "30", 8000), 0);
-    assert_int_equal(pool_expects_add(x, "ns/q", isvcs, "ns/m", "9", "31", 8000), 0);
-    pool_expects_forget(x, "ns/p");
-    assert_false(pool_expects_pending(x, "ns/p", 8000, 5000));
-    assert_true(pool_expects_pending(x, "ns/q", 8000, 5000));
+    assert_int_equal(expects_add(x, "ns/p", isvcs, "ns/m", "9", "30", 8000), 0);
+    assert_int_equal(expects_add(x, "ns/q", isvcs, "ns/m", "9", "31", 8000), 0);
+    expects_forget(x, "ns/p");
+    assert_false(expects_pending(x, "ns/p", 8000, 5000));
+    assert_true(expects_pending(x, "ns/q", 8000, 5000));
 
-    pool_expects_free(x); /* with one left: freed too (LSan) */
+    expects_free(x); /* with one left: freed too (LSan) */
     store_free(pools);
     store_free(isvcs);
 }

@@ -212,6 +212,16 @@ static void render(const plan_result *p, char *buf, size_t cap)
             break;
         case PLAN_EVENT:
             OUT("event:%c:%s", a->warning ? 'W' : 'N', a->reason);
+            /* The facts beside the Event, which the controller reads instead of its text. */
+            assert_int_equal(a->fact == PLAN_FACT_SWAP_COMPLETED,
+                             strcmp(a->reason, "SwapCompleted") == 0);
+            assert_int_equal(a->fact == PLAN_FACT_SWAP_DEFERRED,
+                             strcmp(a->reason, "SwapDeferred") == 0);
+            if (a->fact == PLAN_FACT_SWAP_DEFERRED) {
+                size_t n = strlen(p->deferred_reason);
+                assert_true(strncmp(a->message, p->deferred_reason, n) == 0 &&
+                            a->message[n] == ':');
+            }
             break;
         case PLAN_SCALE:
             OUT("scale:%s=%d", a->member, a->replicas);
@@ -1640,6 +1650,10 @@ static size_t sim_step(sim *w)
         case PLAN_EVENT: {
             size_t len = strlen(w->log);
             snprintf(w->log + len, sizeof w->log - len, "%s%s", len ? " " : "", a->reason);
+            /* Every swap the runs complete was begun under their own status: it is timed from
+             * the Swapping condition, at most the whole run long. */
+            if (a->fact == PLAN_FACT_SWAP_COMPLETED)
+                assert_true(p->swap_ms >= 0 && p->swap_ms <= w->now);
             break;
         }
         case PLAN_SCALE:

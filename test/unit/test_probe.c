@@ -4,11 +4,15 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "loop/ev.h"
 #include "pool/probe.h"
+#include "pool/prober.h"
 
 static probe_verdict judge(const char *runtime, long code, const char *body, char *msg)
 {
@@ -38,13 +42,75 @@ static void test_paths(void **state)
 static void test_ports(void **state)
 {
     (void)state;
-    assert_int_equal(probe_port("vllm", 9000, 7000), 9000);
+    /* spec.containerPort first: where the member controller makes the server listen. */
+    assert_int_equal(probe_port("vllm", 9000, 7000), 7000);
+    assert_int_equal(probe_port("vllm", 9000, 0), 9000);
     assert_int_equal(probe_port("vllm", 0, 7000), 7000);
     assert_int_equal(probe_port("vllm", 0, 0), 8000);
     assert_int_equal(probe_port("tgi", 0, 0), 80);
     assert_int_equal(probe_port("sglang", 0, 0), 30000);
     assert_int_equal(probe_port(NULL, 0, 0), 8080);
     assert_int_equal(probe_port("llamacpp", 0, 0), 8080);
+}
+
+/* Pods "ns/p<i>" with uid "u<i>" are alive for even i. */
+static bool test_alive(void *ud, const char *pod_key, const char *uid)
+{
+    (*(int *)ud)++;
+    return atoi(uid + 1) % 2 == 0 && strcmp(pod_key + 4, uid + 1) == 0;
+}
+
+/* The prober's memory of its verdicts: by Pod UID, replaced, forgotten, and swept of the Pods
+ * the cache no longer has once there are 64. */
+static void test_memo(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    prober *p = prober_new(loop, 1000);
+    assert_non_null(p);
+    int asked = 0;
+    prober_memo_alive(p, test_alive, &asked);
+    char uid[16], key[24];
+    for (int i = 0; i < 63; i++) {
+        snprintf(uid, sizeof(uid), "u%d", i);
+        snprintf(key, sizeof(key), "ns/p%d", i);
+        assert_int_equal(prober_memo_set(p, uid, key, PROBE_BUSY, "busy", 100 + i), 0);
+    }
+    assert_int_equal(asked, 0);
+    assert_int_equal(prober_memo_count(p), 63);
+    assert_int_equal(prober_memo_set(p, "u2", "ns/p2", PROBE_IDLE, "idle", 500), 0);
+    const prober_memo *m = prober_memo_get(p, "u2");
+    assert_int_equal(m->verdict, PROBE_IDLE);
+    assert_int_equal(m->at_mono_ms, 500);
+    assert_string_equal(m->message, "idle");
+    prober_memo_forget(p, "u4");
+    assert_null(prober_memo_get(p, "u4"));
+    assert_int_equal(prober_memo_set(p, "u63", "ns/p63", PROBE_ERROR, NULL, 9), 0);
+    assert_int_equal(prober_memo_set(p, "u64", "ns/p64", PROBE_ERROR, NULL, 9), 0);
+    /* The 64th swept: the odd ones are gone, the even ones stay. */
+    assert_int_equal(asked, 64);
+    assert_int_equal(prober_memo_count(p), 32);
+    assert_null(prober_memo_get(p, "u1"));
+    assert_string_equal(prober_memo_get(p, "u64")->message, "");
+    prober_free(p);
+    ev_free(loop);
+}
+
+/* The one runtime table: what can be probed. */
+static void test_runtimes(void **state)
+{
+    (void)state;
+    assert_string_equal(probe_runtime_find(NULL)->name, "llamacpp");
+    assert_string_equal(probe_runtime_find("")->name, "llamacpp");
+    assert_null(probe_runtime_find("nope"));
+    assert_true(probe_supported(NULL, NULL));
+    assert_true(probe_supported("llamacpp-router", NULL));
+    assert_true(probe_supported("sglang", NULL));
+    assert_false(probe_supported("personaplex", "/idle"));
+    assert_false(probe_supported("nope", "/idle"));
+    assert_false(probe_supported("generic", NULL));
+    assert_false(probe_supported("generic", ""));
+    assert_true(probe_supported("generic", "/idle"));
 }
 
 static void test_slots(void **state)
@@ -106,6 +172,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_ports),
+        cmocka_unit_test(test_runtimes),
+        cmocka_unit_test(test_memo),
         cmocka_unit_test(test_slots),
         cmocka_unit_test(test_metrics),
         cmocka_unit_test(test_generic_and_unsupported),

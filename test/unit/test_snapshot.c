@@ -1,6 +1,6 @@
-/* Tests of the bridge between API objects and the plan: status JSON read/patch round trips, RFC
- * 3339 times, and snapshots built from real-shaped cached objects (pods by label, claims by other
- * pools, probe memory by Pod UID, fields of the wrong type). */
+/* Tests of the bridge between API objects and the plan: status patch/decode round trips, RFC
+ * 3339 times, and snapshots built from the records of real-shaped objects (pods by label, claims by
+ * other pools, probe memory by Pod UID, fields of the wrong type). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -12,8 +12,22 @@
 #include <cmocka.h>
 
 #include "informer/store.h"
+#include "pool/records.h"
 #include "pool/snapshot.h"
-#include "pool/status.h"
+
+/* doc's status as the ModelPool decoder reads it (doc gets a name, which every cached object has).
+ */
+static pool_obj *status_of(cJSON *doc)
+{
+    cJSON *meta = cJSON_GetObjectItem(doc, "metadata");
+    if (!meta)
+        meta = cJSON_AddObjectToObject(doc, "metadata");
+    cJSON_AddStringToObject(meta, "name", "p");
+    int err = 0;
+    pool_obj *p = pool_obj_decode(doc, &err);
+    assert_non_null(p);
+    return p;
+}
 
 static void test_time(void **state)
 {
@@ -54,25 +68,26 @@ static void test_status_round_trip(void **state)
     /* Absent fields are explicit nulls, so a merge patch removes what was there. */
     assert_true(
         cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "status"), "pendingMember")));
-    plan_status back;
-    assert_int_equal(pool_status_read(doc, &back), 0);
-    assert_true(plan_status_equal(&st, &back));
-    assert_false(back.members[0].releasing);
-    assert_true(back.members[1].releasing);
-    assert_int_equal(back.conditions[0].last_transition_ms, 1764702532000);
-    pool_status_release(&back);
+    pool_obj *rec = status_of(doc);
+    const plan_status *back = &rec->status;
+    assert_true(plan_status_equal(&st, back));
+    assert_false(back->members[0].releasing);
+    assert_true(back->members[1].releasing);
+    assert_int_equal(back->conditions[0].last_transition_ms, 1764702532000);
+    free(rec);
     cJSON_Delete(doc);
 
     /* Wrong types and missing names read as absent instead of failing. */
     doc =
         cJSON_Parse("{\"status\":{\"phase\":3,\"members\":[{\"phase\":\"Ready\"},{\"name\":\"x\"}],"
                     "\"conditions\":{\"type\":\"bad\"}}}");
-    assert_int_equal(pool_status_read(doc, &back), 0);
-    assert_null(back.phase);
-    assert_int_equal(back.n_members, 1);
-    assert_string_equal(back.members[0].name, "x");
-    assert_int_equal(back.n_conditions, 0);
-    pool_status_release(&back);
+    rec = status_of(doc);
+    back = &rec->status;
+    assert_null(back->phase);
+    assert_int_equal(back->n_members, 1);
+    assert_string_equal(back->members[0].name, "x");
+    assert_int_equal(back->n_conditions, 0);
+    free(rec);
     cJSON_Delete(doc);
 }
 
@@ -112,9 +127,9 @@ static const char *pods_json[] = {
 };
 
 static store *fill(const char **json, size_t n, const char *index, store_index_fn fn,
-                   store_trim_fn trim)
+                   const store_codec *codec)
 {
-    store *s = store_new(trim, NULL);
+    store *s = store_new(codec);
     assert_non_null(s);
     if (index)
         assert_int_equal(store_add_index(s, index, fn, NULL), 0);
@@ -127,11 +142,11 @@ static store *fill(const char **json, size_t n, const char *index, store_index_f
 }
 
 /* Probed at 1000 ms on the monotonic clock; the snapshot is built at 4000 ms on it. */
-static const pool_probe_memo test_memo = {PLAN_PROBE_BUSY, 1000, "1 of 1 slots processing"};
+static const prober_memo test_memo = {PROBE_BUSY, 1000, "1 of 1 slots processing"};
 #define TEST_WALL_MS 1764763200000LL
 #define TEST_MONO_MS 4000
 
-static const pool_probe_memo *test_lookup(void *ud, const char *uid)
+static const prober_memo *test_lookup(void *ud, const char *uid)
 {
     (void)ud;
     return strcmp(uid, "u1") == 0 ? &test_memo : NULL;
@@ -145,15 +160,13 @@ static const plan_pod *find_pod(const plan_member *m, const char *name)
     return NULL;
 }
 
-/* The same snapshot from whole objects and from what the controller's trim functions keep of them:
- * a field the snapshot reads but a trim drops fails here. */
-static void check_snapshot(bool trimmed)
+/* The snapshot from the records the controller's caches hold. */
+static void test_snapshot(void **state)
 {
-    store *pools = fill(pools_json, 3, POOL_INDEX_MEMBER, pool_index_pool_members,
-                        trimmed ? pool_trim_pool : NULL);
-    store *isvcs = fill(isvcs_json, 2, NULL, NULL, trimmed ? pool_trim_isvc : NULL);
-    store *pods = fill(pods_json, 3, POOL_INDEX_SERVICE, pool_index_pod_service,
-                       trimmed ? pool_trim_pod : NULL);
+    (void)state;
+    store *pools = fill(pools_json, 3, POOL_INDEX_MEMBER, pool_index_pool_members, &pool_obj_codec);
+    store *isvcs = fill(isvcs_json, 2, NULL, NULL, &pool_isvc_codec);
+    store *pods = fill(pods_json, 3, POOL_INDEX_SERVICE, pool_index_pod_service, &pool_pod_codec);
     pool_sources src = {pools, isvcs, pods, test_lookup, NULL};
     pool_snapshot snap;
     assert_int_equal(
@@ -209,67 +222,12 @@ static void check_snapshot(bool trimmed)
     store_free(pods);
 }
 
-static void test_snapshot(void **state)
-{
-    (void)state;
-    check_snapshot(false);
-}
-
-static void test_snapshot_trimmed(void **state)
-{
-    (void)state;
-    check_snapshot(true);
-}
-
-/* What the trims drop: everything the pool module does not read. */
-static void test_trim(void **state)
-{
-    (void)state;
-    cJSON *pod = cJSON_Parse(
-        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"a-1\",\"namespace\":"
-        "\"ns\",\"uid\":\"u1\",\"resourceVersion\":\"7\",\"managedFields\":[{}],\"labels\":{"
-        "\"app\":\"a\",\"inference.llmkube.dev/service\":\"a\"}},\"spec\":{\"nodeName\":\"n\","
-        "\"containers\":[{\"name\":\"server\",\"image\":\"x\",\"env\":[{\"name\":\"A\"}],"
-        "\"ports\":[{\"name\":\"http\",\"containerPort\":8080,\"protocol\":\"TCP\"}]}]},"
-        "\"status\":{\"phase\":\"Running\",\"podIP\":\"127.0.0.5\",\"conditions\":[],"
-        "\"containerStatuses\":[{\"name\":\"server\",\"ready\":true,\"state\":{\"running\":{"
-        "\"startedAt\":\"2026-12-02T00:00:00Z\"}}}]}}");
-    assert_non_null(pod);
-    pool_trim_pod(pod, NULL);
-    char *text = cJSON_PrintUnformatted(pod);
-    assert_string_equal(text,
-                        "{\"metadata\":{\"name\":\"a-1\",\"namespace\":\"ns\",\"uid\":\"u1\","
-                        "\"resourceVersion\":\"7\",\"labels\":{\"inference.llmkube.dev/"
-                        "service\":\"a\"}},\"spec\":{\"containers\":[{\"ports\":[{\"name\":"
-                        "\"http\",\"containerPort\":8080}]}]},\"status\":{\"phase\":\"Running\","
-                        "\"podIP\":\"127.0.0.5\",\"containerStatuses\":[{\"state\":{\"running\":{"
-                        "}}}]}}");
-    free(text);
-    cJSON_Delete(pod);
-
-    cJSON *isvc = cJSON_Parse(
-        "{\"kind\":\"InferenceService\",\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\","
-        "\"uid\":\"u\",\"resourceVersion\":\"3\",\"annotations\":{\"x\":\"y\"}},"
-        "\"spec\":{\"modelRef\":\"m\",\"replicas\":0,\"endpoint\":{\"port\":80,\"path\":\"/\"}},"
-        "\"status\":{\"phase\":\"Stopped\",\"replicas\":0}}");
-    assert_non_null(isvc);
-    pool_trim_isvc(isvc, NULL);
-    text = cJSON_PrintUnformatted(isvc);
-    /* uid stays: the scale PATCH tests it (pool/scale.h). */
-    assert_string_equal(text, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"uid\":\"u\","
-                              "\"resourceVersion\":\"3\",\"annotations\":{}},\"spec\":{"
-                              "\"replicas\":0,\"endpoint\":{\"port\":80}},\"status\":{\"phase\":"
-                              "\"Stopped\"}}");
-    free(text);
-    cJSON_Delete(isvc);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_time),     cmocka_unit_test(test_status_round_trip),
-        cmocka_unit_test(test_snapshot), cmocka_unit_test(test_snapshot_trimmed),
-        cmocka_unit_test(test_trim),
+        cmocka_unit_test(test_time),
+        cmocka_unit_test(test_status_round_trip),
+        cmocka_unit_test(test_snapshot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

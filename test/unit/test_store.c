@@ -1,5 +1,6 @@
 /* Unit tests for the informer cache store: CRUD by key, secondary indexes (multi-valued and
- * changing on update), trimming, and a store large enough to make the hash tables grow. */
+ * changing on update), codecs (trimmed JSON, a caller's record), and a store large enough to make
+ * the hash tables grow. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,7 +27,7 @@ static cJSON *obj_new(const char *ns, const char *name, const char *app, const c
     return o;
 }
 
-static int index_app(const cJSON *obj, store_index_out *out, void *ud)
+static int index_app(const void *obj, store_index_out *out, void *ud)
 {
     (void)ud;
     const cJSON *labels = cJSON_GetObjectItem(cJSON_GetObjectItem(obj, "metadata"), "labels");
@@ -34,7 +35,7 @@ static int index_app(const cJSON *obj, store_index_out *out, void *ud)
     return app && *app ? store_index_emit(out, app) : 0;
 }
 
-static int index_members(const cJSON *obj, store_index_out *out, void *ud)
+static int index_members(const void *obj, store_index_out *out, void *ud)
 {
     (void)ud;
     const cJSON *m;
@@ -47,7 +48,7 @@ static int index_members(const cJSON *obj, store_index_out *out, void *ud)
     return 0;
 }
 
-static int index_fail_on_bad(const cJSON *obj, store_index_out *out, void *ud)
+static int index_fail_on_bad(const void *obj, store_index_out *out, void *ud)
 {
     (void)out;
     (void)ud;
@@ -61,7 +62,7 @@ typedef struct {
     size_t n;
 } seen;
 
-static bool collect(const char *key, const cJSON *obj, void *ud)
+static bool collect(const char *key, const void *obj, void *ud)
 {
     (void)obj;
     seen *s = ud;
@@ -78,7 +79,7 @@ static bool seen_has(const seen *s, const char *key)
     return false;
 }
 
-static bool stop_after_one(const char *key, const cJSON *obj, void *ud)
+static bool stop_after_one(const char *key, const void *obj, void *ud)
 {
     (void)key;
     (void)obj;
@@ -111,7 +112,7 @@ static void test_key_of(void **state)
 static void test_crud(void **state)
 {
     (void)state;
-    store *s = store_new(NULL, NULL);
+    store *s = store_new(NULL);
     assert_non_null(s);
     assert_int_equal(store_put(s, obj_new("ns", "a", "x", NULL), NULL), 0);
     assert_int_equal(store_put(s, obj_new(NULL, "cluster", "x", NULL), NULL), 0);
@@ -124,27 +125,27 @@ static void test_crud(void **state)
     cJSON *newer = obj_new("ns", "a", "x", NULL);
     cJSON_SetValuestring(
         cJSON_GetObjectItem(cJSON_GetObjectItem(newer, "metadata"), "resourceVersion"), "2");
-    cJSON *old = NULL;
+    void *old = NULL;
     assert_int_equal(store_put(s, newer, &old), 0);
     assert_non_null(old);
     assert_string_equal(rv_of(old), "1");
     assert_string_equal(rv_of(store_get(s, "ns/a")), "2");
-    cJSON_Delete(old);
+    store_release(s, old);
     assert_int_equal(store_count(s), 2);
 
     /* A new key hands back no old object. */
-    old = (cJSON *)1;
+    old = (void *)1;
     assert_int_equal(store_put(s, obj_new("other", "a", "x", NULL), &old), 0);
     assert_null(old);
 
-    /* No name: refused, the caller keeps the object. */
+    /* No name: refused (the object is consumed either way). */
     cJSON *nameless = cJSON_Parse("{\"metadata\":{\"namespace\":\"ns\"}}");
     assert_int_equal(store_put(s, nameless, NULL), -EINVAL);
-    cJSON_Delete(nameless);
+    assert_int_equal(store_count(s), 3);
 
     assert_int_equal(store_delete(s, "ns/a", &old), 0);
     assert_string_equal(rv_of(old), "2");
-    cJSON_Delete(old);
+    store_release(s, old);
     assert_int_equal(store_delete(s, "ns/a", &old), -ENOENT);
     assert_null(old);
     assert_int_equal(store_delete(s, "cluster", NULL), 0);
@@ -160,7 +161,7 @@ static void test_crud(void **state)
 static void test_index_registration(void **state)
 {
     (void)state;
-    store *s = store_new(NULL, NULL);
+    store *s = store_new(NULL);
     assert_int_equal(store_add_index(s, "app", index_app, NULL), 0);
     assert_int_equal(store_add_index(s, "app", index_app, NULL), -EEXIST);
     assert_int_equal(store_put(s, obj_new("ns", "a", "x", NULL), NULL), 0);
@@ -174,7 +175,7 @@ static void test_index_registration(void **state)
 static void test_index_values(void **state)
 {
     (void)state;
-    store *s = store_new(NULL, NULL);
+    store *s = store_new(NULL);
     assert_int_equal(store_add_index(s, "app", index_app, NULL), 0);
     assert_int_equal(store_add_index(s, "members", index_members, NULL), 0);
 
@@ -224,14 +225,12 @@ static void test_index_values(void **state)
 static void test_index_error_leaves_store_unchanged(void **state)
 {
     (void)state;
-    store *s = store_new(NULL, NULL);
+    store *s = store_new(NULL);
     assert_int_equal(store_add_index(s, "app", index_app, NULL), 0);
     assert_int_equal(store_add_index(s, "check", index_fail_on_bad, NULL), 0);
     assert_int_equal(store_put(s, obj_new("ns", "a", "good", NULL), NULL), 0);
 
-    cJSON *bad = obj_new("ns", "a", "bad", NULL);
-    assert_int_equal(store_put(s, bad, NULL), -EPROTO);
-    cJSON_Delete(bad);
+    assert_int_equal(store_put(s, obj_new("ns", "a", "bad", NULL), NULL), -EPROTO);
     assert_int_equal(store_count(s), 1);
     assert_int_equal(store_index_count(s, "app", "good"), 1);
     assert_int_equal(store_index_count(s, "app", "bad"), 0);
@@ -241,7 +240,7 @@ static void test_index_error_leaves_store_unchanged(void **state)
 static void test_trim_default(void **state)
 {
     (void)state;
-    store *s = store_new(store_trim_default, NULL);
+    store *s = store_new(&store_codec_json_trimmed);
     cJSON *o =
         cJSON_Parse("{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"managedFields\":[{"
                     "\"manager\":\"k\"}],"
@@ -261,26 +260,67 @@ static void test_trim_default(void **state)
     store_free(s);
 }
 
-/* A caller's own trim: keep only metadata, so a cache of Pods holds what a reconciler reads. */
-static void trim_spec(cJSON *obj, void *ud)
+/* A caller's own codec: a record of the name and resourceVersion only, decoded once; the store
+ * keys it, compares versions through it and frees it. */
+typedef struct test_rec {
+    char rv[16];
+} test_rec;
+
+static void *rec_decode(cJSON **obj, void *ud, int *err)
 {
-    int *calls = ud;
-    (*calls)++;
-    cJSON_DeleteItemFromObject(obj, "spec");
+    (void)ud;
+    const char *rv = rv_of(*obj);
+    if (!rv) {
+        *err = -EBADMSG;
+        return NULL;
+    }
+    test_rec *r = calloc(1, sizeof(*r));
+    if (!r) {
+        *err = -ENOMEM;
+        return NULL;
+    }
+    snprintf(r->rv, sizeof(r->rv), "%s", rv);
+    return r;
 }
 
-static void test_trim_custom(void **state)
+static int rec_frees;
+
+static void rec_free(void *rec)
+{
+    rec_frees++;
+    free(rec);
+}
+
+static const char *rec_version(const void *rec)
+{
+    return ((const test_rec *)rec)->rv;
+}
+
+static void test_codec_custom(void **state)
 {
     (void)state;
-    int calls = 0;
-    store *s = store_new(trim_spec, &calls);
+    static const store_codec codec = {rec_decode, rec_free, rec_version, NULL};
+    rec_frees = 0;
+    store *s = store_new(&codec);
     assert_int_equal(store_put(s, obj_new("ns", "a", "x", "\"m\""), NULL), 0);
-    assert_int_equal(calls, 1);
-    assert_null(cJSON_GetObjectItem(store_get(s, "ns/a"), "spec"));
+    assert_string_equal(((const test_rec *)store_get(s, "ns/a"))->rv, "1");
+    assert_string_equal(store_version(s, store_get(s, "ns/a")), "1");
+    /* The codec's own refusal comes back as its error, and nothing is stored. */
+    assert_int_equal(store_put(s, cJSON_Parse("{\"metadata\":{\"name\":\"b\"}}"), NULL), -EBADMSG);
+    assert_null(store_get(s, "ns/b"));
+    /* A replaced record is freed by the codec. */
+    assert_int_equal(store_put(s, obj_new("ns", "a", "x", NULL), NULL), 0);
+    assert_int_equal(rec_frees, 1);
+    store_item it;
+    assert_int_equal(store_decode(s, obj_new("ns", "c", "x", NULL), &it), 0);
+    assert_string_equal(it.key, "ns/c");
+    store_item_release(s, &it);
+    assert_int_equal(rec_frees, 2);
     store_free(s);
+    assert_int_equal(rec_frees, 3);
 }
 
-static int index_bucket(const cJSON *obj, store_index_out *out, void *ud)
+static int index_bucket(const void *obj, store_index_out *out, void *ud)
 {
     (void)ud;
     const char *name =
@@ -290,7 +330,7 @@ static int index_bucket(const cJSON *obj, store_index_out *out, void *ud)
     return store_index_emit(out, v);
 }
 
-static bool count_visit(const char *key, const cJSON *obj, void *ud)
+static bool count_visit(const char *key, const void *obj, void *ud)
 {
     (void)key;
     (void)obj;
@@ -302,7 +342,7 @@ static void test_many(void **state)
 {
     (void)state;
     enum { N = 20000 };
-    store *s = store_new(NULL, NULL);
+    store *s = store_new(NULL);
     assert_int_equal(store_add_index(s, "bucket", index_bucket, NULL), 0);
     char name[32];
     for (int i = 0; i < N; i++) {
@@ -351,7 +391,7 @@ int main(void)
         cmocka_unit_test(test_index_values),
         cmocka_unit_test(test_index_error_leaves_store_unchanged),
         cmocka_unit_test(test_trim_default),
-        cmocka_unit_test(test_trim_custom),
+        cmocka_unit_test(test_codec_custom),
         cmocka_unit_test(test_many),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,113 @@
+/* records: the compact typed records the controller's caches hold (a Pod, an InferenceService, a
+ * ModelPool), decoded once at the informer boundary, with the store codecs and index functions
+ * that make them, and the patches the operator writes (status, scale, request clear). This module
+ * owns the JSON names of these kinds both ways; nothing else in the pool code touches an API
+ * object's JSON. */
+#ifndef MP_POOL_RECORDS_H
+#define MP_POOL_RECORDS_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "informer/store.h"
+#include "pool/plan.h"
+
+#define POOL_GROUP "inference.llmkube.dev"
+#define POOL_VERSION "v1alpha1"
+#define POOL_SERVICE_LABEL "inference.llmkube.dev/service"
+#define POOL_IDLE_ANNOTATION "inference.llmkube.dev/idle-endpoint"
+/* A request for a member through its pool (a router, or `kubectl annotate` by hand): the race-free
+ * way to switch, since the member's replicas change only once the slot is free. */
+#define POOL_REQUEST_ANNOTATION "modelpool-operator.dev/request"
+
+/* Every record is one allocation: the struct, then its arrays, then its strings. A string field is
+ * NULL when the object has no such string (a field of another type reads as absent); "" stays "".
+ * name is never NULL (the store refuses an object without one). */
+
+/* A Pod labelled with POOL_SERVICE_LABEL. */
+typedef struct pool_pod {
+    const char *name, *ns, *uid, *rv;
+    const char *member; /* the POOL_SERVICE_LABEL label */
+    const char *ip;     /* status.podIP */
+    int32_t port;       /* the port its spec names: the one named http, else the first; 0 none */
+    plan_pod_phase phase;
+    bool running;     /* some container status is in state running */
+    bool terminating; /* metadata.deletionTimestamp is set */
+} pool_pod;
+
+/* A member InferenceService. */
+typedef struct pool_isvc {
+    const char *name, *ns, *uid, *rv;
+    const char *phase;         /* status.phase */
+    const char *runtime;       /* spec.runtime */
+    const char *idle_endpoint; /* annotation POOL_IDLE_ANNOTATION */
+    int32_t replicas;          /* spec.replicas (a number, cut to int32), or PLAN_REPLICAS_UNSET */
+    /* spec.replicas is a whole number in [0, INT32_MAX]: a patch may test it as its value. */
+    bool replicas_exact;
+    int32_t endpoint_port;  /* spec.endpoint.port, 0 if unset */
+    int32_t container_port; /* spec.containerPort, 0 if unset */
+} pool_isvc;
+
+/* A ModelPool: the spec, the status the plan reads (in the plan's own form, strings and arrays in
+ * the record), and the request annotation. */
+typedef struct pool_obj {
+    const char *name, *ns, *uid, *rv;
+    int64_t generation;
+    const char *default_member; /* spec.default */
+    const char *swap_budget;    /* spec.swapBudget */
+    const char *swap_policy;    /* spec.swapPolicy */
+    const char *requested;      /* annotation POOL_REQUEST_ANNOTATION */
+    /* spec.members[].inferenceServiceRef.name in order; an entry without one is NULL. */
+    const char *const *members;
+    size_t n_members;
+    plan_status status; /* zeroed without a status object; entries without a name are left out */
+} pool_obj;
+
+/* The store codecs of the three caches. */
+extern const store_codec pool_pod_codec;
+extern const store_codec pool_isvc_codec;
+extern const store_codec pool_obj_codec;
+
+/* Decoders, for tests and fuzzers: a record (free it with free()) or NULL with *err -ENOMEM, or
+ * -EINVAL when obj is not an object with a metadata.name string. */
+pool_pod *pool_pod_decode(const cJSON *obj, int *err);
+pool_isvc *pool_isvc_decode(const cJSON *obj, int *err);
+pool_obj *pool_obj_decode(const cJSON *obj, int *err);
+
+/* spec.replicas with its default applied: what the member then runs (1 when unset). */
+int32_t pool_isvc_replicas(const pool_isvc *isvc);
+
+/* Index names: Pods by "namespace/<service label>", pools by "namespace/<member name>". */
+#define POOL_INDEX_SERVICE "service"
+#define POOL_INDEX_MEMBER "member"
+int pool_index_pod_service(const void *pod, store_index_out *out, void *ud);
+int pool_index_pool_members(const void *pool, store_index_out *out, void *ud);
+
+/* The body that sets isvc's spec.replicas to replicas, guarded so that it applies only if the
+ * replicas are still what the operator last saw. When the record has a uid and an exact
+ * spec.replicas, a JSON patch (*json_patch = true) that first tests both: only another object under
+ * the name or a concurrent change of the replicas makes it fail (422 Invalid), not the member
+ * controller's status writes, which would turn a resourceVersion precondition into a 409 on nearly
+ * every request. Otherwise a merge patch with the record's resourceVersion as the precondition.
+ * NULL when out of memory or the record has neither. */
+char *pool_scale_patch(const pool_isvc *isvc, int32_t replicas, bool *json_patch);
+
+/* The JSON merge patch that sets the whole status to s on the object at resource_version
+ * (a precondition: the server answers 409 Conflict if the object has changed since). Fields that
+ * s leaves empty are written as null so the patch removes them. NULL when out of memory. */
+char *pool_status_patch(const plan_status *s, const char *resource_version);
+
+/* RFC 3339 <-> ms since the epoch (UTC, whole seconds written; fractions read and dropped).
+ * Parse returns 0 or -1. */
+int pool_time_parse(const char *s, int64_t *ms);
+void pool_time_format(int64_t ms, char out[32]);
+
+/* The resourceVersion of an object the API server answered a write with; NULL if none. */
+const char *pool_answer_version(const cJSON *body);
+
+/* The JSON patch that removes the pool's request annotation if it still names member (a test
+ * operation first). NULL when out of memory. */
+char *pool_request_clear_patch(const char *member);
+
+#endif

@@ -1,0 +1,68 @@
+/* libFuzzer entry point for the cache record decoders: arbitrary JSON into each of the Pod,
+ * InferenceService and ModelPool decoders, and the records through the index functions and the
+ * scale patch, so every string and array a decoder packs is read back. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pool/records.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Collects index values through the store's public emit; a store holds the one record. */
+static void fuzz_index(const store_codec *codec, const char *index, store_index_fn fn, cJSON *obj)
+{
+    store *s = store_new(codec);
+    if (!s) {
+        cJSON_Delete(obj);
+        return;
+    }
+    if (store_add_index(s, index, fn, NULL) == 0)
+        store_put(s, obj, NULL);
+    else
+        cJSON_Delete(obj);
+    store_free(s);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *text = malloc(size + 1);
+    if (!text)
+        return 0;
+    memcpy(text, data, size);
+    text[size] = '\0';
+    cJSON *obj = cJSON_Parse(text);
+    free(text);
+    if (!obj)
+        return 0;
+    int err = 0;
+    pool_pod *pod = pool_pod_decode(obj, &err);
+    if (pod && pod->name && strlen(pod->name) == (size_t)-1)
+        abort(); /* reads every byte of the copy */
+    free(pod);
+    pool_isvc *isvc = pool_isvc_decode(obj, &err);
+    if (isvc) {
+        bool jp = false;
+        free(pool_scale_patch(isvc, 1, &jp));
+        (void)pool_isvc_replicas(isvc);
+    }
+    free(isvc);
+    pool_obj *pool = pool_obj_decode(obj, &err);
+    if (pool) {
+        size_t total = 0;
+        for (size_t i = 0; i < pool->n_members; i++)
+            total += pool->members[i] ? strlen(pool->members[i]) : 0;
+        for (size_t i = 0; i < pool->status.n_members; i++)
+            total += strlen(pool->status.members[i].name);
+        for (size_t i = 0; i < pool->status.n_conditions; i++)
+            total += strlen(pool->status.conditions[i].type);
+        if (total == (size_t)-1)
+            abort();
+    }
+    free(pool);
+    fuzz_index(&pool_pod_codec, POOL_INDEX_SERVICE, pool_index_pod_service,
+               cJSON_Duplicate(obj, 1));
+    fuzz_index(&pool_obj_codec, POOL_INDEX_MEMBER, pool_index_pool_members, obj);
+    return 0;
+}
