@@ -30,6 +30,10 @@
 #include "util/strmap.h"
 
 #define PC_COMPONENT "modelpool-operator"
+/* Each attempt of a write ends within this: leadership is checked right before a write is sent,
+ * and a write must not reach the API server long after, when the lease may have passed. 5 s is
+ * the gap between the renew deadline (10 s) and the lease's expiry for the others (15 s). */
+#define PC_WRITE_TIMEOUT_MS 5000
 
 /* What the controller remembers of one pool between its reconciles, by pool key; dropped with the
  * pool, and when nothing is left in it. */
@@ -448,7 +452,9 @@ static int pc_send(pc_run *run, const kube_request *req, pc_write w, const store
         return kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
     run->writing = w;
     run->write_cache = cache;
-    run->call = kube_call_start(run->pc->client, req, pc_on_write, run, err);
+    kube_request bounded = *req;
+    bounded.timeout_ms = PC_WRITE_TIMEOUT_MS;
+    run->call = kube_call_start(run->pc->client, &bounded, pc_on_write, run, err);
     return run->call ? 0 : -1;
 }
 
