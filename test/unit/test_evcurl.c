@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "loopback.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -109,14 +111,7 @@ static void srv_start(srv *s, ev_loop *loop, bool silent, int stop_at)
     *s = (srv){.loop = loop, .silent = silent, .stop_at = stop_at};
     for (int i = 0; i < T_MAX; i++)
         s->conns[i] = (srv_conn){.s = s, .fd = -1};
-    s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    assert_true(s->lfd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t alen = sizeof(a);
-    assert_int_equal(bind(s->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(listen(s->lfd, 8), 0);
-    assert_int_equal(getsockname(s->lfd, (struct sockaddr *)&a, &alen), 0);
-    s->port = ntohs(a.sin_port);
+    s->lfd = test_listen_loopback(8, &s->port);
     assert_int_equal(ev_fd_set(loop, s->lfd, EV_READ, srv_on_accept, s), 0);
 }
 

@@ -18,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include "loopback.h"
+
 #include "httpd/httpd.h"
 #include "loop/ev.h"
 
@@ -55,11 +57,7 @@ static void guard(ev_loop *loop, void *ud)
 static void client_send(ev_loop *loop, client *c, int port, const char *path, const char *auth)
 {
     *c = (client){0};
-    c->fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(c->fd >= 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    c->fd = test_connect_loopback(port);
     char req[512];
     int n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: x\r\n%s%s%s\r\n", path,
                      auth ? "Authorization: " : "", auth ? auth : "", auth ? "\r\n" : "");

@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "loopback.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -183,14 +185,7 @@ static void srv_start(srv *s, ev_loop *loop, srv_reply *replies, size_t n)
     *s = (srv){.loop = loop, .replies = replies, .nreplies = n};
     for (int i = 0; i < SRV_MAX; i++)
         s->conns[i] = (srv_conn){.s = s, .fd = -1};
-    s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    assert_true(s->lfd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t alen = sizeof(a);
-    assert_int_equal(bind(s->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(listen(s->lfd, 16), 0);
-    assert_int_equal(getsockname(s->lfd, (struct sockaddr *)&a, &alen), 0);
-    s->port = ntohs(a.sin_port);
+    s->lfd = test_listen_loopback(16, &s->port);
     assert_int_equal(ev_fd_set(loop, s->lfd, EV_READ, srv_on_accept, s), 0);
 }
 

@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "loopback.h"
+
 #include "app/telemetry.h"
 #include "httpd/httpd.h"
 #include "loop/ev.h"
@@ -95,11 +97,7 @@ static void client_timeout(ev_loop *loop, void *ud)
 static const char *request(ev_loop *loop, client *c, int port, const char *method, const char *path)
 {
     *c = (client){.loop = loop};
-    c->fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(c->fd >= 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    c->fd = test_connect_loopback(port);
     char req[256];
     int n = snprintf(req, sizeof(req), "%s %s HTTP/1.0\r\nHost: x\r\n\r\n", method, path);
     assert_int_equal(write(c->fd, req, (size_t)n), n);

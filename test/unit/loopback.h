@@ -1,0 +1,38 @@
+/* loopback: the unit tests' sockets on 127.0.0.1, for the small HTTP responders and clients they
+ * run on the event loop (test_evcurl, test_kube_client, test_leader, test_httpd, test_telemetry).
+ * Header-only: each test is one translation unit. Failures fail the test (cmocka asserts). */
+#ifndef MP_TEST_LOOPBACK_H
+#define MP_TEST_LOOPBACK_H
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* A non-blocking listener on a port the kernel picks; *port is set to it. */
+static inline int test_listen_loopback(int backlog, int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof(a);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(fd, backlog), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+/* A blocking client connected to 127.0.0.1:port. */
+static inline int test_connect_loopback(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    return fd;
+}
+
+#endif
