@@ -134,23 +134,31 @@ static plan_action *push(plan_ctx *c, plan_vec *v, plan_action_kind kind)
     return a;
 }
 
-FMT(4, 5)
-static void push_event(plan_ctx *c, bool warning, const char *reason, const char *fmt, ...)
+FMT(4, 0)
+static plan_action *push_event_v(plan_ctx *c, bool warning, const char *reason, const char *fmt,
+                                 va_list ap)
 {
     plan_msg m = {0};
-    va_list ap;
-    va_start(ap, fmt);
     msg_vadd(&m, fmt, ap);
-    va_end(ap);
     c->oom |= m.oom;
     plan_action *a = push(c, &c->events, PLAN_EVENT);
     if (a == NULL) {
         free(m.s);
-        return;
+        return NULL;
     }
     a->warning = warning;
     a->reason = copy(c, reason);
     a->message = m.s;
+    return a;
+}
+
+FMT(4, 5)
+static void push_event(plan_ctx *c, bool warning, const char *reason, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    push_event_v(c, warning, reason, fmt, ap);
+    va_end(ap);
 }
 
 static const plan_condition *find_cond(const plan_status *st, const char *type);
@@ -162,12 +170,6 @@ FMT(5, 6)
 static void push_fact(plan_ctx *c, plan_fact fact, const char *why, const char *reason,
                       const char *fmt, ...)
 {
-    plan_msg m = {0};
-    va_list ap;
-    va_start(ap, fmt);
-    msg_vadd(&m, fmt, ap);
-    va_end(ap);
-    c->oom |= m.oom;
     bool warning = false;
     if (fact == PLAN_FACT_SWAP_COMPLETED) {
         const plan_condition *sw = find_cond(&c->s->status, "Swapping");
@@ -178,15 +180,12 @@ static void push_fact(plan_ctx *c, plan_fact fact, const char *why, const char *
         free(c->p->deferred_reason);
         c->p->deferred_reason = copy(c, why);
     }
-    plan_action *a = push(c, &c->events, PLAN_EVENT);
-    if (a == NULL) {
-        free(m.s);
-        return;
-    }
-    a->warning = warning;
-    a->reason = copy(c, reason);
-    a->message = m.s;
-    a->fact = fact;
+    va_list ap;
+    va_start(ap, fmt);
+    plan_action *a = push_event_v(c, warning, reason, fmt, ap);
+    va_end(ap);
+    if (a)
+        a->fact = fact;
 }
 
 static void push_scale(plan_ctx *c, const char *member, int32_t replicas, const char *reason)
