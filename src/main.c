@@ -18,11 +18,11 @@
 #include "kube/config.h"
 #include "leader/leader.h"
 #include "loop/ev.h"
-#include "pool/controller.h"
+#include "pool/manager.h"
 
 typedef struct main_state {
     ev_loop *loop;
-    pool_controller *pc;
+    pool_manager *pm;
     leader *leader;
     int sigfd;
     bool stopping;
@@ -59,10 +59,10 @@ static const char *main_unready(void *ud)
     const char *problem = m->leader ? leader_problem(m->leader) : NULL;
     if (problem)
         return problem;
-    if (pool_controller_synced(m->pc))
+    if (pool_manager_synced(m->pm))
         return NULL;
     char what[sizeof(m->unready) - 32];
-    pool_controller_waiting(m->pc, what, sizeof(what));
+    pool_manager_waiting(m->pm, what, sizeof(what));
     snprintf(m->unready, sizeof(m->unready), "not ready: waiting for %s",
              *what ? what : "the caches");
     return m->unready;
@@ -77,7 +77,7 @@ static bool main_may_write(void *ud)
 static void main_lead(void *ud)
 {
     main_state *m = ud;
-    pool_controller_lead(m->pc);
+    pool_manager_lead(m->pm);
 }
 
 static void main_lost(void *ud, const char *why)
@@ -124,7 +124,7 @@ static void main_on_signal(ev_loop *loop, int fd, int events, void *ud)
     m->stopping = true;
     log_kv(LOG_INFO, "shutting down", "signal", si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT",
            NULL);
-    pool_controller_shutdown(m->pc, main_drained, m);
+    pool_manager_shutdown(m->pm, main_drained, m);
 }
 
 static int main_signals(main_state *m)
@@ -208,14 +208,14 @@ int main(int argc, char **argv)
         goto out;
     }
     kube_client_observe(client, telemetry_api_request, tm);
-    pool_controller_opts popts = {.namespace_ = opts.namespace_,
-                                  .instance = getenv("POD_NAME"),
-                                  .probe_timeout_ms = opts.probe_timeout_ms,
-                                  .max_concurrent = (unsigned)opts.max_concurrent_reconciles,
-                                  .metrics = telemetry_registry(tm),
-                                  .may_write = main_may_write,
-                                  .may_write_ud = &m};
-    if (!(m.pc = pool_controller_new(m.loop, client, &popts)) || pool_controller_start(m.pc) < 0) {
+    pool_manager_opts popts = {.namespace_ = opts.namespace_,
+                               .instance = getenv("POD_NAME"),
+                               .probe_timeout_ms = opts.probe_timeout_ms,
+                               .max_concurrent = (unsigned)opts.max_concurrent_reconciles,
+                               .metrics = telemetry_registry(tm),
+                               .may_write = main_may_write,
+                               .may_write_ud = &m};
+    if (!(m.pm = pool_manager_new(m.loop, client, &popts)) || pool_manager_start(m.pm) < 0) {
         fprintf(stderr, "modelpool-operator: cannot start the controller (out of memory)\n");
         goto out;
     }
@@ -252,14 +252,14 @@ int main(int argc, char **argv)
             goto out;
         }
     } else {
-        pool_controller_lead(m.pc);
+        pool_manager_lead(m.pm);
     }
     rc = ev_run(m.loop) < 0 || m.rc ? 1 : 0;
     log_kv(LOG_INFO, "stopped", NULL);
 out:
     leader_free(m.leader);
     free(identity);
-    pool_controller_free(m.pc);
+    pool_manager_free(m.pm);
     telemetry_free(tm);
     kube_client_free(client);
     if (m.sigfd >= 0)

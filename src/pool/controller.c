@@ -1,28 +1,23 @@
-/* controller: wires informers, the work queue, the plan and the API writes. Each pool key in
- * flight has its own run (pc_run), the user data of every callback it starts, so reconciles of
- * different pools interleave on the loop, up to max_concurrent at once; the work queue never hands
- * out a key twice at once. An idle probe holds no reconcile slot (its answer queues the pool
- * again), so probes that hang until their timeout, however many, delay only their own pools.
+/* controller: the work queue, the plan and the API writes. Each pool key in flight has its own
+ * run (pc_run), the user data of every callback it starts, so reconciles of different pools
+ * interleave on the loop, up to max_concurrent at once; the work queue never hands out a key twice
+ * at once. An idle probe holds no reconcile slot (its answer queues the pool again), so probes
+ * that hang until their timeout, however many, delay only their own pools.
  * A run walks the plan's actions in order and stops at the first failure (the key is then retried
  * with backoff). After its own write, a pool is not planned again until the cache shows that write
  * (informer/expect.h), so a plan never acts on a view older than its last action. */
 #include "pool/controller.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "app/log.h"
 #include "informer/expect.h"
-#include "informer/informer.h"
-#include "informer/workqueue.h"
 #include "kube/event.h"
 #include "pool/plan.h"
-#include "pool/pool_metrics.h"
 #include "pool/prober.h"
 #include "pool/records.h"
 #include "pool/snapshot.h"
@@ -45,10 +40,6 @@ typedef struct pc_pool {
      * until its timeout must not keep other pools waiting for one (rule 6); its answer queues the
      * pool again. */
     prober_batch *probing;
-    /* Reaction clocks (modelpool_reaction_seconds), in ev_now_us time: when a member was scaled up
-     * (path a) and when the last Pod of a member was deleted during a swap (path b). */
-    char *requested; /* path a: the member that was scaled up */
-    uint64_t requested_us, pod_gone_us;
     /* A scale the API server refused (plan_refusal): member NULL when none. */
     char *refused_member;
     int32_t refused_replicas;
@@ -80,35 +71,16 @@ typedef struct pc_run {
 } pc_run;
 
 struct pool_controller {
-    ev_loop *loop;
-    kube_client *client;
-    pool_controller_opts opts;
+    pool_controller_config cfg;
     char *instance;
-    informer *pools, *isvcs, *pods;
     wq *queue;
     prober *prober;
     expects *expects;
     strmap state; /* pc_pool by key */
     pc_run *runs;
-    pool_metrics *pm;
-    bool synced;  /* all three caches hold a full list */
-    bool leading; /* may write (pool_controller_lead); until then events queue nothing */
-    /* Which caches were listed again since this replica took the lease (PC_LISTED_*). A standby's
-     * watches may lag the last leader's writes (a relist after a 410 on a slow link, say): a
-     * plan made from them could start a member the last leader had already started. So a new
-     * leader relists all three (consistent reads) and plans nothing until all are back. */
-    unsigned listed;
     void (*shutdown_done)(void *ud);
     void *shutdown_ud;
 };
-
-#define PC_LISTED_ALL 7u
-
-/* Reconciles may run: leading, synced, and every cache listed since the lease was taken. */
-static bool pc_active(const pool_controller *pc)
-{
-    return pc->synced && pc->leading && pc->listed == PC_LISTED_ALL;
-}
 
 static int64_t pc_wall_ms(void)
 {
@@ -127,7 +99,7 @@ static const prober_memo *pc_memo_lookup(void *ud, const char *uid)
 /* For the prober's sweep: the cache still has this Pod (not one replaced under its name). */
 static bool pc_pod_alive(void *ud, const char *pod_key, const char *uid)
 {
-    const pool_pod *pod = store_get(informer_store(((pool_controller *)ud)->pods), pod_key);
+    const pool_pod *pod = store_get(((pool_controller *)ud)->cfg.pods, pod_key);
     return pod && pod->uid && strcmp(pod->uid, uid) == 0;
 }
 
@@ -153,7 +125,6 @@ static void pc_pool_free(pool_controller *pc, pc_pool *st)
     strmap_remove(&pc->state, &st->node);
     prober_cancel(st->probing);
     free(st->key);
-    free(st->requested);
     free(st->refused_member);
     free(st->refused_message);
     free(st);
@@ -169,8 +140,7 @@ static void pc_pool_drop(pool_controller *pc, const char *pool)
 /* Frees st when it holds nothing any more. */
 static void pc_pool_trim(pool_controller *pc, pc_pool *st)
 {
-    if (!st->requested_us && !st->pod_gone_us && !st->refused_member && !st->status_refused &&
-        !st->probing)
+    if (!st->refused_member && !st->status_refused && !st->probing)
         pc_pool_free(pc, st);
 }
 
@@ -200,57 +170,6 @@ static void pc_refusal_set(pool_controller *pc, const char *pool, const char *me
     st->refused_member = m;
     st->refused_replicas = replicas;
     st->refused_message = msg;
-}
-
-/* ---- reaction clocks ---- */
-
-/* The PATCH about to be sent for action a ends a reaction clock: a scale-down of a member other
- * than the one requested (path a), or the target's scale-up once the slot is free (path b). */
-static void pc_stamp_scaled(pool_controller *pc, const char *pool, const plan_action *a)
-{
-    pc_pool *st = pc->pm ? pc_pool_get(pc, pool, false) : NULL;
-    if (!st)
-        return;
-    uint64_t now = ev_now_us();
-    if (a->replicas == 0 && st->requested_us && st->requested &&
-        strcmp(st->requested, a->member) != 0) {
-        pool_metrics_reaction(pc->pm, POOL_REACTION_A, now - st->requested_us);
-        st->requested_us = 0;
-    } else if (a->replicas >= 1 && st->pod_gone_us) {
-        pool_metrics_reaction(pc->pm, POOL_REACTION_B, now - st->pod_gone_us);
-        st->pod_gone_us = 0;
-    }
-    pc_pool_trim(pc, st);
-}
-
-/* Starts pool key's path a clock at now_us for a request of member, unless one already runs: the
- * first request seen starts it, and the incumbent's scale-down stops it. */
-static void pc_clock_request(pool_controller *pc, const char *key, const char *member,
-                             uint64_t now_us)
-{
-    pc_pool *st = pc_pool_get(pc, key, true);
-    if (st && !st->requested_us) {
-        char *m = strdup(member);
-        if (m) {
-            free(st->requested);
-            st->requested = m;
-            st->requested_us = now_us;
-        }
-    }
-    if (st)
-        pc_pool_trim(pc, st);
-}
-
-/* A swap ended: its clocks stop. */
-static void pc_stamp_stop(pool_controller *pc, const char *pool)
-{
-    pc_pool *st = pc_pool_get(pc, pool, false);
-    if (!st)
-        return;
-    free(st->requested);
-    st->requested = NULL;
-    st->requested_us = st->pod_gone_us = 0;
-    pc_pool_trim(pc, st);
 }
 
 /* ---- one reconcile ---- */
@@ -286,7 +205,7 @@ static void pc_finish(pc_run *run, wq_result result, uint64_t requeue_ms)
             break;
         }
     }
-    pool_metrics_reconciled(pc->pm, result == WQ_SUCCESS, ev_now_ms() - run->started_ms);
+    pool_metrics_reconciled(pc->cfg.pm, result == WQ_SUCCESS, ev_now_ms() - run->started_ms);
     char *key = run->key;
     bool requeue = run->requeue;
     run->key = NULL;
@@ -296,7 +215,7 @@ static void pc_finish(pc_run *run, wq_result result, uint64_t requeue_ms)
     if (requeue && result == WQ_SUCCESS)
         wq_add(pc->queue, key);
     else if (result == WQ_SUCCESS && requeue_ms != PC_NO_REQUEUE)
-        wq_add_after(pc->queue, key, requeue_ms ? requeue_ms : pc->opts.resync_ms);
+        wq_add_after(pc->queue, key, requeue_ms ? requeue_ms : pc->cfg.resync_ms);
     free(key);
 }
 
@@ -313,7 +232,7 @@ static void pc_fail(pc_run *run, log_level level, const char *what, const kube_e
 /* Leadership, asked right before each write (what: for the log). false: the run has ended. */
 static bool pc_may_write(pc_run *run, const char *what)
 {
-    const pool_controller_opts *o = &run->pc->opts;
+    const pool_controller_config *o = &run->pc->cfg;
     if (!o->may_write || o->may_write(o->may_write_ud))
         return true;
     log_kv(LOG_ERROR, "write not sent: the lease may have passed to another replica", "pool",
@@ -350,7 +269,7 @@ static void pc_post_event(pc_run *run, bool warning, const char *reason, const c
     log_kv(warning ? LOG_ERROR : LOG_INFO, "event", "pool", run->key, "reason", reason, "message",
            message, NULL);
     kube_error err = {0};
-    if (!kube_event_post(pc->client, &about, &ev, pc_on_event, pc, &err))
+    if (!kube_event_post(pc->cfg.client, &about, &ev, pc_on_event, pc, &err))
         log_kv(LOG_ERROR, "could not record event", "error", err.message, NULL);
     kube_error_clear(&err);
 }
@@ -454,7 +373,7 @@ static int pc_send(pc_run *run, const kube_request *req, pc_write w, const store
     run->write_cache = cache;
     kube_request bounded = *req;
     bounded.timeout_ms = PC_WRITE_TIMEOUT_MS;
-    run->call = kube_call_start(run->pc->client, &bounded, pc_on_write, run, err);
+    run->call = kube_call_start(run->pc->cfg.client, &bounded, pc_on_write, run, err);
     return run->call ? 0 : -1;
 }
 
@@ -472,7 +391,7 @@ static int pc_write_status(pc_run *run, kube_error *err)
         kube_request req = {
             .method = KUBE_PATCH_MERGE, .path = path, .body = body, .max_retries = -1};
         run->tested = false;
-        rc = pc_send(run, &req, PC_WRITE_STATUS, informer_store(pc->pools), run->key, run->rv, err);
+        rc = pc_send(run, &req, PC_WRITE_STATUS, pc->cfg.pools, run->key, run->rv, err);
     }
     log_kv(LOG_INFO, "status", "pool", run->key, "phase", run->plan->status.phase, "resident",
            run->plan->status.resident_member, "pending", run->plan->status.pending_member, NULL);
@@ -497,8 +416,8 @@ static int pc_clear_request(pc_run *run, const plan_action *a, kube_error *err)
             .method = KUBE_PATCH_JSON, .path = path, .body = body, .max_retries = -1};
         log_kv(LOG_INFO, "request taken", "pool", run->key, "member", a->member, NULL);
         run->tested = true;
-        const pool_obj *pool = store_get(informer_store(pc->pools), run->key);
-        rc = pc_send(run, &req, PC_WRITE_REQUEST, informer_store(pc->pools), run->key,
+        const pool_obj *pool = store_get(pc->cfg.pools, run->key);
+        rc = pc_send(run, &req, PC_WRITE_REQUEST, pc->cfg.pools, run->key,
                      pool ? pool->rv : run->rv, err);
     }
     free(body);
@@ -530,7 +449,7 @@ static int pc_scale(pc_run *run, const plan_action *a, kube_error *err)
         kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
         return -1;
     }
-    const pool_isvc *isvc = store_get(informer_store(pc->isvcs), key);
+    const pool_isvc *isvc = store_get(pc->cfg.isvcs, key);
     const char *rv = isvc ? isvc->rv : NULL;
     if (rv && isvc->replicas_exact && isvc->replicas == a->replicas) {
         log_kv(LOG_DEBUG, "already scaled", "pool", run->key, "member", a->member, NULL);
@@ -558,10 +477,10 @@ static int pc_scale(pc_run *run, const plan_action *a, kube_error *err)
         snprintf(replicas, sizeof(replicas), "%d", (int)a->replicas);
         log_kv(LOG_INFO, "scale", "pool", run->key, "member", a->member, "replicas", replicas,
                "reason", a->reason, NULL);
-        pc_stamp_scaled(pc, run->key, a);
+        pool_clocks_scaling(pc->cfg.clocks, run->key, a->member, a->replicas, ev_now_us());
         run->tested = json_patch;
         run->scaling = a;
-        rc = pc_send(run, &req, PC_WRITE_SCALE, informer_store(pc->isvcs), key, rv, err);
+        rc = pc_send(run, &req, PC_WRITE_SCALE, pc->cfg.isvcs, key, rv, err);
     }
     free(key);
     free(path);
@@ -573,16 +492,12 @@ static void pc_event(pc_run *run, const plan_action *a)
 {
     pool_controller *pc = run->pc;
     if (a->fact == PLAN_FACT_SWAP_COMPLETED) {
-        pool_metrics_swap_done(pc->pm, run->ns, run->name, run->plan->swap_ms);
-        pc_stamp_stop(pc, run->key);
+        pool_metrics_swap_done(pc->cfg.pm, run->ns, run->name, run->plan->swap_ms);
+        pool_clocks_stop(pc->cfg.clocks, run->key);
     } else if (a->fact == PLAN_FACT_SWAP_DEFERRED) {
         /* A wait for a busy member is not part of the operator's reaction time. */
-        pool_metrics_deferred(pc->pm, run->ns, run->name, run->plan->deferred_reason);
-        pc_pool *st = pc_pool_get(pc, run->key, false);
-        if (st) {
-            st->requested_us = 0;
-            pc_pool_trim(pc, st);
-        }
+        pool_metrics_deferred(pc->cfg.pm, run->ns, run->name, run->plan->deferred_reason);
+        pool_clocks_deferred(pc->cfg.clocks, run->key);
     }
     pc_post_event(run, a->warning, a->reason, a->message);
 }
@@ -597,7 +512,7 @@ static void pc_on_probed(void *ud, const prober_verdict *results, size_t n)
         char *key = NULL;
         if (asprintf(&key, "%.*s/%s", (int)nsl, st->key, results[i].pod) < 0)
             continue;
-        const pool_pod *pod = store_get(informer_store(pc->pods), key);
+        const pool_pod *pod = store_get(pc->cfg.pods, key);
         const char *uid = pod ? pod->uid : NULL;
         log_kv(LOG_DEBUG, "probed", "pool", st->key, "pod", key, "verdict",
                probe_verdict_name(results[i].verdict), "message", results[i].message, NULL);
@@ -634,7 +549,7 @@ static int pc_probe(pc_run *run, const plan_action *a)
         }
     }
     /* The answer queues the pool at once; the delay is a backstop. */
-    pc_finish(run, WQ_SUCCESS, PLAN_PROBE_TTL_MS + run->pc->opts.probe_timeout_ms);
+    pc_finish(run, WQ_SUCCESS, PLAN_PROBE_TTL_MS + run->pc->cfg.probe_timeout_ms);
     return 0;
 }
 
@@ -696,14 +611,14 @@ static void pc_plan_metrics(pc_run *run)
 {
     pool_controller *pc = run->pc;
     const plan_status *st = &run->plan->status;
-    if (!pc->pm)
+    if (!pc->cfg.pm)
         return;
     const char **names = calloc(st->n_members ? st->n_members : 1, sizeof(*names));
     if (!names)
         return;
     for (size_t i = 0; i < st->n_members; i++)
         names[i] = st->members[i].name;
-    pool_metrics_members(pc->pm, run->ns, run->name, names, st->n_members, st->resident_member);
+    pool_metrics_members(pc->cfg.pm, run->ns, run->name, names, st->n_members, st->resident_member);
     free(names);
 }
 
@@ -714,9 +629,9 @@ static int pc_build(pc_run *run, const pool_obj *pool)
     plan_free(run->plan);
     run->plan = NULL;
     run->next_action = 0;
-    pool_sources src = {.pools = informer_store(pc->pools),
-                        .isvcs = informer_store(pc->isvcs),
-                        .pods = informer_store(pc->pods),
+    pool_sources src = {.pools = pc->cfg.pools,
+                        .isvcs = pc->cfg.isvcs,
+                        .pods = pc->cfg.pods,
                         .probe = pc_memo_lookup,
                         .probe_ud = pc};
     pool_snapshot snap;
@@ -749,22 +664,23 @@ static int pc_build(pc_run *run, const pool_obj *pool)
 static void pc_plan(pc_run *run)
 {
     pool_controller *pc = run->pc;
-    const pool_obj *pool = store_get(informer_store(pc->pools), run->key);
+    const pool_obj *pool = store_get(pc->cfg.pools, run->key);
     if (!pool) {
         /* Deleted: its series, clocks, refusals and expectations go with it. */
         size_t nl = strcspn(run->key, "/");
         char *ns = strndup(run->key, nl);
         if (ns && run->key[nl])
-            pool_metrics_forget(pc->pm, ns, run->key + nl + 1);
+            pool_metrics_forget(pc->cfg.pm, ns, run->key + nl + 1);
         free(ns);
         pc_pool_drop(pc, run->key);
+        pool_clocks_stop(pc->cfg.clocks, run->key);
         expects_forget(pc->expects, run->key);
         pc_finish(run, WQ_SUCCESS, PC_NO_REQUEUE);
         return;
     }
-    if (expects_pending(pc->expects, run->key, ev_now_ms(), pc->opts.expect_ms)) {
+    if (expects_pending(pc->expects, run->key, ev_now_ms(), pc->cfg.expect_ms)) {
         /* The watch event of our write will queue the pool again; the delay is a backstop. */
-        pc_finish(run, WQ_SUCCESS, pc->opts.expect_ms);
+        pc_finish(run, WQ_SUCCESS, pc->cfg.expect_ms);
         return;
     }
     const char *ns = pool->ns, *name = pool->name, *uid = pool->uid, *rv = pool->rv;
@@ -790,7 +706,7 @@ static void pc_plan(pc_run *run)
 static void pc_process(wq *q, const char *key, uint64_t waited_ms, void *ud)
 {
     pool_controller *pc = ud;
-    pool_metrics_dequeued(pc->pm, waited_ms);
+    pool_metrics_dequeued(pc->cfg.pm, waited_ms);
     pc_run *run = calloc(1, sizeof(*run));
     if (!run || !(run->key = strdup(key))) {
         free(run);
@@ -804,359 +720,60 @@ static void pc_process(wq *q, const char *key, uint64_t waited_ms, void *ud)
     pc_plan(run);
 }
 
-/* ---- informer events -> queue ---- */
-
-/* The cache key of a pool record (store_key_of's form), malloc'd; NULL when out of memory. */
-static char *pc_pool_key(const pool_obj *pool)
-{
-    char *key = NULL;
-    if (!pool->ns || !*pool->ns)
-        return strdup(pool->name);
-    return asprintf(&key, "%s/%s", pool->ns, pool->name) < 0 ? NULL : key;
-}
-
-static void pc_enqueue_pool(pool_controller *pc, const pool_obj *pool)
-{
-    char *key = pc_pool_key(pool);
-    if (key)
-        wq_add(pc->queue, key);
-    free(key);
-}
-
-static bool pc_enqueue_each(const char *key, const void *rec, void *ud)
-{
-    (void)rec;
-    wq_add(ud, key);
-    return true;
-}
-
-/* Queues every pool listing member name in ns. */
-static void pc_enqueue_member(pool_controller *pc, const char *ns, const char *name)
-{
-    if (!pc_active(pc) || !name)
-        return;
-    char *v = NULL;
-    if (asprintf(&v, "%s/%s", ns ? ns : "", name) < 0)
-        return;
-    store_index_each(informer_store(pc->pools), POOL_INDEX_MEMBER, v, pc_enqueue_each, pc->queue);
-    free(v);
-}
-
-static void pc_on_synced(void *ud)
-{
-    pool_controller *pc = ud;
-    if (pc->synced || !informer_synced(pc->pools) || !informer_synced(pc->isvcs) ||
-        !informer_synced(pc->pods))
-        return;
-    pc->synced = true;
-    /* The list pages are freed by now; hand their pages back instead of keeping the high-water
-     * mark of the initial list for the life of the process. */
-    malloc_trim(0);
-    log_kv(LOG_INFO, "caches synced", NULL);
-    if (pc_active(pc))
-        store_each(informer_store(pc->pools), pc_enqueue_each, pc->queue);
-}
-
-/* A cache listed again after this replica took the lease; the last of the three starts the
- * reconciles. */
-static void pc_listed(pool_controller *pc, unsigned bit)
-{
-    if (!pc->leading || pc->listed == PC_LISTED_ALL)
-        return;
-    pc->listed |= bit;
-    if (pc_active(pc)) {
-        log_kv(LOG_INFO, "caches listed again as leader", NULL);
-        store_each(informer_store(pc->pools), pc_enqueue_each, pc->queue);
-    }
-}
-
-static void pc_listed_pools(void *ud)
-{
-    pc_listed(ud, 1u);
-}
-
-static void pc_listed_isvcs(void *ud)
-{
-    pc_listed(ud, 2u);
-}
-
-static void pc_listed_pods(void *ud)
-{
-    pc_listed(ud, 4u);
-}
-
-static void pc_pool_changed(void *ud, const void *rec)
-{
-    pool_controller *pc = ud;
-    if (pc_active(pc))
-        pc_enqueue_pool(pc, rec);
-}
-
-/* A request through the pool starts the path a clock when its annotation appears or changes, as a
- * member scaled up does. One that no scale-down will answer starts none, so that no stale clock
- * is left to time a later swap: a name that is no member (RequestIgnored), the target already, the
- * settled resident, or a Degraded pool (the request waits for its spec to be fixed, not for the
- * operator). */
-static void pc_clock_pool_request(pool_controller *pc, const pool_obj *old_obj,
-                                  const pool_obj *new_obj)
-{
-    const char *rq = new_obj->requested, *was = old_obj->requested;
-    if (!pc->pm || !pc_active(pc) || !rq || !*rq || (was && strcmp(was, rq) == 0))
-        return;
-    const plan_status *st = &new_obj->status;
-    const char *phase = st->phase, *res = st->resident_member, *pend = st->pending_member;
-    if ((phase && strcmp(phase, "Degraded") == 0) ||
-        (pend && *pend ? strcmp(pend, rq) == 0 : res && strcmp(res, rq) == 0))
-        return;
-    bool member = false;
-    for (size_t i = 0; i < new_obj->n_members; i++)
-        member |= new_obj->members[i] && strcmp(new_obj->members[i], rq) == 0;
-    char *key = member ? pc_pool_key(new_obj) : NULL;
-    if (key)
-        pc_clock_request(pc, key, rq, ev_now_us());
-    free(key);
-}
-
-static void pc_pool_updated(void *ud, const void *old_rec, const void *new_rec)
-{
-    pool_controller *pc = ud;
-    const pool_obj *old_obj = old_rec;
-    pc_clock_pool_request(pc, old_obj, new_rec);
-    /* Members dropped from a pool's spec may now be free for another pool that claimed them. */
-    for (size_t i = 0; i < old_obj->n_members; i++)
-        pc_enqueue_member(pc, old_obj->ns, old_obj->members[i]);
-    pc_pool_changed(ud, new_rec);
-}
-
-static void pc_pool_deleted(void *ud, const void *rec)
-{
-    pc_pool_updated(ud, rec, rec);
-}
-
-static void pc_isvc_changed(void *ud, const void *rec)
-{
-    const pool_isvc *isvc = rec;
-    pc_enqueue_member(ud, isvc->ns, isvc->name);
-}
-
-/* Starting a reaction clock for every pool listing a member: the member, and what to stamp. */
-typedef struct pc_clock {
-    pool_controller *pc;
-    const char *member;
-    bool pod_gone; /* path b; else path a */
-    uint64_t now_us;
-} pc_clock;
-
-static bool pc_clock_start(const char *key, const void *rec, void *ud)
-{
-    pc_clock *c = ud;
-    const char *pending = ((const pool_obj *)rec)->status.pending_member;
-    if (c->pod_gone) {
-        /* Only the incumbent's Pods, during a swap: the target waits for them. */
-        if (!pending || !*pending || strcmp(pending, c->member) == 0)
-            return true;
-        pc_pool *st = pc_pool_get(c->pc, key, true);
-        if (st)
-            st->pod_gone_us = c->now_us;
-        return true;
-    }
-    pc_clock_request(c->pc, key, c->member, c->now_us);
-    return true;
-}
-
-static void pc_clock_member(pool_controller *pc, const char *ns, const char *member, bool pod_gone)
-{
-    if (!pc->pm || !pc_active(pc) || !member)
-        return;
-    char *v = NULL;
-    if (asprintf(&v, "%s/%s", ns ? ns : "", member) < 0)
-        return;
-    pc_clock c = {.pc = pc, .member = member, .pod_gone = pod_gone, .now_us = ev_now_us()};
-    store_index_each(informer_store(pc->pools), POOL_INDEX_MEMBER, v, pc_clock_start, &c);
-    free(v);
-}
-
-static void pc_isvc_updated(void *ud, const void *old_rec, const void *new_rec)
-{
-    const pool_isvc *was = old_rec, *now = new_rec;
-    if (pool_isvc_replicas(was) < 1 && pool_isvc_replicas(now) >= 1)
-        pc_clock_member(ud, now->ns, now->name, false);
-    pc_isvc_changed(ud, new_rec);
-}
-
-static void pc_pod_changed(void *ud, const void *rec)
-{
-    const pool_pod *pod = rec;
-    pc_enqueue_member(ud, pod->ns, pod->member);
-}
-
-static void pc_pod_updated(void *ud, const void *old_rec, const void *new_rec)
-{
-    /* A Pod replaced under the same name (seen as an update after a relist): its old probe
-     * result is of another process. */
-    const char *old_uid = ((const pool_pod *)old_rec)->uid;
-    const char *new_uid = ((const pool_pod *)new_rec)->uid;
-    if (old_uid && (!new_uid || strcmp(old_uid, new_uid) != 0))
-        prober_memo_forget(((pool_controller *)ud)->prober, old_uid);
-    pc_pod_changed(ud, new_rec);
-}
-
-static void pc_pod_deleted(void *ud, const void *rec)
-{
-    const pool_pod *pod = rec;
-    if (pod->uid)
-        prober_memo_forget(((pool_controller *)ud)->prober, pod->uid);
-    pc_clock_member(ud, pod->ns, pod->member, true);
-    pc_pod_changed(ud, rec);
-}
-
-static void pc_on_error(void *ud, const kube_error *err)
-{
-    (void)ud;
-    log_kv(LOG_ERROR, "list/watch failed, retrying", "error", err->message, "reason", err->reason,
-           NULL);
-}
-
 /* ---- lifecycle ---- */
 
-static informer *pc_informer(pool_controller *pc, const char *group, const char *resource,
-                             const char *selector, const store_codec *codec,
-                             const informer_handlers *h)
-{
-    informer_config cfg = {.group = group,
-                           .version = *group ? POOL_VERSION : "v1",
-                           .resource = resource,
-                           .namespace_ = pc->opts.namespace_,
-                           .label_selector = selector,
-                           .codec = codec};
-    return informer_new(pc->loop, pc->client, &cfg, h);
-}
-
-/* Before a scrape: counters the queue and the informers keep themselves. */
-static void pc_collect(void *ud)
-{
-    pool_controller *pc = ud;
-    wq_stats q;
-    wq_stats_get(pc->queue, &q);
-    pool_metrics_queue(pc->pm, &q);
-    informer_stats st;
-    informer_stats_get(pc->pools, &st);
-    pool_metrics_informer(pc->pm, "modelpools", &st);
-    informer_stats_get(pc->isvcs, &st);
-    pool_metrics_informer(pc->pm, "inferenceservices", &st);
-    informer_stats_get(pc->pods, &st);
-    pool_metrics_informer(pc->pm, "pods", &st);
-}
-
-pool_controller *pool_controller_new(ev_loop *loop, kube_client *client,
-                                     const pool_controller_opts *opts)
+pool_controller *pool_controller_new(const pool_controller_config *cfg)
 {
     pool_controller *pc = calloc(1, sizeof(*pc));
     if (!pc)
         return NULL;
-    pc->loop = loop;
-    pc->client = client;
-    pc->opts = *opts;
-    pc->opts.namespace_ = NULL;
-    if (opts->namespace_ && !(pc->opts.namespace_ = strdup(opts->namespace_)))
-        goto fail;
-    if (!pc->opts.probe_timeout_ms)
-        pc->opts.probe_timeout_ms = 2000;
-    if (!pc->opts.resync_ms)
-        pc->opts.resync_ms = 300000;
-    if (!pc->opts.expect_ms)
-        pc->opts.expect_ms = 5000;
-    if (!pc->opts.max_concurrent)
-        pc->opts.max_concurrent = 4;
-    char host[256] = "";
-    if (!opts->instance)
-        gethostname(host, sizeof(host) - 1);
-    if (!(pc->instance = strdup(opts->instance ? opts->instance : host)))
-        goto fail;
-
-    informer_handlers hp = {pc_pool_changed, pc_pool_updated, pc_pool_deleted,
-                            pc_on_synced,    pc_on_error,     pc,
-                            pc_listed_pools};
-    informer_handlers hi = {pc_isvc_changed, pc_isvc_updated, pc_isvc_changed,
-                            pc_on_synced,    pc_on_error,     pc,
-                            pc_listed_isvcs};
-    informer_handlers hd = {pc_pod_changed, pc_pod_updated, pc_pod_deleted,
-                            pc_on_synced,   pc_on_error,    pc,
-                            pc_listed_pods};
-    pc->pools = pc_informer(pc, POOL_GROUP, "modelpools", NULL, &pool_obj_codec, &hp);
-    pc->isvcs = pc_informer(pc, POOL_GROUP, "inferenceservices", NULL, &pool_isvc_codec, &hi);
-    pc->pods = pc_informer(pc, "", "pods", POOL_SERVICE_LABEL, &pool_pod_codec, &hd);
-    if (strmap_init(&pc->state) < 0)
-        goto fail;
-    if (opts->metrics && !(pc->pm = pool_metrics_new(opts->metrics)))
-        goto fail;
-    /* The queue bounds the reconciles in flight and never hands out a key twice at once. */
-    wq_config qc = {.concurrency = pc->opts.max_concurrent};
-    pc->queue = wq_new(loop, &qc, pc_process, pc);
-    pc->prober = prober_new(loop, pc->opts.probe_timeout_ms);
-    pc->expects = expects_new();
-    if (!pc->pools || !pc->isvcs || !pc->pods || !pc->queue || !pc->prober || !pc->expects)
-        goto fail;
-    prober_memo_alive(pc->prober, pc_pod_alive, pc);
-    if (store_add_index(informer_store(pc->pools), POOL_INDEX_MEMBER, pool_index_pool_members,
-                        NULL) < 0 ||
-        store_add_index(informer_store(pc->pods), POOL_INDEX_SERVICE, pool_index_pod_service,
-                        NULL) < 0)
-        goto fail;
-    /* Last: once registered, the collector must find a whole controller. */
-    if (opts->metrics && metrics_on_collect(opts->metrics, pc_collect, pc) < 0)
-        goto fail;
-    return pc;
-fail:
-    pool_controller_free(pc);
-    return NULL;
-}
-
-int pool_controller_start(pool_controller *pc)
-{
-    int rc = informer_start(pc->pools);
-    if (rc == 0)
-        rc = informer_start(pc->isvcs);
-    if (rc == 0)
-        rc = informer_start(pc->pods);
-    return rc;
-}
-
-bool pool_controller_synced(const pool_controller *pc)
-{
-    return pc->synced;
-}
-
-void pool_controller_waiting(const pool_controller *pc, char *buf, size_t len)
-{
-    const informer *const all[] = {pc->pools, pc->isvcs, pc->pods};
-    informer_waiting(all, sizeof(all) / sizeof(all[0]), buf, len);
-}
-
-void pool_controller_lead(pool_controller *pc)
-{
-    if (pc->leading)
-        return;
-    pc->leading = true;
-    /* A standby queued nothing. Its caches are warm but may lag the last leader's writes: every
-     * pool is reconciled once all three are listed again (pc_listed). */
-    pc->listed = 0;
-    informer *const all[] = {pc->pools, pc->isvcs, pc->pods};
-    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
-        informer_stop(all[i]);
-        if (informer_start(all[i]) < 0)
-            log_kv(LOG_ERROR, "cannot list again as leader (out of memory)", "resource",
-                   informer_name(all[i]), NULL);
+    pc->cfg = *cfg;
+    if (!pc->cfg.probe_timeout_ms)
+        pc->cfg.probe_timeout_ms = 2000;
+    if (!pc->cfg.resync_ms)
+        pc->cfg.resync_ms = 300000;
+    if (!pc->cfg.expect_ms)
+        pc->cfg.expect_ms = 5000;
+    if (!pc->cfg.max_concurrent)
+        pc->cfg.max_concurrent = 4;
+    pc->cfg.instance = NULL;
+    if (strmap_init(&pc->state) < 0 ||
+        !(pc->instance = strdup(cfg->instance ? cfg->instance : ""))) {
+        pool_controller_free(pc);
+        return NULL;
     }
+    /* The queue bounds the reconciles in flight and never hands out a key twice at once. */
+    wq_config qc = {.concurrency = pc->cfg.max_concurrent};
+    pc->queue = wq_new(cfg->loop, &qc, pc_process, pc);
+    pc->prober = prober_new(cfg->loop, pc->cfg.probe_timeout_ms);
+    pc->expects = expects_new();
+    if (!pc->queue || !pc->prober || !pc->expects) {
+        pool_controller_free(pc);
+        return NULL;
+    }
+    prober_memo_alive(pc->prober, pc_pod_alive, pc);
+    return pc;
+}
+
+void pool_controller_enqueue(pool_controller *pc, const char *pool_key)
+{
+    wq_add(pc->queue, pool_key);
+}
+
+void pool_controller_pod_gone(pool_controller *pc, const char *uid)
+{
+    prober_memo_forget(pc->prober, uid);
+}
+
+void pool_controller_queue_stats(const pool_controller *pc, wq_stats *out)
+{
+    wq_stats_get(pc->queue, out);
 }
 
 static void pc_drained(wq *q, void *ud)
 {
     (void)q;
     pool_controller *pc = ud;
-    informer_stop(pc->pools);
-    informer_stop(pc->isvcs);
-    informer_stop(pc->pods);
     if (pc->shutdown_done)
         pc->shutdown_done(pc->shutdown_ud);
 }
@@ -1178,16 +795,12 @@ void pool_controller_free(pool_controller *pc)
         pc_run_free(run);
     }
     wq_free(pc->queue);
-    prober_free(pc->prober);
-    informer_free(pc->pools);
-    informer_free(pc->isvcs);
-    informer_free(pc->pods);
-    expects_free(pc->expects);
+    /* The pools' probes in flight before the prober that runs them. */
     for (strmap_node *n; pc->state.buckets && (n = strmap_first(&pc->state));)
         pc_pool_free(pc, STRMAP_OWNER(n, pc_pool, node));
     strmap_fini(&pc->state);
-    pool_metrics_free(pc->pm);
-    free((char *)pc->opts.namespace_);
+    prober_free(pc->prober);
+    expects_free(pc->expects);
     free(pc->instance);
     free(pc);
 }
