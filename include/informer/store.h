@@ -23,6 +23,10 @@ typedef struct store_codec {
     void (*free)(void *rec);
     const char *(*version)(const void *rec);
     void *ud;
+    /* decode copies what it keeps and never takes obj or any part of it: the informer may then
+     * parse a list page in scratch memory (util/scratch.h) that is gone once its items are
+     * decoded. */
+    bool copies;
 } store_codec;
 
 /* The pass-through codecs: the record is the cJSON object itself, whole (store_codec_json) or

@@ -40,6 +40,10 @@ typedef struct kube_request {
     long timeout_ms;         /* whole-call timeout of each attempt; 0 means the default (30 s) */
     int max_retries;         /* retries of 429, 5xx and transport errors; -1 means default (5) */
     bool list;               /* a GET of a collection: counted as verb LIST by the observer */
+    /* The callback only reads the answer's tree and keeps no part of it (not even detached):
+     * the client may parse it in scratch memory (util/scratch.h), released once the callback
+     * returns, so that a big answer leaves no holes in the heap. */
+    bool scratch;
 } kube_request;
 
 /* The answer to a call. err->kind == KUBE_OK for 2xx. body is the parsed JSON answer (NULL when

@@ -26,6 +26,7 @@ struct informer {
     char *last_error; /* the latest failure's message until a list completes again; NULL after */
     char *label_selector, *field_selector;
     long page_size;
+    bool scratch; /* the codec copies: list pages may be parsed in scratch memory */
     informer_handlers h;
     store *store;
     uint64_t rng;
@@ -445,8 +446,12 @@ static void informer_list_page(informer *inf)
     if (inf->field_selector)
         q[n++] = (kube_query){"fieldSelector", inf->field_selector};
     q[n] = (kube_query){NULL, NULL};
-    kube_request req = {
-        .method = KUBE_GET, .path = inf->path, .query = q, .max_retries = -1, .list = true};
+    kube_request req = {.method = KUBE_GET,
+                        .path = inf->path,
+                        .query = q,
+                        .max_retries = -1,
+                        .list = true,
+                        .scratch = inf->scratch};
     kube_error err = {0};
     inf->call = kube_call_start(inf->client, &req, informer_on_page, inf, &err);
     if (!inf->call) {
@@ -602,6 +607,7 @@ informer *informer_new(ev_loop *loop, kube_client *client, const informer_config
         inf->name = strdup(cfg->resource);
     }
     inf->store = store_new(cfg->codec);
+    inf->scratch = cfg->codec && cfg->codec->copies;
     if (!inf->path || !inf->name || !inf->store ||
         !informer_dup(&inf->label_selector, cfg->label_selector) ||
         !informer_dup(&inf->field_selector, cfg->field_selector)) {

@@ -76,9 +76,10 @@ static const char *store_json_version(const void *rec)
     return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion"));
 }
 
-const store_codec store_codec_json = {store_json_take, store_json_free, store_json_version, NULL};
+const store_codec store_codec_json = {store_json_take, store_json_free, store_json_version, NULL,
+                                      false};
 const store_codec store_codec_json_trimmed = {store_json_take, store_json_free, store_json_version,
-                                              (void *)&store_codec_json};
+                                              (void *)&store_codec_json, false};
 
 store *store_new(const store_codec *codec)
 {

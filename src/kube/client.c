@@ -15,6 +15,7 @@
 
 #include "buf.h"
 #include "kube/watchdec.h"
+#include "util/scratch.h"
 #include "loop/evcurl.h"
 
 #define KUBE_DEFAULT_TIMEOUT_MS 30000
@@ -48,6 +49,7 @@ struct kube_call {
     kube_method method;
     bool watch;
     bool list;
+    bool scratch; /* kube_request.scratch */
     int retries_left, attempts;
     uint64_t retry_timer;
     long retry_after_s; /* from the last answer's Retry-After, or -1 */
@@ -113,6 +115,9 @@ kube_client *kube_client_new(ev_loop *loop, const kube_config *cfg, kube_error *
         kube_error_set(err, KUBE_ERR_CONFIG, "kube client: configuration has no server");
         return NULL;
     }
+    /* Before the first answer is parsed: kube_request.scratch needs cJSON to allocate through it.
+     */
+    scratch_install();
     kube_client *c = calloc(1, sizeof(*c));
     if (!c) {
         kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
@@ -401,10 +406,20 @@ static void kube_call_complete(kube_call *call)
         return;
     }
     cJSON *body = NULL;
-    if (!call->watch && call->resp.len)
+    scratch *s = NULL;
+    if (!call->watch && call->resp.len) {
+        /* A tree is about four times its text: room for that, as address space only. */
+        if (call->scratch && err.kind == KUBE_OK && call->resp.len < (size_t)-1 / 8)
+            s = scratch_new(call->resp.len * 4);
+        scratch_use(s);
         body = cJSON_ParseWithLength(call->resp.p, call->resp.len);
+        scratch_use(NULL);
+        if (s) /* the tree holds copies of the text: hand the buffer back before the callback */
+            kube_buf_free(&call->resp);
+    }
     kube_call_finish(call, &err, code, body);
     cJSON_Delete(body);
+    scratch_free(s);
     kube_error_clear(&err);
 }
 
@@ -611,6 +626,7 @@ kube_call *kube_call_start(kube_client *c, const kube_request *req, kube_done_fn
         return NULL;
     call->retries_left = req->max_retries < 0 ? KUBE_DEFAULT_RETRIES : req->max_retries;
     call->list = req->list && req->method == KUBE_GET;
+    call->scratch = req->scratch;
     call->done = done;
     call->ud = ud;
     return call;

@@ -358,9 +358,9 @@ static const char *rec_pool_version(const void *rec)
     return ((const pool_obj *)rec)->rv;
 }
 
-const store_codec pool_pod_codec = {rec_pod_codec_decode, free, rec_pod_version, NULL};
-const store_codec pool_isvc_codec = {rec_isvc_codec_decode, free, rec_isvc_version, NULL};
-const store_codec pool_obj_codec = {rec_pool_codec_decode, free, rec_pool_version, NULL};
+const store_codec pool_pod_codec = {rec_pod_codec_decode, free, rec_pod_version, NULL, true};
+const store_codec pool_isvc_codec = {rec_isvc_codec_decode, free, rec_isvc_version, NULL, true};
+const store_codec pool_obj_codec = {rec_pool_codec_decode, free, rec_pool_version, NULL, true};
 
 /* ---- indexes ---- */
 

@@ -299,7 +299,7 @@ static const char *rec_version(const void *rec)
 static void test_codec_custom(void **state)
 {
     (void)state;
-    static const store_codec codec = {rec_decode, rec_free, rec_version, NULL};
+    static const store_codec codec = {rec_decode, rec_free, rec_version, NULL, false};
     rec_frees = 0;
     store *s = store_new(&codec);
     assert_int_equal(store_put(s, obj_new("ns", "a", "x", "\"m\""), NULL), 0);
