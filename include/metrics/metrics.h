@@ -24,6 +24,18 @@ metrics_family *metrics_family_new(metrics *m, metrics_kind kind, const char *na
                                    const char *help, const char *const *labels,
                                    const double *buckets, size_t n_buckets);
 
+/* A family whose series the caller keeps in its own form (one compact record for many series, say):
+ * at each render, list(ud, out) calls metrics_emit once per series. Counters and gauges only; the
+ * recording calls below refuse it (-EINVAL) and metrics_remove leaves it alone. NULL as for
+ * metrics_family_new. */
+typedef struct metrics_emitter metrics_emitter;
+typedef void (*metrics_list_fn)(void *ud, metrics_emitter *out);
+metrics_family *metrics_family_listed(metrics *m, metrics_kind kind, const char *name,
+                                      const char *help, const char *const *labels,
+                                      metrics_list_fn list, void *ud);
+/* One series of a listed family: its label values (as for metrics_add) and value. */
+void metrics_emit(metrics_emitter *out, const char *const *values, double v);
+
 /* values: one label value per label name of the family, in order (NULL for a family without
  * labels). 0, -EINVAL (wrong kind, a negative counter increment) or -ENOMEM. */
 int metrics_add(metrics_family *f, const char *const *values, double delta); /* counter, gauge */

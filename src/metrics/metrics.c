@@ -30,6 +30,13 @@ struct metrics_family {
     double *buckets;
     size_t n_buckets;
     strmap series;
+    metrics_list_fn list; /* a listed family: its series are the caller's */
+    void *list_ud;
+};
+
+struct metrics_emitter {
+    FILE *out;
+    const metrics_family *f;
 };
 
 typedef struct metrics_collector {
@@ -217,9 +224,23 @@ static metrics_series *metrics_series_get(metrics_family *f, const char *const *
     return s;
 }
 
+metrics_family *metrics_family_listed(metrics *m, metrics_kind kind, const char *name,
+                                      const char *help, const char *const *labels,
+                                      metrics_list_fn list, void *ud)
+{
+    if (!list || kind == METRICS_HISTOGRAM)
+        return NULL;
+    metrics_family *f = metrics_family_new(m, kind, name, help, labels, NULL, 0);
+    if (f) {
+        f->list = list;
+        f->list_ud = ud;
+    }
+    return f;
+}
+
 int metrics_add(metrics_family *f, const char *const *values, double delta)
 {
-    if (!f || f->kind == METRICS_HISTOGRAM || (f->kind == METRICS_COUNTER && delta < 0))
+    if (!f || f->list || f->kind == METRICS_HISTOGRAM || (f->kind == METRICS_COUNTER && delta < 0))
         return -EINVAL;
     metrics_series *s = metrics_series_get(f, values);
     if (!s)
@@ -230,7 +251,7 @@ int metrics_add(metrics_family *f, const char *const *values, double delta)
 
 int metrics_set(metrics_family *f, const char *const *values, double v)
 {
-    if (!f || f->kind == METRICS_HISTOGRAM)
+    if (!f || f->list || f->kind == METRICS_HISTOGRAM)
         return -EINVAL;
     metrics_series *s = metrics_series_get(f, values);
     if (!s)
@@ -294,7 +315,7 @@ void metrics_remove(metrics *m, const char *const *names, const char *const *val
     if (!prefix)
         return;
     for (metrics_family *f = m->families; f; f = f->next) {
-        bool match = f->n_labels >= n;
+        bool match = !f->list && f->n_labels >= n;
         for (size_t i = 0; match && i < n; i++)
             match = strcmp(f->labels[i], names[i]) == 0;
         if (match)
@@ -373,6 +394,17 @@ static void metrics_render_series(FILE *out, const metrics_family *f, const metr
     fprintf(out, "%llu\n", (unsigned long long)s->count);
 }
 
+void metrics_emit(metrics_emitter *e, const char *const *values, double v)
+{
+    char num[32];
+    char *labels = metrics_label_block((const char *const *)e->f->labels, values, e->f->n_labels);
+    if (!labels)
+        return; /* out of memory: this scrape lacks the series */
+    fprintf(e->out, "%s%s%s%s %s\n", e->f->name, *labels ? "{" : "", labels, *labels ? "}" : "",
+            metrics_fmt(num, v));
+    free(labels);
+}
+
 char *metrics_render(metrics *m, size_t *len)
 {
     static const char *const kinds[] = {"counter", "gauge", "histogram"};
@@ -390,6 +422,10 @@ char *metrics_render(metrics *m, size_t *len)
         fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", f->name, help ? help : "", f->name,
                 kinds[f->kind]);
         free(help);
+        if (f->list) {
+            metrics_emitter e = {.out = out, .f = f};
+            f->list(f->list_ud, &e);
+        }
         for (strmap_node *node = strmap_first(&f->series); node;
              node = strmap_next(&f->series, node))
             metrics_render_series(out, f, STRMAP_OWNER(node, metrics_series, node));

@@ -260,13 +260,99 @@ static void test_pool_metrics_members(void **state)
     metrics_free(m);
 }
 
+static void list_two(void *ud, metrics_emitter *out)
+{
+    int *calls = ud;
+    (*calls)++;
+    metrics_emit(out, (const char *[]){"x", "q\"uote"}, 1);
+    metrics_emit(out, (const char *[]){"y", ""}, 0.5);
+}
+
+static void test_listed_family(void **state)
+{
+    (void)state;
+    metrics *m = metrics_new();
+    int calls = 0;
+    static const char *const labels[] = {"a", "b", NULL};
+    metrics_family *f = metrics_family_listed(m, METRICS_GAUGE, "listed_gauge", "Kept elsewhere.",
+                                              labels, list_two, &calls);
+    assert_non_null(f);
+    /* No histograms, and a list function is needed. */
+    assert_null(metrics_family_listed(m, METRICS_HISTOGRAM, "h", "", NULL, list_two, &calls));
+    assert_null(metrics_family_listed(m, METRICS_GAUGE, "g", "", NULL, NULL, NULL));
+    /* Its series are the caller's: recording and removing by label do not touch them. */
+    assert_int_equal(metrics_set(f, (const char *[]){"x", "y"}, 1), -EINVAL);
+    assert_int_equal(metrics_add(f, (const char *[]){"x", "y"}, 1), -EINVAL);
+    assert_int_equal(metrics_series_count(f), 0);
+    metrics_remove(m, (const char *[]){"a"}, (const char *[]){"x"}, 1);
+    assert_int_equal(calls, 0);
+    char *text = render(m);
+    assert_int_equal(calls, 1);
+    assert_non_null(strstr(text, "# TYPE listed_gauge gauge\n"
+                                 "listed_gauge{a=\"x\",b=\"q\\\"uote\"} 1\n"
+                                 "listed_gauge{a=\"y\",b=\"\"} 0.5\n"));
+    free(text);
+    metrics_free(m);
+}
+
+/* How many times needle occurs in text. */
+static size_t occurrences(const char *text, const char *needle)
+{
+    size_t n = 0;
+    for (const char *at = text; (at = strstr(at, needle)); at++)
+        n++;
+    return n;
+}
+
+static void test_pool_metrics_duplicates(void **state)
+{
+    (void)state;
+    metrics *m = metrics_new();
+    pool_metrics *pm = pool_metrics_new(m);
+    assert_non_null(pm);
+    /* A member listed twice (an invalid spec) has one gauge, as one series would. */
+    const char *dup[] = {"a", "b", "a"};
+    pool_metrics_members(pm, "ns", "d", dup, 3, "a");
+    pool_metrics_members(pm, "ns", "d", dup, 3, "a"); /* again: nothing changes */
+    char *text = render(m);
+    assert_int_equal(occurrences(text, "pool=\"d\",member=\"a\"} 1\n"), 1);
+    assert_int_equal(occurrences(text, "pool=\"d\",member=\"b\"} 0\n"), 1);
+    free(text);
+    /* A resident that is no member: every member 0. */
+    pool_metrics_members(pm, "ns", "d", dup, 3, "zz");
+    text = render(m);
+    assert_int_equal(occurrences(text, "pool=\"d\",member="), 2);
+    assert_null(strstr(text, "pool=\"d\",member=\"a\"} 1"));
+    free(text);
+    /* A pool deferred before any plan has no gauges but its counter, and forgetting it works. */
+    pool_metrics_deferred(pm, "ns", "e", "PodsBusy");
+    text = render(m);
+    assert_null(strstr(text, "modelpool_pool_resident{namespace=\"ns\",pool=\"e\""));
+    assert_non_null(strstr(text, "pool=\"e\",reason=\"PodsBusy\"} 1\n"));
+    free(text);
+    pool_metrics_members(pm, "ns", "e", dup, 2, "b");
+    pool_metrics_forget(pm, "ns", "e");
+    pool_metrics_forget(pm, "ns", "d");
+    text = render(m);
+    assert_null(strstr(text, "pool=\""));
+    free(text);
+    pool_metrics_free(pm);
+    metrics_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_counter_gauge_text),    cmocka_unit_test(test_label_escaping),
-        cmocka_unit_test(test_number_format),         cmocka_unit_test(test_histogram_text),
-        cmocka_unit_test(test_bad_declarations),      cmocka_unit_test(test_remove_by_labels),
-        cmocka_unit_test(test_collect_before_render), cmocka_unit_test(test_pool_metrics_members),
+        cmocka_unit_test(test_counter_gauge_text),
+        cmocka_unit_test(test_label_escaping),
+        cmocka_unit_test(test_number_format),
+        cmocka_unit_test(test_histogram_text),
+        cmocka_unit_test(test_bad_declarations),
+        cmocka_unit_test(test_remove_by_labels),
+        cmocka_unit_test(test_collect_before_render),
+        cmocka_unit_test(test_pool_metrics_members),
+        cmocka_unit_test(test_listed_family),
+        cmocka_unit_test(test_pool_metrics_duplicates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
