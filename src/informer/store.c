@@ -1,6 +1,8 @@
 /* store: records in an intrusive hash map by key; each index is a multimap of postings
- * (value -> entry) that the entry owns. A put allocates everything first and then links it in,
- * which cannot fail, so an error never leaves the store half-updated. */
+ * (value -> entry) that the entry owns. An entry is one allocation with its key, and its postings
+ * another with their values (tens of thousands of objects: every malloc'd piece costs its own
+ * header and rounding). A put allocates everything first and then links it in, which cannot fail,
+ * so an error never leaves the store half-updated. */
 #include "informer/store.h"
 
 #include <errno.h>
@@ -12,18 +14,17 @@
 typedef struct store_entry store_entry;
 
 typedef struct store_posting {
-    strmap_node node; /* in the index's map, keyed by value */
+    strmap_node node; /* in the index's map, keyed by value (in the same block) */
     store_entry *entry;
     size_t index;
-    char *value;
 } store_posting;
 
 struct store_entry {
     strmap_node node; /* in the store's map, keyed by key */
-    char *key;
     void *rec;
-    store_posting *posts;
+    store_posting *posts; /* nposts of them, then their values */
     size_t nposts;
+    char key[];
 };
 
 typedef struct store_index {
@@ -96,10 +97,7 @@ store *store_new(const store_codec *codec)
 
 static void store_entry_free(const store *s, store_entry *e)
 {
-    for (size_t i = 0; i < e->nposts; i++)
-        free(e->posts[i].value);
     free(e->posts);
-    free(e->key);
     if (e->rec)
         s->codec.free(e->rec);
     free(e);
@@ -198,33 +196,50 @@ char *store_key_of(const cJSON *obj)
     return key;
 }
 
-/* Runs every index function on obj and turns the values into postings owned by e. */
+static void store_outs_free(store_index_out *outs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < outs[i].n; j++)
+            free(outs[i].values[j]);
+        free(outs[i].values);
+    }
+    free(outs);
+}
+
+/* Runs every index function on e's record and turns the values into postings owned by e, in one
+ * block: the postings, then their values. */
 static int store_make_postings(const store *s, store_entry *e)
 {
-    for (size_t i = 0; i < s->nindexes; i++) {
-        store_index_out out = {0};
-        int rc = s->indexes[i].fn(e->rec, &out, s->indexes[i].ud);
+    if (!s->nindexes)
+        return 0;
+    store_index_out *outs = calloc(s->nindexes, sizeof(*outs));
+    if (!outs)
+        return -ENOMEM;
+    size_t n = 0, bytes = 0;
+    int rc = 0;
+    for (size_t i = 0; i < s->nindexes && rc == 0; i++) {
+        rc = s->indexes[i].fn(e->rec, &outs[i], s->indexes[i].ud);
         if (rc == 0)
-            rc = out.err;
-        store_posting *grown = NULL;
-        if (rc == 0 && out.n) {
-            grown = realloc(e->posts, (e->nposts + out.n) * sizeof(*grown));
-            if (!grown)
-                rc = -ENOMEM;
-        }
-        if (rc < 0) {
-            for (size_t j = 0; j < out.n; j++)
-                free(out.values[j]);
-            free(out.values);
-            return rc;
-        }
-        if (grown)
-            e->posts = grown;
-        for (size_t j = 0; j < out.n; j++)
-            e->posts[e->nposts++] = (store_posting){.entry = e, .index = i, .value = out.values[j]};
-        free(out.values);
+            rc = outs[i].err;
+        for (size_t j = 0; rc == 0 && j < outs[i].n; j++)
+            bytes += strlen(outs[i].values[j]) + 1;
+        n += outs[i].n;
     }
-    return 0;
+    if (rc == 0 && n && !(e->posts = malloc(n * sizeof(store_posting) + bytes)))
+        rc = -ENOMEM;
+    if (rc == 0 && n) {
+        char *at = (char *)(e->posts + n);
+        for (size_t i = 0; i < s->nindexes; i++) {
+            for (size_t j = 0; j < outs[i].n; j++) {
+                size_t len = strlen(outs[i].values[j]) + 1;
+                e->posts[e->nposts] = (store_posting){.entry = e, .index = i};
+                e->posts[e->nposts++].node.key = memcpy(at, outs[i].values[j], len);
+                at += len;
+            }
+        }
+    }
+    store_outs_free(outs, s->nindexes);
+    return rc;
 }
 
 static void store_unlink(store *s, store_entry *e)
@@ -295,18 +310,19 @@ int store_put_item(store *s, store_item *it, void **old)
 {
     if (old)
         *old = NULL;
-    store_entry *e = calloc(1, sizeof(*e));
+    size_t kl = strlen(it->key) + 1;
+    store_entry *e = calloc(1, sizeof(*e) + kl);
     if (!e)
         return -ENOMEM;
+    memcpy(e->key, it->key, kl);
     e->rec = it->rec;
-    e->key = it->key;
     int rc = store_make_postings(s, e);
     if (rc < 0) {
         e->rec = NULL;
-        e->key = NULL;
         store_entry_free(s, e);
         return rc;
     }
+    free(it->key);
     *it = (store_item){0};
     store_entry *prev = store_find(s, e->key);
     if (prev) {
@@ -315,7 +331,7 @@ int store_put_item(store *s, store_item *it, void **old)
     }
     strmap_insert(&s->entries, &e->node, e->key);
     for (size_t i = 0; i < e->nposts; i++)
-        strmap_insert(&s->indexes[e->posts[i].index].map, &e->posts[i].node, e->posts[i].value);
+        strmap_insert(&s->indexes[e->posts[i].index].map, &e->posts[i].node, e->posts[i].node.key);
     return 0;
 }
 

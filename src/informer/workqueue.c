@@ -13,7 +13,6 @@
 typedef struct wq_item {
     strmap_node node;
     wq *q;
-    char *key;
     struct wq_item *next; /* in the FIFO */
     bool dirty;           /* queued: will be handed out (again, if in flight now) */
     bool processing;
@@ -21,6 +20,7 @@ typedef struct wq_item {
     uint64_t queued_at; /* when it last became dirty */
     uint64_t timer;     /* pending wq_add_after, 0 if none */
     uint64_t ready_at;
+    char key[]; /* in the same allocation: a resync timer per pool keeps an item per pool */
 } wq_item;
 
 struct wq {
@@ -72,7 +72,6 @@ static void wq_item_free(wq *q, wq_item *it)
 {
     ev_timer_cancel(q->loop, it->timer);
     strmap_remove(&q->items, &it->node);
-    free(it->key);
     free(it);
 }
 
@@ -102,11 +101,10 @@ static wq_item *wq_item_get(wq *q, const char *key)
     wq_item *it = wq_find(q, key);
     if (it)
         return it;
-    it = calloc(1, sizeof(*it));
-    if (!it || !(it->key = strdup(key))) {
-        free(it);
+    size_t kl = strlen(key) + 1;
+    if (!(it = calloc(1, sizeof(*it) + kl)))
         return NULL;
-    }
+    memcpy(it->key, key, kl);
     it->q = q;
     strmap_insert(&q->items, &it->node, it->key);
     return it;
