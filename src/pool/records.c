@@ -50,6 +50,82 @@ static void *rec_pack_array(rec_pack *p, size_t n, size_t size)
     return d;
 }
 
+/* Values from a small vocabulary (phases, condition types, statuses and reasons, runtimes, swap
+ * policies): a record points at the static copy here instead of holding its own, some 250 bytes a
+ * pool. Anything else is copied as usual. */
+static const char *const rec_words[] = {"Adopted",
+                                        "Creating",
+                                        "DefaultNotMember",
+                                        "Degraded",
+                                        "Draining",
+                                        "DuplicateMember",
+                                        "EmptyMemberName",
+                                        "Failed",
+                                        "False",
+                                        "Idle",
+                                        "IdleCheckFailed",
+                                        "IdleCheckUnsupported",
+                                        "InvalidSwapBudget",
+                                        "Loading",
+                                        "MemberInMultiplePools",
+                                        "MembersValid",
+                                        "MissingMembers",
+                                        "NoMembers",
+                                        "NoResident",
+                                        "NoRunningPod",
+                                        "NotDeferred",
+                                        "NotSwapping",
+                                        "Pending",
+                                        "PendingNotMember",
+                                        "PodsBusy",
+                                        "Progressing",
+                                        "Ready",
+                                        "RequestIgnored",
+                                        "RequestSuperseded",
+                                        "Resident",
+                                        "ResidentNotMember",
+                                        "SlotAllocated",
+                                        "SlotFree",
+                                        "Stopped",
+                                        "Suspended",
+                                        "SwapCancelled",
+                                        "SwapCompleted",
+                                        "SwapDeferred",
+                                        "SwapInProgress",
+                                        "SwapStarted",
+                                        "Swapping",
+                                        "TargetFailed",
+                                        "TargetSuspended",
+                                        "TargetWaitingForGPU",
+                                        "TooManyReplicas",
+                                        "True",
+                                        "Unknown",
+                                        "UnsupportedSwapPolicy",
+                                        "Valid",
+                                        "WaitingForGPU",
+                                        "WriteRefused",
+                                        "generic",
+                                        "llamacpp",
+                                        "llamacpp-router",
+                                        "personaplex",
+                                        "sglang",
+                                        "sticky",
+                                        "tgi",
+                                        "vllm"};
+
+/* The static copy of s, or (when it is no known word) a copy in the block; NULL for NULL. The
+ * plan's structs say char * because a plan owns its own result; a record's strings, static or
+ * not, are only ever read and go with the record's block. */
+static char *rec_pack_word(rec_pack *p, const char *s)
+{
+    if (!s)
+        return NULL;
+    for (size_t i = 0; i < sizeof(rec_words) / sizeof(rec_words[0]); i++)
+        if (rec_words[i][0] == s[0] && strcmp(rec_words[i], s) == 0)
+            return (char *)rec_words[i];
+    return rec_pack_str(p, s);
+}
+
 /* Runs fill twice: measure, then copy into a block of head bytes (the struct) plus what it
  * measured. The struct is filled only on the second pass. */
 static void *rec_build(const cJSON *obj, size_t head,
@@ -195,8 +271,8 @@ static void rec_isvc_fill(const cJSON *o, void *out, rec_pack *p)
 {
     pool_isvc *r = out;
     rec_meta(o, p, &r->name, &r->ns, &r->uid, &r->rv);
-    r->phase = rec_pack_str(p, rec_str(rec_get(o, "status", "phase")));
-    r->runtime = rec_pack_str(p, rec_str(rec_get(o, "spec", "runtime")));
+    r->phase = rec_pack_word(p, rec_str(rec_get(o, "status", "phase")));
+    r->runtime = rec_pack_word(p, rec_str(rec_get(o, "spec", "runtime")));
     r->idle_endpoint =
         rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(
                             rec_get(o, "metadata", "annotations"), POOL_IDLE_ANNOTATION)));
@@ -236,7 +312,7 @@ static void rec_status_fill(const cJSON *st, plan_status *s, rec_pack *p)
     *s = (plan_status){0};
     if (!cJSON_IsObject(st))
         return;
-    s->phase = rec_pack_str(p, rec_str(rec_get(st, "phase", NULL)));
+    s->phase = rec_pack_word(p, rec_str(rec_get(st, "phase", NULL)));
     s->resident_member = rec_pack_str(p, rec_str(rec_get(st, "residentMember", NULL)));
     s->pending_member = rec_pack_str(p, rec_str(rec_get(st, "pendingMember", NULL)));
     const cJSON *og = rec_get(st, "observedGeneration", NULL);
@@ -254,7 +330,7 @@ static void rec_status_fill(const cJSON *st, plan_status *s, rec_pack *p)
             continue;
         plan_member_status ms = {
             .name = rec_pack_str(p, name),
-            .phase = rec_pack_str(p, rec_str(rec_get(m, "phase", NULL))),
+            .phase = rec_pack_word(p, rec_str(rec_get(m, "phase", NULL))),
             .resident = cJSON_IsTrue(rec_get(m, "resident", NULL)),
             .releasing = cJSON_IsTrue(rec_get(m, "releasing", NULL)),
         };
@@ -272,9 +348,9 @@ static void rec_status_fill(const cJSON *st, plan_status *s, rec_pack *p)
         if (!type)
             continue;
         plan_condition pc = {
-            .type = rec_pack_str(p, type),
-            .status = rec_pack_str(p, rec_str(rec_get(c, "status", NULL))),
-            .reason = rec_pack_str(p, rec_str(rec_get(c, "reason", NULL))),
+            .type = rec_pack_word(p, type),
+            .status = rec_pack_word(p, rec_str(rec_get(c, "status", NULL))),
+            .reason = rec_pack_word(p, rec_str(rec_get(c, "reason", NULL))),
             .message = rec_pack_str(p, rec_str(rec_get(c, "message", NULL))),
         };
         if (pool_time_parse(rec_str(rec_get(c, "lastTransitionTime", NULL)),
@@ -302,7 +378,7 @@ static void rec_pool_fill(const cJSON *o, void *out, rec_pack *p)
     const cJSON *spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
     r->default_member = rec_pack_str(p, rec_str(rec_get(spec, "default", NULL)));
     r->swap_budget = rec_pack_str(p, rec_str(rec_get(spec, "swapBudget", NULL)));
-    r->swap_policy = rec_pack_str(p, rec_str(rec_get(spec, "swapPolicy", NULL)));
+    r->swap_policy = rec_pack_word(p, rec_str(rec_get(spec, "swapPolicy", NULL)));
     const cJSON *members = rec_get(spec, "members", NULL), *m;
     size_t n = cJSON_IsArray(members) ? (size_t)cJSON_GetArraySize(members) : 0;
     const char **names = rec_pack_array(p, n, sizeof(*names));

@@ -371,6 +371,47 @@ static void test_patches(void **state)
     assert_null(pool_answer_version(NULL));
 }
 
+/* Words of the vocabulary (phases, condition types and reasons, runtimes) are shared by every
+ * record, not copied into each; other values are the record's own, and the content is the same. */
+static void test_shared_words(void **state)
+{
+    (void)state;
+    cJSON *o = fixture("modelpool.json");
+    int err = 0;
+    pool_obj *a = pool_obj_decode(o, &err), *b = pool_obj_decode(o, &err);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_ptr_equal(a->status.phase, b->status.phase);
+    assert_ptr_equal(a->status.conditions[1].type, b->status.conditions[1].type);
+    assert_ptr_equal(a->status.conditions[1].reason, b->status.conditions[1].reason);
+    assert_ptr_equal(a->swap_policy, b->swap_policy);
+    assert_ptr_equal(a->status.members[1].phase, b->status.members[1].phase);
+    /* A value outside the vocabulary lives in the record (its block), like names and messages. */
+    assert_ptr_not_equal(a->name, b->name);
+    assert_ptr_not_equal(a->status.conditions[1].message, b->status.conditions[1].message);
+    free(a);
+    free(b);
+    cJSON *status = cJSON_GetObjectItem(o, "status");
+    cJSON_ReplaceItemInObject(status, "phase", cJSON_CreateString("NoSuchPhase"));
+    a = pool_obj_decode(o, &err);
+    b = pool_obj_decode(o, &err);
+    assert_string_equal(a->status.phase, "NoSuchPhase");
+    assert_ptr_not_equal(a->status.phase, b->status.phase);
+    free(a);
+    free(b);
+    cJSON_Delete(o);
+
+    o = fixture("inferenceservice.json");
+    pool_isvc *i = pool_isvc_decode(o, &err), *j = pool_isvc_decode(o, &err);
+    assert_non_null(i);
+    assert_non_null(j);
+    assert_string_equal(i->runtime, "llamacpp");
+    assert_ptr_equal(i->runtime, j->runtime);
+    free(i);
+    free(j);
+    cJSON_Delete(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -378,6 +419,7 @@ int main(void)
         cmocka_unit_test(test_pool_fixture),       cmocka_unit_test(test_wrong_types),
         cmocka_unit_test(test_missing_fields),     cmocka_unit_test(test_huge_and_unknown),
         cmocka_unit_test(test_indexes_and_codecs), cmocka_unit_test(test_patches),
+        cmocka_unit_test(test_shared_words),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
