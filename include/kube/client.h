@@ -80,6 +80,10 @@ kube_call *kube_call_start(kube_client *c, const kube_request *req, kube_done_fn
  * resuming is the informer's job. NULL on immediate failure (err set). Without a timeoutSeconds
  * in query, timeoutSeconds=300 is added; the watch is abandoned (transport error) 30 s after
  * timeoutSeconds if the server has not ended it, so a silently dead connection is noticed. */
+/* The watch's on_event only reads each object and deletes it before it returns (it keeps no part of
+ * it): the client may then parse events in a scratch region of the watch's own (util/scratch.h),
+ * so that the trees of a stream of events leave no holes among the records decoded from them. */
+void kube_watch_scratch(kube_call *call);
 kube_call *kube_watch_start(kube_client *c, const char *path, const kube_query *query,
                             kube_watch_event_fn on_event, kube_watch_end_fn on_end, void *ud,
                             kube_error *err);

@@ -21,6 +21,9 @@ void scratch_install(void);
 scratch *scratch_new(size_t size);
 /* From now on cJSON allocates in s (NULL: in the heap again). Once s is full, in the heap. */
 void scratch_use(scratch *s);
+/* Empties s for reuse (one watch event after another): every pointer into it must be gone. The
+ * pages beyond keep_bytes go back to the system. NULL is a no-op. */
+void scratch_reset(scratch *s, size_t keep_bytes);
 /* Unmaps s. Every pointer into it must be gone (freed or never to be used). NULL is a no-op. */
 void scratch_free(scratch *s);
 

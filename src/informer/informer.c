@@ -26,7 +26,8 @@ struct informer {
     char *last_error; /* the latest failure's message until a list completes again; NULL after */
     char *label_selector, *field_selector;
     long page_size;
-    bool scratch; /* the codec copies: list pages may be parsed in scratch memory */
+    bool
+        scratch; /* the codec copies: list pages and watch events may be parsed in scratch memory */
     informer_handlers h;
     store *store;
     uint64_t rng;
@@ -571,6 +572,9 @@ static void informer_watch_begin(informer *inf)
         kube_watch_start(inf->client, inf->path, q, informer_on_event, informer_on_end, inf, &err);
     if (!inf->call)
         informer_fail_call(inf, "watch", &err, INFORMER_NEXT_WATCH);
+    else if (inf->scratch) /* informer_on_event deletes each object, the codec copying what it keeps
+                            */
+        kube_watch_scratch(inf->call);
     kube_error_clear(&err);
 }
 

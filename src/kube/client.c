@@ -32,6 +32,10 @@
 #define KUBE_BACKOFF_BASE_MS 200
 #define KUBE_BACKOFF_MAX_MS 10000
 #define KUBE_RETRY_AFTER_MAX_S 30
+/* A watch's scratch region (kube_watch_scratch): room for an event's tree, far above a usual one;
+ * a bigger one goes on in the heap. After a big event, what is above KEEP goes back. */
+#define KUBE_WATCH_SCRATCH (1u << 20)
+#define KUBE_WATCH_SCRATCH_KEEP (64u << 10)
 /* Of an error answer to a watch, only the start is kept: it is a Status or a proxy's page. */
 #define KUBE_WATCH_ERROR_BODY_MAX (64u << 10)
 
@@ -49,7 +53,8 @@ struct kube_call {
     kube_method method;
     bool watch;
     bool list;
-    bool scratch; /* kube_request.scratch */
+    bool scratch;    /* kube_request.scratch, or kube_watch_scratch */
+    scratch *events; /* a watch's events are parsed here (kube_watch_scratch) */
     int retries_left, attempts;
     uint64_t retry_timer;
     long retry_after_s; /* from the last answer's Retry-After, or -1 */
@@ -167,6 +172,7 @@ static void kube_call_free(kube_call *call)
     free(call->body);
     kube_buf_free(&call->resp);
     kube_wdec_free(&call->dec);
+    scratch_free(call->events);
     kube_error_clear(&call->werr);
     free(call);
 }
@@ -429,8 +435,18 @@ static void kube_watch_deliver(kube_call *call)
     kube_wdec_event ev;
     kube_error err = {0};
     int r = 0;
-    while (!call->dead && (r = kube_wdec_next(&call->dec, &ev, &err)) == 1)
+    if (call->scratch && !call->events)
+        call->events = scratch_new(KUBE_WATCH_SCRATCH); /* NULL: events go to the heap */
+    while (!call->dead) {
+        /* The last event's tree is gone (the callee deleted it): its room serves the next. */
+        scratch_reset(call->events, KUBE_WATCH_SCRATCH_KEEP);
+        scratch_use(call->events);
+        r = kube_wdec_next(&call->dec, &ev, &err);
+        scratch_use(NULL);
+        if (r != 1)
+            break;
         call->on_event(call->ud, ev.type, ev.object);
+    }
     if (r < 0 && !call->dead)
         kube_call_finish(call, &err, 0, NULL);
     kube_error_clear(&err);
@@ -643,6 +659,11 @@ kube_call *kube_watch_start(kube_client *c, const char *path, const kube_query *
     call->on_end = on_end;
     call->ud = ud;
     return call;
+}
+
+void kube_watch_scratch(kube_call *call)
+{
+    call->scratch = true;
 }
 
 void kube_call_cancel(kube_call *call)

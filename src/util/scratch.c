@@ -51,6 +51,16 @@ scratch *scratch_new(size_t size)
     return s;
 }
 
+void scratch_reset(scratch *s, size_t keep_bytes)
+{
+    if (!s)
+        return;
+    size_t keep = (keep_bytes + 4095u) & ~(size_t)4095u;
+    if (s->used > keep && keep < s->size)
+        madvise(s->base + keep, s->size - keep, MADV_DONTNEED);
+    s->used = 0;
+}
+
 void scratch_use(scratch *s)
 {
     scratch_current = s;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "kube/client.h"
+#include "util/scratch.h"
 
 /* ---- the scripted responder ---- */
 
@@ -246,6 +247,7 @@ typedef struct {
     const char *follow; /* a path for a callback to call next */
     int follow_done;
     bool timed_out;
+    int in_scratch; /* answers and events whose tree was in a scratch region */
 } tc;
 
 static void tc_guard(ev_loop *loop, void *ud)
@@ -281,6 +283,7 @@ static void tc_done(void *ud, const kube_error *err, long code, const cJSON *bod
 {
     tc *t = ud;
     t->done++;
+    t->in_scratch += body && scratch_owns(body);
     kube_error_copy(&t->err, err);
     t->code = code;
     free(t->body);
@@ -321,6 +324,7 @@ static void test_get_ok(void **state)
     assert_int_equal(t.err.kind, KUBE_OK);
     assert_int_equal(t.code, 200);
     assert_string_equal(t.body, "{\"kind\":\"Pod\"}");
+    assert_int_equal(t.in_scratch, 0); /* not asked for: parsed in the heap */
     assert_int_equal(s.nrequests, 1);
     const char *r = s.requests[0];
     assert_non_null(strstr(r, "GET /api/v1/namespaces/default/pods/p?labelSelector=app%20in%20%28a%"
@@ -538,6 +542,7 @@ static void tc_event(void *ud, const char *type, cJSON *object)
     assert_true(t->events < 16);
     snprintf(t->types[t->events], sizeof(t->types[0]), "%s", type);
     snprintf(t->names[t->events], sizeof(t->names[0]), "%s", tc_name(object));
+    t->in_scratch += scratch_owns(object);
     t->events++;
     cJSON_Delete(object);
 }
@@ -616,6 +621,53 @@ static void test_watch_chunked(void **state)
     assert_int_equal(t.end_err.kind, KUBE_OK);
     assert_non_null(strstr(s.requests[0], "GET /api/v1/pods?watch=1&resourceVersion=5&"
                                           "allowWatchBookmarks=true&timeoutSeconds=300 "));
+    kube_client_free(c);
+    srv_stop(&s);
+    tc_clear(&t);
+    ev_free(loop);
+}
+
+/* With scratch asked for, a list answer and every watch event are parsed in a scratch region, and
+ * read the same. */
+static void test_scratch_answers(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    srv_reply replies[] = {{.match = "/api/v1/pods?limit"}, {.match = "/api/v1/pods?watch=1"}};
+    srv_start(&s, loop, replies, 2);
+    replies[0].pieces[0] =
+        srv_own(&s, srv_http("200 OK", "",
+                             "{\"kind\":\"PodList\",\"items\":[{\"metadata\":{\"name\":\"a\"}}]}"));
+    size_t chunk_cuts[] = {1, 30, 31, 60, 130, 200};
+    size_t piece_cuts[] = {2, 3, 40, 41, 90, 150, 151, 230};
+    tc_chunked(&s, &replies[1], tc_events, chunk_cuts, 6, piece_cuts, 8, true);
+    tc t = {0};
+    kube_client *c = tc_client(&t, loop, s.port);
+    kube_query q[] = {{"limit", "500"}, {NULL, NULL}};
+    kube_request req = tc_get("/api/v1/pods");
+    req.query = q;
+    req.list = true;
+    req.scratch = true;
+    kube_error err = {0};
+    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
+    tc_run(&t);
+    assert_int_equal(t.done, 1);
+    assert_int_equal(t.in_scratch, 1);
+    assert_string_equal(t.body,
+                        "{\"kind\":\"PodList\",\"items\":[{\"metadata\":{\"name\":\"a\"}}]}");
+
+    t.in_scratch = 0;
+    kube_call *w = kube_watch_start(c, "/api/v1/pods", NULL, tc_event, tc_end, &t, &err);
+    assert_non_null(w);
+    kube_watch_scratch(w);
+    tc_run(&t);
+    assert_int_equal(t.events, 4);
+    assert_int_equal(t.in_scratch, 4);
+    assert_string_equal(t.names[0], "a");
+    assert_string_equal(t.names[1], "b");
+    assert_string_equal(t.types[3], "ERROR");
+    assert_int_equal(t.ends, 1);
     kube_client_free(c);
     srv_stop(&s);
     tc_clear(&t);
@@ -882,6 +934,7 @@ int main(void)
         cmocka_unit_test(test_connection_reset),
         cmocka_unit_test(test_transport_error),
         cmocka_unit_test(test_watch_chunked),
+        cmocka_unit_test(test_scratch_answers),
         cmocka_unit_test(test_watch_http_error_and_garbage),
         cmocka_unit_test(test_cancel_inside_callbacks),
         cmocka_unit_test(test_done_cancels_sibling),

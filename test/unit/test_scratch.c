@@ -114,12 +114,37 @@ static void test_two_regions(void **state)
     assert_false(scratch_owns(pb));
 }
 
+static void test_reset(void **state)
+{
+    (void)state;
+    scratch *s = scratch_new(1 << 20);
+    assert_non_null(s);
+    scratch_use(s);
+    char *a = scratch_malloc(200000);
+    memset(a, 1, 200000);
+    scratch_use(NULL);
+    assert_true(scratch_used(s) >= 200000);
+    /* Emptied: the next piece is where the first was, and the region still takes pieces. */
+    scratch_reset(s, 4096);
+    assert_int_equal(scratch_used(s), 0);
+    scratch_use(s);
+    char *b = scratch_malloc(16);
+    scratch_use(NULL);
+    assert_ptr_equal(a, b);
+    assert_true(scratch_owns(b));
+    /* The pages given back read as zero again (they were written with ones). */
+    assert_int_equal(a[100000], 0);
+    scratch_reset(NULL, 0);
+    scratch_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_in_region),
         cmocka_unit_test(test_full_region_falls_back),
         cmocka_unit_test(test_two_regions),
+        cmocka_unit_test(test_reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
