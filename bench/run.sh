@@ -63,6 +63,14 @@ ticks=$(getconf CLK_TCK)
 cpu_s() { awk -v t="$ticks" '{ s = $0; sub(/^.*\) /, "", s); split(s, f, " "); printf "%.2f", (f[12] + f[13]) / t }' "/proc/$1/stat"; }
 # kib PID FIELD: VmRSS or VmHWM in KiB.
 kib() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
+# priv PID: private memory in KiB (smaps_rollup Private_Clean + Private_Dirty): what the process
+# alone holds, without the shared libraries' file pages that RSS also counts.
+priv() { awk '$1 == "Private_Clean:" || $1 == "Private_Dirty:" { s += $2 } END { print s + 0 }' "/proc/$1/smaps_rollup"; }
+# dirty PID: Private_Dirty in KiB: what Private is without the clean file pages that only this
+# process happens to map (the libraries count as private when no other process maps them).
+dirty() { awk '$1 == "Private_Dirty:" { print $2 }' "/proc/$1/smaps_rollup"; }
+# anon PID: its anonymous memory in KiB (smaps_rollup Anonymous: heap, stacks, private mappings).
+anon() { awk '$1 == "Anonymous:" { print $2 }' "/proc/$1/smaps_rollup"; }
 now_ns() { date +%s%N; }
 
 # start_op LOG: the operator with its ServiceAccount identity, logs at info.
@@ -97,7 +105,7 @@ log_ns() {
 }
 
 run_one() {
-	local n=$1 dir raw nsims k t0 t_synced rss_empty cs
+	local n=$1 dir raw nsims k t0 t_synced rss_empty priv_empty dirty_empty anon_empty cs
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/mp-bench-$n.XXXXXX")
 	state=$dir/cp
 	raw=$out/raw/$n.json
@@ -115,7 +123,7 @@ run_one() {
 	start_op "$dir/operator-empty.log"
 	wait_for 60 grep -q "caches synced" "$dir/operator-empty.log"
 	sleep 2
-	rss_empty=$(kib "$op" VmRSS)
+	rss_empty=$(kib "$op" VmRSS) priv_empty=$(priv "$op") dirty_empty=$(dirty "$op") anon_empty=$(anon "$op")
 	stop_op
 
 	say "N=$n: creating objects"
@@ -148,11 +156,11 @@ run_one() {
 
 	say "N=$n: idle for $idle_s s"
 	sleep 5 # the cold start's Events and last watch events
-	local c0 c1 t_idle0 t_idle1 rss_steady
+	local c0 c1 t_idle0 t_idle1 rss_steady priv_steady dirty_steady anon_steady
 	t_idle0=$(now_ns) c0=$(cpu_s "$op")
 	sleep "$idle_s"
 	t_idle1=$(now_ns) c1=$(cpu_s "$op")
-	rss_steady=$(kib "$op" VmRSS)
+	rss_steady=$(kib "$op" VmRSS) priv_steady=$(priv "$op") dirty_steady=$(dirty "$op") anon_steady=$(anon "$op")
 
 	say "N=$n: $swaps swaps"
 	python3 "$here/bench.py" swaps "$n" "$swaps" "$dir/swaps.json" >&2
@@ -208,7 +216,9 @@ metrics = '''$metrics'''
 json.dump({
   "pools": $n, "objects": 5 * $n, "simulators": $nsims,
   "rss_empty_kib": $rss_empty, "rss_sync_kib": $rss_sync, "hwm_sync_kib": $hwm_sync,
-  "rss_steady_kib": $rss_steady, "rss_end_kib": $rss_end, "rss_peak_kib": $hwm,
+  "rss_steady_kib": $rss_steady, "priv_empty_kib": $priv_empty, "dirty_empty_kib": $dirty_empty,
+  "anon_empty_kib": $anon_empty, "priv_steady_kib": $priv_steady, "dirty_steady_kib": $dirty_steady,
+  "anon_steady_kib": $anon_steady, "rss_end_kib": $rss_end, "rss_peak_kib": $hwm,
   "t0_ns": $t0, "t_synced_ns": int("${t_synced:-0}"), "t_all_ns": cold["t_all_ns"], "t_first_ns": cold["t_first_ns"],
   "cpu_operator_cold_s": $cpu_op_sync, "cpu_apiserver_cold_s": round($cpu_api1 - $cpu_api0, 2),
   "cpu_etcd_cold_s": round($cpu_etcd1 - $cpu_etcd0, 2),
