@@ -135,6 +135,8 @@ def row(d, ks=()):
         "api_ms_per_swap": round(au["swaps"]["api_ms"] / ok, 1),
         "lists_in_swaps": lists, "requests_idle": au["idle"]["total"], "lists_idle": idle_lists,
         "idle_window_s": round(d["idle_s"], 1),
+        # The operator's own CPU per swap: its work, whatever else the machine runs.
+        "operator_cpu_ms_per_swap": round(d["cpu_operator_swaps_s"] * 1e3 / ok, 2) if "cpu_operator_swaps_s" in d else None,
     }
     for p in ("a", "b"):
         for q, k in ((0.5, "p50"), (0.99, "p99")):

@@ -163,7 +163,10 @@ run_one() {
 	rss_steady=$(kib "$op" VmRSS) priv_steady=$(priv "$op") dirty_steady=$(dirty "$op") anon_steady=$(anon "$op")
 
 	say "N=$n: $swaps swaps"
+	local cpu_sw0 cpu_sw1
+	cpu_sw0=$(cpu_s "$op")
 	python3 "$here/bench.py" swaps "$n" "$swaps" "$dir/swaps.json" >&2
+	cpu_sw1=$(cpu_s "$op")
 	sleep 1
 	local metrics=""
 	[ -z "$metrics_url" ] || metrics=$(curl -fsS --max-time 5 "$metrics_url" | grep -E '^modelpool_' || true)
@@ -223,6 +226,7 @@ json.dump({
   "cpu_operator_cold_s": $cpu_op_sync, "cpu_apiserver_cold_s": round($cpu_api1 - $cpu_api0, 2),
   "cpu_etcd_cold_s": round($cpu_etcd1 - $cpu_etcd0, 2),
   "idle_s": ($t_idle1 - $t_idle0) / 1e9, "idle_cpu_s": round($c1 - $c0, 2),
+  "cpu_operator_swaps_s": round($cpu_sw1 - $cpu_sw0, 2),
   "swaps": sw, "audit": audit, "own": own, "metrics": metrics, "hung": hung,
   "hung_swaps_each": $hung_swaps, "commit": "$commit", "measured": "$(date -u +%FT%TZ)", "machine": machine(),
 }, open(sys.argv[1], "w"), indent=1)
