@@ -116,5 +116,8 @@ const char *pool_answer_version(const cJSON *body);
 /* The JSON patch that removes the pool's request annotation if it still names member (a test
  * operation first). NULL when out of memory. */
 char *pool_request_clear_patch(const char *member);
+/* The merge patch that sets the pool's request annotation to member (the router's request). NULL
+ * when out of memory. */
+char *pool_request_set_patch(const char *member);
 
 #endif

@@ -475,6 +475,17 @@ char *pool_request_clear_patch(const char *member)
     return body;
 }
 
+char *pool_request_set_patch(const char *member)
+{
+    cJSON *patch = cJSON_CreateObject();
+    cJSON *ann = cJSON_AddObjectToObject(cJSON_AddObjectToObject(patch, "metadata"), "annotations");
+    char *body = NULL;
+    if (ann && cJSON_AddStringToObject(ann, POOL_REQUEST_ANNOTATION, member))
+        body = cJSON_PrintUnformatted(patch);
+    cJSON_Delete(patch);
+    return body;
+}
+
 /* ---- the status patch: every field (null when empty), so that a merge patch replaces the status
  * as a whole ---- */
 
