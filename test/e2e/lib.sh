@@ -122,6 +122,40 @@ stop_operator() {
 	expect_eq "operator exit status after SIGTERM" 0 "$rc"
 }
 
+# start_router [ARGS...]: modelpool-router with its own identity (MP_ROUTER_KUBECONFIG, rights as
+# config/router grants them; install_router_rbac first); log router.log (router-$MP_ROUTER_LOG.log for a
+# second instance). All three servers on loopback ports the kernel picks; router_port finds them.
+start_router() {
+	local logf="$MP_STATE_DIR/router${MP_ROUTER_LOG:+-$MP_ROUTER_LOG}.log"
+	"$MP_BUILD_DIR/modelpool-router" --kubeconfig "${MP_ROUTER_KUBECONFIG:-$KUBECONFIG}" -v 1 \
+		--metrics-secure=false --bind-address 127.0.0.1:0 --metrics-bind-address 127.0.0.1:0 \
+		--health-probe-bind-address 127.0.0.1:0 "$@" >>"$logf" 2>&1 &
+	MP_ROUTER_PID=$!
+}
+
+# router_port api|metrics|health [LOG]: the port of one of the router's servers, from its log.
+router_port() {
+	local key=$1 p
+	[ "$key" = api ] && key=""
+	p=$(grep ' started ' "$MP_STATE_DIR/${2:-router.log}" | tail -n 1 | grep -o " ${key:+${key}_}port=[0-9]*" | cut -d= -f2)
+	[ -n "$p" ] && [ "$p" != 0 ] && echo "$p"
+}
+
+# router_ready [LOG]: the router's /readyz answers 200.
+router_ready() {
+	local port
+	port=$(router_port health "${1:-router.log}") || return 1
+	curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null
+}
+
+# stop_router: SIGTERM, and the router must exit 0 on its own.
+stop_router() {
+	local rc=0
+	kill -TERM "$MP_ROUTER_PID"
+	wait "$MP_ROUTER_PID" || rc=$?
+	expect_eq "router exit status after SIGTERM" 0 "$rc"
+}
+
 # start_slot_check / stop_slot_check: watches the whole test for two Pods of a pool (of two members or of
 # one) holding the slot (Running, terminating or not) or two members reporting Ready at once; stop fails
 # the test on any violation.
