@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# End to end on a real kube-apiserver: the member simulator's Pods answer OpenAI requests as a member would
+# (chat completions, completions, embeddings; whole or streamed as SSE, one event per token at the member's
+# sim.modelpool.test/token-ms), name the Pod that served in X-Sim-Pod, report busy on their idle probe while a
+# request is in flight (and idle again once it is answered or its client left), reject a model other than the
+# one annotated as served (vLLM's 404), answer bad bodies 400 and bodies over 32 MiB 413, and are refused
+# like any other request once their Pod stops serving.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+declare -F apply_crd >/dev/null || source "$here/lib.sh"
+top=${MP_SOURCE_DIR:-$(cd "$here/../.." && pwd)}
+
+sim=${MP_BUILD_DIR:?}/member-sim
+[ -x "$sim" ] || fail "no simulator at $sim (build the member-sim target)"
+ns=sim-oai
+sim_out=$MP_STATE_DIR/sim-oai.out
+sim_err=$MP_STATE_DIR/sim-oai.err
+show_sim_logs() {
+	local rc=$?
+	[ "$rc" -eq 0 ] && return 0
+	echo "----- last 40 lines of the simulator's stderr -----" >&2
+	tail -n 40 "$sim_err" >&2 2>/dev/null || true
+}
+trap show_sim_logs EXIT
+
+k() { kubectl_admin -n "$ns" "$@"; }
+phase_is() { [ "$(k get isvc "$1" -o 'jsonpath={.status.phase}')" == "$2" ]; }
+running_pod() {
+	k get pods -l "inference.llmkube.dev/service=$1" \
+		-o 'jsonpath={range .items[*]}{.metadata.name}{" "}{.status.phase}{" "}{.status.podIP}{"\n"}{end}' |
+		awk '$2 == "Running" {print $1, $3; n++} END {exit n == 1 ? 0 : 1}'
+}
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 12000))
+		grep -qi ":$(printf %04X "$p") " /proc/net/tcp /proc/net/tcp6 2>/dev/null || { echo "$p"; return; }
+	done
+}
+# post URL BODY [curl args...]: prints the response body; headers go to $MP_STATE_DIR/h, the code to .../code.
+post() {
+	local url=$1 body=$2
+	shift 2
+	curl -sS --max-time 30 -D "$MP_STATE_DIR/h" -o "$MP_STATE_DIR/b" -w '%{http_code}' -H 'Content-Type: application/json' \
+		--data-binary "$body" "$@" "$url" >"$MP_STATE_DIR/code"
+	cat "$MP_STATE_DIR/b"
+}
+code() { cat "$MP_STATE_DIR/code"; }
+header() { tr -d '\r' <"$MP_STATE_DIR/h" | sed -n "s/^$1: //Ip"; }
+json() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
+
+apply_crd "$top/test/crds/inferenceservices.inference.llmkube.dev.yaml"
+kubectl_admin create namespace "$ns" >/dev/null
+pa=$(free_port)
+pb=$(free_port)
+k apply -f - >/dev/null <<EOF
+apiVersion: inference.llmkube.dev/v1alpha1
+kind: InferenceService
+metadata:
+  name: alpha
+  annotations: {sim.modelpool.test/token-ms: "50"}
+spec: {runtime: llamacpp, replicas: 1, endpoint: {port: $pa}}
+---
+apiVersion: inference.llmkube.dev/v1alpha1
+kind: InferenceService
+metadata:
+  name: beta
+  annotations: {sim.modelpool.test/served-model: org/beta-7b, sim.modelpool.test/token-ms: "50"}
+spec: {runtime: vllm, replicas: 1, containerPort: $pb}
+EOF
+"$sim" --kubeconfig "$KUBECONFIG" --namespace "$ns" --finalizer --load-ms 100 -v >>"$sim_out" 2>>"$sim_err" &
+sim_pid=$!
+wait_for 60 phase_is alpha Ready
+wait_for 60 phase_is beta Ready
+read -r a ipa < <(running_pod alpha)
+read -r b ipb < <(running_pod beta)
+A=http://$ipa:$pa
+B=http://$ipb:$pb
+
+log "chat completion, whole: the body's model, max_tokens tokens, X-Sim-Pod"
+out=$(post "$A/v1/chat/completions" '{"model":"alpha","messages":[{"role":"user","content":"hi"}],"max_tokens":3}')
+expect_eq "chat code" 200 "$(code)"
+expect_eq "chat X-Sim-Pod" "$a" "$(header X-Sim-Pod)"
+expect_eq "chat content type" application/json "$(header Content-Type)"
+expect_eq "chat object/model" "chat.completion alpha" "$(json 'd["object"], d["model"]' <<<"$out" | tr -d "(),'")"
+expect_eq "chat content" "tok0 tok1 tok2 " "$(json 'd["choices"][0]["message"]["content"]' <<<"$out")"
+expect_eq "chat usage" 3 "$(json 'd["usage"]["completion_tokens"]' <<<"$out")"
+out=$(post "$A/v1/chat/completions" '{"model":"alpha","messages":[]}')
+expect_eq "default tokens" 8 "$(json 'd["usage"]["completion_tokens"]' <<<"$out")"
+
+log "completions and embeddings"
+out=$(post "$A/v1/completions" '{"model":"alpha","prompt":"x","max_tokens":2}')
+expect_eq "completions code" 200 "$(code)"
+expect_eq "completions" "text_completion tok0 tok1 " "$(json 'd["object"]+" "+d["choices"][0]["text"]' <<<"$out")"
+out=$(post "$A/v1/embeddings" '{"model":"alpha","input":["a","b"]}')
+expect_eq "embeddings code" 200 "$(code)"
+expect_eq "embeddings" "list 2 alpha" "$(json 'd["object"]+" "+str(len(d["data"]))+" "+d["model"]' <<<"$out")"
+
+log "streamed: one SSE event per token, the last with its finish_reason, then [DONE]"
+post "$A/v1/chat/completions" '{"model":"alpha","messages":[],"max_tokens":5,"stream":true}' >"$MP_STATE_DIR/sse"
+expect_eq "stream code" 200 "$(code)"
+expect_eq "stream content type" text/event-stream "$(header Content-Type)"
+expect_eq "stream X-Sim-Pod" "$a" "$(header X-Sim-Pod)"
+expect_eq "stream events" 7 "$(grep -c '^data: ' "$MP_STATE_DIR/sse")"
+expect_eq "stream end" "data: [DONE]" "$(grep '^data: ' "$MP_STATE_DIR/sse" | tail -n 1)"
+expect_eq "stream tokens in order" "tok0 tok1 tok2 tok3 tok4 " "$(grep '^data: {' "$MP_STATE_DIR/sse" | sed 's/^data: //' |
+	python3 -c 'import json,sys; print("".join(json.loads(l)["choices"][0]["delta"].get("content","") for l in sys.stdin))')"
+expect_eq "stream finish" length "$(grep '^data: {' "$MP_STATE_DIR/sse" | tail -n 1 | sed 's/^data: //' |
+	json 'd["choices"][0]["finish_reason"]')"
+
+log "errors: not JSON or no model 400, GET 405, over 32 MiB 413, all in OpenAI's format"
+post "$A/v1/chat/completions" 'not json' >/dev/null
+expect_eq "not JSON" 400 "$(code)"
+out=$(post "$A/v1/chat/completions" '{"messages":[]}')
+expect_eq "no model" "400 invalid_request_error" "$(code) $(json 'd["error"]["type"]' <<<"$out")"
+expect_eq "GET" 405 "$(curl -sS -o /dev/null -w '%{http_code}' "$A/v1/chat/completions")"
+head -c $((33 << 20)) /dev/zero >"$MP_STATE_DIR/big"
+expect_eq "33 MiB body" 413 "$(curl -sS -o /dev/null -w '%{http_code}' --data-binary @"$MP_STATE_DIR/big" "$A/v1/completions" 2>/dev/null || true)"
+
+log "served-model: another model name is vLLM's 404; the served one is answered"
+out=$(post "$B/v1/chat/completions" '{"model":"beta","messages":[]}')
+expect_eq "beta by member name" 404 "$(code)"
+expect_eq "404 body" "NotFoundError The model \`beta\` does not exist." "$(json 'd["type"]+" "+d["message"]' <<<"$out")"
+out=$(post "$B/v1/chat/completions" '{"model":"org/beta-7b","messages":[],"max_tokens":1}')
+expect_eq "beta by served name" "200 org/beta-7b $b" "$(code) $(json 'd["model"]' <<<"$out") $(header X-Sim-Pod)"
+
+log "a request in flight makes the Pod's probe busy, and idle again once answered"
+slots_busy() { curl -sS --max-time 5 "$A/slots" | grep -q '"is_processing":true'; }
+slots_idle() { curl -sS --max-time 5 "$A/slots" | grep -q '"is_processing":false'; }
+running_is() { curl -sS --max-time 5 "$B/metrics" | grep -Eq "^vllm:num_requests_running(\{[^}]*\})? $1\$"; }
+slots_idle || fail "alpha busy before any request: $(curl -sS "$A/slots")"
+# Both members were created with token-ms 50, which the simulator's cache held before their Pods ran: 200
+# tokens take 10 s, 60 take 3 s.
+slow() { curl -sS --max-time 30 -o "$MP_STATE_DIR/$1.out" -H 'Content-Type: application/json' --data-binary "$3" "$2"; }
+slow alpha "$A/v1/chat/completions" '{"model":"alpha","messages":[],"max_tokens":200,"stream":true}' &
+streaming=$!
+wait_for 30 slots_busy
+slow beta "$B/v1/completions" '{"model":"org/beta-7b","prompt":"x","max_tokens":60}' &
+whole=$!
+wait_for 30 running_is 1
+wait "$whole" || fail "beta's slow completion failed"
+wait_for 30 running_is 0
+slots_busy || fail "alpha idle while its stream still runs"
+wait "$streaming" || fail "alpha's slow stream failed"
+expect_eq "alpha's slow stream, complete" "data: [DONE]" "$(tail -n 2 "$MP_STATE_DIR/alpha.out" | head -n 1)"
+wait_for 30 slots_idle
+
+log "a client that leaves mid-stream ends its request: the probe is idle again"
+curl -sS --max-time 1 -o /dev/null -H 'Content-Type: application/json' \
+	--data-binary '{"model":"alpha","messages":[],"max_tokens":100000,"stream":true}' "$A/v1/chat/completions" || true
+wait_for 30 slots_idle
+
+log "the busy annotation still makes the probe busy with nothing in flight"
+k annotate isvc alpha sim.modelpool.test/busy=true >/dev/null
+wait_for 30 slots_busy
+k annotate isvc alpha sim.modelpool.test/busy- >/dev/null
+wait_for 30 slots_idle
+
+log "a Pod that stops serving (terminating) refuses OpenAI requests like its probes"
+k annotate isvc alpha sim.modelpool.test/terminate-ms=600000 >/dev/null
+k scale isvc alpha --replicas=0 >/dev/null
+refused() {
+	local rc=0
+	curl -sS --max-time 5 -o /dev/null --data-binary '{"model":"alpha"}' "$A/v1/chat/completions" 2>/dev/null || rc=$?
+	[ "$rc" -eq 7 ]
+}
+wait_for 60 refused
+served=$(curl -sS --max-time 5 "$B/sim/requests")
+[ "$served" -ge 2 ] || fail "beta counted $served requests, expected at least 2"
+
+kill -TERM "$sim_pid"
+wait "$sim_pid" || fail "the simulator did not exit 0 on SIGTERM"
