@@ -157,6 +157,26 @@ wait_for 30 slots_busy
 k annotate isvc alpha sim.modelpool.test/busy- >/dev/null
 wait_for 30 slots_idle
 
+log "oai-load: 8 clients, two model names round robin: the served one answered by beta's Pod, the other 404"
+load=$MP_BUILD_DIR/oai-load
+"$load" --url "$B/v1/chat/completions" --concurrency 8 --requests 40 --model org/beta-7b,beta --max-tokens 2 \
+	--out "$MP_STATE_DIR/load.jsonl" >"$MP_STATE_DIR/load.sum"
+expect_eq "load summary codes" "40 {'200': 20, '404': 20}" "$(json 'str(d["requests"])+" "+str(d["codes"])' <"$MP_STATE_DIR/load.sum")"
+expect_eq "load lines" 40 "$(wc -l <"$MP_STATE_DIR/load.jsonl")"
+expect_eq "load: model -> code, pod" "beta 404 $b"$'\n'"org/beta-7b 200 $b" "$(python3 -c '
+import json, sys
+print("\n".join(sorted({"%s %d %s" % (d["model"], d["code"], d["pod"]) for d in map(json.loads, open(sys.argv[1]))})))' \
+	"$MP_STATE_DIR/load.jsonl")"
+"$load" --url "$A/v1/completions" --concurrency 3 --requests 6 --model alpha --stream --max-tokens 3 --seed 7 \
+	--out - >"$MP_STATE_DIR/load2.out"
+expect_eq "streamed load" "6 {'200': 6}" "$(tail -n 1 "$MP_STATE_DIR/load2.out" | json 'str(d["requests"])+" "+str(d["codes"])')"
+head -n 6 "$MP_STATE_DIR/load2.out" | python3 -c '
+import json, sys
+for d in map(json.loads, sys.stdin):
+    assert d["bytes"] > 0 and d["first_byte_ms"] <= d["ms"] and d["retry_after"] is None, d' ||
+	fail "streamed load lines: $(cat "$MP_STATE_DIR/load2.out")"
+expect_fail "requests and --duration" "$load" --url "$A/v1/completions" --requests 1 --duration 1
+
 log "a Pod that stops serving (terminating) refuses OpenAI requests like its probes"
 k annotate isvc alpha sim.modelpool.test/terminate-ms=600000 >/dev/null
 k scale isvc alpha --replicas=0 >/dev/null
@@ -167,7 +187,7 @@ refused() {
 }
 wait_for 60 refused
 served=$(curl -sS --max-time 5 "$B/sim/requests")
-[ "$served" -ge 2 ] || fail "beta counted $served requests, expected at least 2"
+[ "$served" -ge 42 ] || fail "beta counted $served requests, expected at least 42"
 
 kill -TERM "$sim_pid"
 wait "$sim_pid" || fail "the simulator did not exit 0 on SIGTERM"
