@@ -116,8 +116,10 @@ const char *pool_answer_version(const cJSON *body);
 /* The JSON patch that removes the pool's request annotation if it still names member (a test
  * operation first). NULL when out of memory. */
 char *pool_request_clear_patch(const char *member);
-/* The merge patch that sets the pool's request annotation to member (the router's request). NULL
- * when out of memory. */
-char *pool_request_set_patch(const char *member);
+/* The merge patch that sets the pool's request annotation to member (the router's request), with
+ * resource_version (if not NULL) as a precondition: a router whose cache is behind (another replica
+ * asked for another member meanwhile) gets 409 rather than overwriting that request. NULL when out
+ * of memory. */
+char *pool_request_set_patch(const char *member, const char *resource_version);
 
 #endif

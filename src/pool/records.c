@@ -475,12 +475,14 @@ char *pool_request_clear_patch(const char *member)
     return body;
 }
 
-char *pool_request_set_patch(const char *member)
+char *pool_request_set_patch(const char *member, const char *resource_version)
 {
     cJSON *patch = cJSON_CreateObject();
-    cJSON *ann = cJSON_AddObjectToObject(cJSON_AddObjectToObject(patch, "metadata"), "annotations");
+    cJSON *meta = cJSON_AddObjectToObject(patch, "metadata");
+    cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
     char *body = NULL;
-    if (ann && cJSON_AddStringToObject(ann, POOL_REQUEST_ANNOTATION, member))
+    if (ann && cJSON_AddStringToObject(ann, POOL_REQUEST_ANNOTATION, member) &&
+        (!resource_version || cJSON_AddStringToObject(meta, "resourceVersion", resource_version)))
         body = cJSON_PrintUnformatted(patch);
     cJSON_Delete(patch);
     return body;

@@ -29,6 +29,10 @@
 #include "util/strmap.h"
 
 #define RT_MAX_TARGETS 2
+/* A forward refused before any response byte (the Pod went away before the caches said so) puts
+ * the request back in its queue this many times, then it is answered 502. */
+#define RT_MAX_REFUSED 5
+#define RT_REFUSED_WAIT_MS 250
 /* The request write: short, and not retried by the client (the decision retries it). */
 #define RT_PATCH_TIMEOUT_MS 5000
 
@@ -54,6 +58,8 @@ typedef struct rt_req {
     struct rt_req *all_prev, *all_next; /* every live request, for rt_router_free */
     uint64_t arrived_ms;
     uint64_t budget_timer;
+    unsigned refused;  /* forwards that failed before any response byte */
+    uint64_t retry_at; /* put back after one: not forwarded again before this */
     fwd_call *call;
 } rt_req;
 
@@ -79,6 +85,10 @@ struct rt_pool {
     kube_call *patch;
     char *patch_member;
     uint64_t patch_backoff_ms, patch_not_before; /* after a refused write */
+    /* After a write (done or refused as a conflict): the version it was made at and the one it
+     * answered (NULL after a conflict: any newer version); asked nothing more until the cache
+     * shows it. */
+    bool awaiting;
     char *request_rv, *request_old_rv;
     uint64_t wake_timer;
     uint64_t wake_at;
@@ -267,6 +277,28 @@ static void rt_mq_free_all(rt_pool *p)
     p->nmq = 0;
 }
 
+/* Queues q in its member's queue by arrival (new requests go last; one put back goes where it
+ * arrived, usually first). */
+static void rt_mq_insert(rt_req *q)
+{
+    rt_mq *m = q->mq;
+    rt_req *after = m->tail;
+    while (after && after->arrived_ms > q->arrived_ms)
+        after = after->prev;
+    q->prev = after;
+    q->next = after ? after->next : m->head;
+    if (q->next)
+        q->next->prev = q;
+    else
+        m->tail = q;
+    if (after)
+        after->next = q;
+    else
+        m->head = q;
+    m->waiting++;
+    rt_metrics_held(&q->rt->m, q->pool->ns, q->pool->name, 1);
+}
+
 static void rt_mq_unlink(rt_req *q)
 {
     rt_mq *m = q->mq;
@@ -305,7 +337,7 @@ static void rt_pool_free(rt_pool *p)
  * learnt of a pool that still exists. */
 static void rt_pool_maybe_free(rt_pool *p)
 {
-    if (p->dirty || p->patch || p->wake_timer || p->request_rv)
+    if (p->dirty || p->patch || p->wake_timer || p->awaiting)
         return;
     for (size_t i = 0; i < p->nmq; i++)
         if (p->mqs[i]->waiting || p->mqs[i]->in_flight)
@@ -320,6 +352,9 @@ static void rt_pool_maybe_free(rt_pool *p)
 static void rt_fwd_head(void *ud, int status, const fwd_header *headers, size_t n)
 {
     rt_req *q = ud;
+    free(q->buf); /* answered: never put back */
+    q->buf = NULL;
+    q->len = q->cap = 0;
     httpd_header *h = calloc(n ? n : 1, sizeof(*h));
     if (!h) {
         fwd_cancel(q->call);
@@ -366,6 +401,26 @@ static void rt_forward_ended(rt_req *q)
     rt_mark(q->pool);
 }
 
+static void rt_budget_over(ev_loop *loop, void *ud);
+
+/* A forward that failed before any response byte, with the whole body still here: the request
+ * was never taken, so it waits in its queue again (in its place, with what is left of its budget)
+ * and the pool is decided again a little later, once the caches have caught up. False when its
+ * budget is over. */
+static bool rt_rehold(rt_req *q)
+{
+    rt_router *rt = q->rt;
+    rt_pool *p = q->pool;
+    uint64_t budget = rt_budget_ms(rt_pool_rec(p)), now = ev_now_ms();
+    if (now >= q->arrived_ms + budget)
+        return false;
+    q->state = RQ_HELD;
+    rt_mq_insert(q);
+    q->budget_timer = ev_timer_add(rt->loop, q->arrived_ms + budget - now, rt_budget_over, q);
+    q->retry_at = now + RT_REFUSED_WAIT_MS;
+    return true;
+}
+
 static void rt_fwd_done(void *ud, const fwd_result *r)
 {
     rt_req *q = ud;
@@ -374,6 +429,9 @@ static void rt_fwd_done(void *ud, const fwd_result *r)
     rt_forward_ended(q);
     if (r->first_byte_us)
         rt_metrics_upstream(&rt->m, q->pool->ns, q->pool->name, q->mq->member, r->first_byte_us);
+    if (r->outcome == FWD_UPSTREAM_FAILED_BEFORE_RESPONSE && q->buf && q->body_end &&
+        ++q->refused < RT_MAX_REFUSED && rt_rehold(q))
+        return;
     if (r->outcome == FWD_UPSTREAM_FAILED_BEFORE_RESPONSE) {
         char msg[512];
         snprintf(msg, sizeof(msg), "member %s of pool %s/%s failed before answering: %s",
@@ -511,9 +569,11 @@ static void rt_forward(rt_req *q)
         rt_answer(q, RT_OAI_BAD_GATEWAY, why ? why : "cannot forward", 0);
         return;
     }
-    free(q->buf);
-    q->buf = NULL;
-    q->len = q->cap = 0;
+    if (!q->body_end) { /* the rest streams: the start is the forwarder's to replay now */
+        free(q->buf);
+        q->buf = NULL;
+        q->len = q->cap = 0;
+    }
     if (!q->body_end && q->body_paused) {
         q->body_paused = false;
         httpd_req_body_resume(q->hr);
@@ -535,15 +595,25 @@ static void rt_patch_done(void *ud, const kube_error *err, long code, const cJSO
 {
     rt_pool *p = ud;
     p->patch = NULL;
-    if (err->kind == KUBE_OK) {
-        const char *rv = pool_answer_version(body);
-        free(p->request_rv);
+    free(p->request_rv);
+    p->request_rv = NULL;
+    if (err->kind == KUBE_OK || code == 409) {
+        /* 409: the pool changed since this router's cache saw it (another replica asked, the
+         * operator wrote its status): nothing is asked until the cache has caught up, and then
+         * only if it still needs asking. */
+        const char *rv = err->kind == KUBE_OK ? pool_answer_version(body) : NULL;
         p->request_rv = rv ? strdup(rv) : NULL;
-        log_kv(LOG_INFO, "requested member through the pool", "pool", p->key, "member",
-               p->patch_member, NULL);
-        rt_metrics_activation(&p->rt->m, p->ns, p->name, p->patch_member);
+        p->awaiting = true;
         p->patch_backoff_ms = 0;
         p->patch_not_before = 0;
+        if (err->kind == KUBE_OK) {
+            log_kv(LOG_INFO, "requested member through the pool", "pool", p->key, "member",
+                   p->patch_member, NULL);
+            rt_metrics_activation(&p->rt->m, p->ns, p->name, p->patch_member);
+        } else {
+            log_kv(LOG_DEBUG, "request through the pool lost a race; waiting for the cache", "pool",
+                   p->key, "member", p->patch_member, NULL);
+        }
     } else {
         /* Not again before a backoff (RBAC missing would otherwise be a write a turn). */
         p->patch_backoff_ms = p->patch_backoff_ms ? p->patch_backoff_ms * 2 : 500;
@@ -564,7 +634,7 @@ static void rt_activate(rt_pool *p, const pool_obj *o, const char *member)
 {
     rt_router *rt = p->rt;
     char *path = kube_path(POOL_GROUP, POOL_VERSION, p->ns, "modelpools", p->name, NULL);
-    char *body = pool_request_set_patch(member);
+    char *body = pool_request_set_patch(member, o->rv);
     free(p->patch_member);
     p->patch_member = strdup(member);
     free(p->request_old_rv);
@@ -633,9 +703,10 @@ static void rt_decide(rt_pool *p)
         return;
     }
     rt_swap_clock(p, o);
-    if (p->request_rv && expect_rv_shows(o->rv, p->request_old_rv, p->request_rv)) {
+    if (p->awaiting && expect_rv_shows(o->rv, p->request_old_rv, p->request_rv)) {
         free(p->request_rv);
         p->request_rv = NULL;
+        p->awaiting = false;
     }
     /* Queues of names no longer in the pool: their model is gone. */
     for (size_t i = 0; i < p->nmq; i++) {
@@ -680,14 +751,15 @@ static void rt_decide(rt_pool *p)
                        .resident = o->status.resident_member,
                        .pending = o->status.pending_member,
                        .requested = o->requested,
-                       .request_unseen = p->patch != NULL || p->request_rv != NULL ||
-                                         ev_now_ms() < p->patch_not_before,
+                       .request_unseen =
+                           p->patch != NULL || p->awaiting || ev_now_ms() < p->patch_not_before,
                        .members = hm,
                        .n_members = n,
                        .grace_ms = (uint64_t)rt->o.resident_grace_ms,
                        .now_ms = ev_now_ms()};
     rt_hold_decision d;
     rt_hold_decide(&hp, v, why, &d);
+    uint64_t wake = 0;
 
     char reason[768];
     for (size_t i = 0; i < n; i++) {
@@ -705,6 +777,11 @@ static void rt_decide(rt_pool *p)
             while (mq[i]->head &&
                    (d.serve_before_ms == 0 || mq[i]->head->arrived_ms < d.serve_before_ms)) {
                 rt_req *q = mq[i]->head;
+                if (q->retry_at > hp.now_ms) { /* put back: its turn comes a little later */
+                    if (!wake || q->retry_at < wake)
+                        wake = q->retry_at;
+                    break;
+                }
                 rt_mq_unlink(q);
                 if (q->budget_timer) {
                     ev_timer_cancel(rt->loop, q->budget_timer);
@@ -716,13 +793,14 @@ static void rt_decide(rt_pool *p)
     }
     if (d.activate >= 0)
         rt_activate(p, o, hm[d.activate].name);
-    if (d.wake_at_ms && d.wake_at_ms != p->wake_at) {
+    if (d.wake_at_ms && (!wake || d.wake_at_ms < wake))
+        wake = d.wake_at_ms;
+    if (wake && wake != p->wake_at) {
         if (p->wake_timer)
             ev_timer_cancel(rt->loop, p->wake_timer);
         uint64_t now = ev_now_ms();
-        p->wake_at = d.wake_at_ms;
-        p->wake_timer =
-            ev_timer_add(rt->loop, d.wake_at_ms > now ? d.wake_at_ms - now : 0, rt_wake, p);
+        p->wake_at = wake;
+        p->wake_timer = ev_timer_add(rt->loop, wake > now ? wake - now : 0, rt_wake, p);
     }
     free(hm), free(v), free(why), free(mq);
 }
@@ -813,14 +891,7 @@ static void rt_enqueue(rt_req *q)
     if (o && (m->waiting > 0 || rt_str_eq(o->status.pending_member, m->member) ||
               rt_str_eq(o->requested, m->member)))
         rt_metrics_coalesced(&rt->m, p->ns, p->name, m->member);
-    q->prev = m->tail;
-    if (m->tail)
-        m->tail->next = q;
-    else
-        m->head = q;
-    m->tail = q;
-    m->waiting++;
-    rt_metrics_held(&rt->m, p->ns, p->name, 1);
+    rt_mq_insert(q);
     q->budget_timer = ev_timer_add(rt->loop, rt_budget_ms(o), rt_budget_over, q);
     /* Decide now: a request for the resident goes out without waiting for a loop turn. */
     rt_decide(p);
@@ -828,6 +899,8 @@ static void rt_enqueue(rt_req *q)
 
 static int rt_buf_add(rt_req *q, const char *data, size_t len)
 {
+    if (len == 0)
+        return 0;
     if (q->len + len > q->cap) {
         size_t c = q->cap ? q->cap : 4096;
         while (c < q->len + len)

@@ -387,9 +387,14 @@ static void test_patches(void **state)
            "\"value\":\"qwen-\\\"7b\\\"\"},{\"op\":\"remove\",\"path\":\"/metadata/annotations/"
            "modelpool-operator.dev~1request\"}]");
     free(b);
-    b = pool_request_set_patch("b\"1");
+    b = pool_request_set_patch("b\"1", NULL);
     assert_string_equal(
         b, "{\"metadata\":{\"annotations\":{\"modelpool-operator.dev/request\":\"b\\\"1\"}}}");
+    free(b);
+    b = pool_request_set_patch("b", "42");
+    assert_string_equal(b,
+                        "{\"metadata\":{\"annotations\":{\"modelpool-operator.dev/request\":\"b\"},"
+                        "\"resourceVersion\":\"42\"}}");
     free(b);
     cJSON *answer = cJSON_Parse("{\"metadata\":{\"resourceVersion\":\"77\"}}");
     assert_string_equal(pool_answer_version(answer), "77");
