@@ -83,9 +83,10 @@ struct fwd_call {
     bool resume_pending;
 
     uint64_t kick_timer, fb_timer;
-    bool dead;     /* cancelled: freed without done */
-    bool failed;   /* ended by fwd itself; error says why */
-    bool finished; /* curl is done with the attempt; result says how */
+    bool dead;        /* cancelled: freed without done */
+    bool failed;      /* ended by fwd itself; error says why */
+    bool finished;    /* curl is done with the attempt; result says how */
+    bool add_pending; /* started inside a curl callback: added from the loop */
     bool in_done;
     CURLcode result;
     const char *error;
@@ -743,6 +744,17 @@ static void fwd_on_kick(ev_loop *loop, void *ud)
         fwd_reap(f);
         return;
     }
+    if (c->add_pending) {
+        c->add_pending = false;
+        if (curl_multi_add_handle(evcurl_multi(f->ec), c->easy) != CURLM_OK) {
+            c->failed = true;
+            c->error = "forward: cannot start the transfer";
+            fwd_finish(c);
+            fwd_reap(f);
+            return;
+        }
+        c->in_multi = true;
+    }
     if (!c->in_multi || c->finished)
         return;
     bool change = false;
@@ -903,9 +915,17 @@ fwd_call *fwd_start(fwd *f, const fwd_request *req, const fwd_client *cl, void *
     if (!(c->easy = curl_easy_init()) || (why = fwd_setup(c, req)))
         goto fail;
     why = "forward: cannot start the transfer";
-    if (curl_multi_add_handle(evcurl_multi(f->ec), c->easy) != CURLM_OK)
+    CURLMcode mc = curl_multi_add_handle(evcurl_multi(f->ec), c->easy);
+    if (mc == CURLM_RECURSIVE_API_CALL) { /* from inside a callback: the loop adds it */
+        c->add_pending = true;
+        fwd_kick(c);
+        if (c->failed)
+            goto fail;
+    } else if (mc != CURLM_OK) {
         goto fail;
-    c->in_multi = true;
+    } else {
+        c->in_multi = true;
+    }
     c->next = f->calls;
     if (f->calls)
         f->calls->prev = c;

@@ -68,6 +68,8 @@ struct up {
     up_conn conns[UP_CONNS];
     up_conn *stream; /* UP_STREAM's connection */
     int stream_sent;
+    void (*on_body)(void *ud); /* after each read of body bytes */
+    void *on_body_ud;
 };
 
 static unsigned char t_pattern(uint64_t i)
@@ -331,6 +333,8 @@ static void up_on_io(ev_loop *loop, int fd, int events, void *ud)
         up_feed(k, (unsigned char)buf[i]);
     if (k->fd >= 0)
         up_watch(k);
+    if (k->u->on_body)
+        k->u->on_body(k->u->on_body_ud);
 }
 
 static void up_on_accept(ev_loop *loop, int fd, int events, void *ud)
@@ -399,6 +403,7 @@ struct t_cli {
     fwd_result r;
     char err[256];
     bool stop_on_done;
+    int want_dones; /* stop at this many done() */
     /* response backpressure */
     bool full_always;
     bool paused;
@@ -414,9 +419,12 @@ struct t_cli {
     uint64_t to_push, pushed;
     size_t piece;
     bool push_paused;
+    bool push_one; /* one piece per t_push, the caller says when the next one goes */
     int fulls, drains;
     /* calls to run one after the other */
     int again;
+    bool again_on_head; /* start the next call from head() rather than done() */
+    fwd_call *second;
     fwd_request *req;
 };
 
@@ -435,6 +443,8 @@ static void t_run(t_cli *t)
     assert_false(t->timed_out);
 }
 
+static const fwd_client t_client;
+
 static void t_head(void *ud, int status, const fwd_header *h, size_t n)
 {
     t_cli *t = ud;
@@ -446,6 +456,13 @@ static void t_head(void *ud, int status, const fwd_header *h, size_t n)
                                 h[i].value);
     if (t->reset_on_head)
         up_reset(t->u);
+    if (t->again_on_head && t->again > 0) {
+        /* Inside curl's header callback: the new call starts on the next loop turn. */
+        t->again--;
+        const char *err = NULL;
+        t->second = fwd_start(t->f, t->req, &t_client, t, &err);
+        assert_non_null(t->second);
+    }
 }
 
 static void t_resume_timer(ev_loop *loop, void *ud)
@@ -534,7 +551,7 @@ static void t_push(t_cli *t)
         up_release(t->u); /* the member reads from now on */
         return;
     }
-    if (t->pushed < t->to_push)
+    if (t->pushed < t->to_push && !t->push_one)
         assert_true(ev_timer_add(t->loop, 0, t_push_timer, t) > 0);
 }
 
@@ -547,8 +564,6 @@ static void t_drained(void *ud)
     assert_true(ev_timer_add(t->loop, 0, t_push_timer, t) > 0);
 }
 
-static const fwd_client t_client;
-
 static void t_done(void *ud, const fwd_result *r)
 {
     t_cli *t = ud;
@@ -558,7 +573,7 @@ static void t_done(void *ud, const fwd_result *r)
         snprintf(t->err, sizeof(t->err), "%s", r->error);
     t->r.error = r->error ? t->err : NULL;
     t->call = NULL;
-    if (t->again > 0) {
+    if (t->again > 0 && !t->again_on_head) {
         t->again--;
         const char *err = NULL;
         t->blen = 0;
@@ -566,7 +581,7 @@ static void t_done(void *ud, const fwd_result *r)
         assert_non_null(t->call);
         return;
     }
-    if (t->stop_on_done)
+    if (t->stop_on_done && t->dones >= t->want_dones)
         ev_stop(t->loop);
 }
 
@@ -711,6 +726,49 @@ static void test_big_body_streamed_up(void **state)
     t_teardown(&t, loop, &u);
 }
 
+/* The next piece goes only once the member has every byte before it. */
+static void t_push_when_received(void *ud)
+{
+    t_cli *t = ud;
+    if (t->u->body_len == t->pushed && t->pushed < t->to_push)
+        t_push(t);
+}
+
+/* A body that trickles in: curl finds it empty between pieces, pauses the upload and is woken
+ * by the next fwd_body. */
+static void test_body_trickles_up(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u;
+    t_cli t;
+    t_setup(&t, &loop, &u, UP_OK, NULL);
+    u.body_pattern = true;
+    u.on_body = t_push_when_received;
+    u.on_body_ud = &t;
+    fwd_target tg = {"127.0.0.1", u.port};
+    fwd_request req = {.method = "POST",
+                       .path = "/v1/embeddings",
+                       .targets = &tg,
+                       .ntargets = 1,
+                       .more = true,
+                       .content_length = 20 * 1000};
+    t_start(&t, &req);
+    t.to_push = 20 * 1000;
+    t.piece = 1000;
+    t.push_one = true;
+    t_push(&t);
+    t_run(&t);
+    assert_int_equal(t.r.outcome, FWD_OK);
+    assert_int_equal(u.body_len, t.to_push);
+    assert_false(u.body_bad);
+    assert_string_equal(t.body, "ok POST 20000");
+    char cl[64];
+    snprintf(cl, sizeof(cl), "\r\nContent-Length: %d\r\n", 20 * 1000);
+    assert_non_null(strcasestr(u.last_head, cl));
+    t_teardown(&t, loop, &u);
+}
+
 static void test_sse_ping_pong(void **state)
 {
     (void)state;
@@ -803,6 +861,10 @@ static void test_hop_by_hop_and_xff(void **state)
     assert_non_null(strstr(u.last_head, "\r\nAccept: text/event-stream\r\n"));
     assert_non_null(strstr(u.last_head, "\r\nX-Empty:"));
     assert_non_null(strstr(u.last_head, "\r\nX-Forwarded-For: 10.0.0.1, 10.0.0.2, 192.0.2.7\r\n"));
+    int nxff = 0; /* the client's two lines are merged into the one above */
+    for (const char *p = u.last_head; (p = strcasestr(p, "\r\nX-Forwarded-For:")); p++)
+        nxff++;
+    assert_int_equal(nxff, 1);
     char port[32];
     snprintf(port, sizeof(port), "\r\nHost: 127.0.0.1:%d\r\n", u.port);
     assert_non_null(strstr(u.last_head, port));
@@ -991,6 +1053,29 @@ static void test_connection_reuse(void **state)
     t_teardown(&t, loop, &u);
 }
 
+static void test_start_inside_callback(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u;
+    t_cli t;
+    t_setup(&t, &loop, &u, UP_OK, NULL);
+    fwd_target tg = {"127.0.0.1", u.port};
+    fwd_request req = {.method = "GET", .path = "/", .targets = &tg, .ntargets = 1};
+    t.req = &req;
+    t.again = 1;
+    t.again_on_head = true;
+    t.want_dones = 2;
+    t_start(&t, &req);
+    t_run(&t);
+    assert_int_equal(t.dones, 2);
+    assert_int_equal(t.heads, 2);
+    assert_int_equal(t.r.outcome, FWD_OK);
+    assert_int_equal(u.nrequests, 2);
+    assert_string_equal(t.body, "ok GET 0ok GET 0");
+    t_teardown(&t, loop, &u);
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -1076,6 +1161,7 @@ int main(void)
         cmocka_unit_test(test_get),
         cmocka_unit_test(test_post),
         cmocka_unit_test(test_big_body_streamed_up),
+        cmocka_unit_test(test_body_trickles_up),
         cmocka_unit_test(test_sse_ping_pong),
         cmocka_unit_test(test_response_backpressure),
         cmocka_unit_test(test_hop_by_hop_and_xff),
@@ -1087,6 +1173,7 @@ int main(void)
         cmocka_unit_test(test_cancel_inside_data),
         cmocka_unit_test(test_cancel_from_loop),
         cmocka_unit_test(test_connection_reuse),
+        cmocka_unit_test(test_start_inside_callback),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_body_overrun),
     };
