@@ -58,8 +58,9 @@ struct up {
     up_mode mode;
     int naccepts, nrequests, ncloses;
     bool stop_on_close;
-    bool hold;   /* after a request head, stop reading until up_release */
-    size_t bulk; /* UP_BULK's body size */
+    bool hold;     /* after a request head, stop reading until up_release */
+    int reset_nth; /* reset the connection instead of answering the request of this number */
+    size_t bulk;   /* UP_BULK's body size */
     char last_head[8192];
     uint64_t body_len; /* of the last request */
     bool body_pattern; /* check every body byte against t_pattern */
@@ -239,7 +240,10 @@ static void up_request_done(up_conn *k)
     k->hlen = 0;
     k->in_body = false;
     k->u->nrequests++;
-    up_answer(k);
+    if (k->u->nrequests == k->u->reset_nth)
+        up_reset_conn(k);
+    else
+        up_answer(k);
 }
 
 static void up_head_done(up_conn *k)
@@ -933,6 +937,75 @@ static void test_second_target_after_reset(void **state)
     t_teardown(&t, loop, &u);
 }
 
+/* The member resets a kept-alive connection when the second request arrives on it: curl itself
+ * tries a fresh connection, which needs the body from the start (fwd's seek callback). */
+static void test_dead_kept_alive_connection(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u;
+    t_cli t;
+    t_setup(&t, &loop, &u, UP_OK, NULL);
+    u.reset_nth = 2;
+    u.body_pattern = true;
+    fwd_target tg = {"127.0.0.1", u.port};
+    char body[3000];
+    for (size_t i = 0; i < sizeof(body); i++)
+        body[i] = (char)t_pattern(i);
+    fwd_request req = {.method = "POST",
+                       .path = "/v1/completions",
+                       .targets = &tg,
+                       .ntargets = 1,
+                       .body = body,
+                       .body_len = sizeof(body)};
+    t.req = &req;
+    t.again = 1;
+    t_start(&t, &req);
+    t_run(&t);
+    assert_int_equal(t.dones, 2);
+    assert_int_equal(t.r.outcome, FWD_OK);
+    assert_int_equal(t.r.target, 0);
+    assert_int_equal(u.nrequests, 3);
+    assert_int_equal(u.naccepts, 2);
+    assert_int_equal(u.body_len, sizeof(body));
+    assert_false(u.body_bad);
+    assert_int_equal(t.r.bytes_up, sizeof(body));
+    assert_string_equal(t.body, "ok POST 3000");
+    t_teardown(&t, loop, &u);
+}
+
+/* A body past the replay cap is not kept, so a failure before the answer is not retried. */
+static void test_no_retry_past_replay_cap(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u, bad;
+    t_cli t;
+    fwd_config cfg = {.replay_cap = 1000};
+    t_setup(&t, &loop, &u, UP_OK, &cfg);
+    up_start(&bad, loop, UP_RESET_BEFORE);
+    fwd_target tg[] = {{"127.0.0.1", bad.port}, {"127.0.0.1", u.port}};
+    char body[3000];
+    memset(body, 'x', sizeof(body));
+    fwd_request req = {.method = "POST",
+                       .path = "/v1/completions",
+                       .targets = tg,
+                       .ntargets = 2,
+                       .body = body,
+                       .body_len = 500,
+                       .more = true,
+                       .content_length = sizeof(body)};
+    t_start(&t, &req);
+    assert_int_equal(fwd_body(t.call, body + 500, sizeof(body) - 500, true), 0);
+    t_run(&t);
+    assert_int_equal(t.r.outcome, FWD_UPSTREAM_FAILED_BEFORE_RESPONSE);
+    assert_int_equal(t.r.target, 0);
+    assert_int_equal(bad.nrequests, 1);
+    assert_int_equal(u.naccepts, 0);
+    up_stop(&bad);
+    t_teardown(&t, loop, &u);
+}
+
 static void test_both_refuse(void **state)
 {
     (void)state;
@@ -1167,6 +1240,8 @@ int main(void)
         cmocka_unit_test(test_hop_by_hop_and_xff),
         cmocka_unit_test(test_second_target_after_refusal),
         cmocka_unit_test(test_second_target_after_reset),
+        cmocka_unit_test(test_dead_kept_alive_connection),
+        cmocka_unit_test(test_no_retry_past_replay_cap),
         cmocka_unit_test(test_both_refuse),
         cmocka_unit_test(test_reset_after_head),
         cmocka_unit_test(test_first_byte_timeout),
