@@ -69,7 +69,6 @@ struct fwd_call {
     bool replayable;
     bool told_full;
     bool send_paused;
-    bool body_sent; /* the whole body went out in this attempt (first-byte clock runs) */
 
     /* Response. */
     bool resp_started; /* any byte of it in this attempt */
@@ -419,7 +418,6 @@ static void fwd_on_first_byte_timeout(ev_loop *loop, void *ud);
 /* The whole body went out: the member's turn, and the first-byte clock starts. */
 static void fwd_body_out(fwd_call *c)
 {
-    c->body_sent = true;
     if (c->f->cfg.first_byte_timeout_ms > 0 && !c->resp_started && !c->fb_timer)
         c->fb_timer = ev_timer_add(c->f->loop, (uint64_t)c->f->cfg.first_byte_timeout_ms,
                                    fwd_on_first_byte_timeout, c);
@@ -466,7 +464,8 @@ static int fwd_on_seek(void *ud, curl_off_t offset, int origin)
         return CURL_SEEKFUNC_CANTSEEK;
     c->sent = 0;
     c->bytes_up = 0;
-    c->body_sent = false;
+    ev_timer_cancel(c->f->loop, c->fb_timer); /* it starts again when the body is out again */
+    c->fb_timer = 0;
     return CURL_SEEKFUNC_OK;
 }
 
@@ -546,6 +545,9 @@ static int fwd_head_line(fwd_call *c, const char *p, size_t n)
     const char *colon = memchr(p, ':', n);
     if (!colon || colon == p || c->nrh == FWD_MAX_HEADERS)
         return -1;
+    for (const char *q = p; q < colon; q++)
+        if (!fwd_is_tchar((unsigned char)*q))
+            return -1; /* "Name : v" and the like: RFC 9112 5.1 has a proxy refuse them */
     fwd_hdr *rh = realloc(c->rh, (c->nrh + 1) * sizeof(*rh));
     if (!rh)
         return -1;
@@ -676,7 +678,8 @@ static bool fwd_retry(fwd_call *c)
     c->sent = 0;
     c->bytes_up = 0;
     c->send_paused = c->recv_paused = c->want_recv_pause = c->resume_pending = false;
-    c->body_sent = false;
+    ev_timer_cancel(c->f->loop, c->fb_timer);
+    c->fb_timer = 0;
     c->finished = false;
     c->status = 0;
     c->errbuf[0] = '\0';

@@ -30,6 +30,8 @@ typedef enum {
     UP_RESET_BEFORE,     /* reset the connection once the request is in */
     UP_RESET_AFTER_HEAD, /* a head promising 100 bytes, 10 of them, then up_reset() */
     UP_SILENT,           /* never answer */
+    UP_EARLY_HINTS,      /* a 103 before the 200 */
+    UP_BAD_HEAD,         /* a header name with a space */
 } up_mode;
 
 #define UP_CONNS 8
@@ -220,6 +222,13 @@ static void up_answer(up_conn *k)
         up_sends(k, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789");
         break;
     case UP_SILENT:
+        break;
+    case UP_EARLY_HINTS:
+        up_sends(k, "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+                    "HTTP/1.1 201 Created\r\nContent-Length: 2\r\nX-Final: 1\r\n\r\nok");
+        break;
+    case UP_BAD_HEAD:
+        up_sends(k, "HTTP/1.1 200 OK\r\nBad Name: x\r\nContent-Length: 2\r\n\r\nok");
         break;
     }
 }
@@ -1049,6 +1058,43 @@ static void test_reset_after_head(void **state)
     t_teardown(&t, loop, &u);
 }
 
+static void test_interim_response(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u;
+    t_cli t;
+    t_setup(&t, &loop, &u, UP_EARLY_HINTS, NULL);
+    fwd_target tg = {"127.0.0.1", u.port};
+    fwd_request req = {.method = "GET", .path = "/", .targets = &tg, .ntargets = 1};
+    t_start(&t, &req);
+    t_run(&t);
+    assert_int_equal(t.r.outcome, FWD_OK);
+    assert_int_equal(t.heads, 1);
+    assert_int_equal(t.status, 201);
+    assert_int_equal(t.r.status, 201);
+    assert_string_equal(t.hdrs, "Content-Length: 2\nX-Final: 1\n");
+    assert_string_equal(t.body, "ok");
+    t_teardown(&t, loop, &u);
+}
+
+static void test_malformed_response_head(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u;
+    t_cli t;
+    t_setup(&t, &loop, &u, UP_BAD_HEAD, NULL);
+    fwd_target tg = {"127.0.0.1", u.port};
+    fwd_request req = {.method = "GET", .path = "/", .targets = &tg, .ntargets = 1};
+    t_start(&t, &req);
+    t_run(&t);
+    assert_int_equal(t.heads, 0);
+    assert_int_equal(t.r.outcome, FWD_UPSTREAM_FAILED_BEFORE_RESPONSE);
+    assert_non_null(strstr(t.r.error, "malformed"));
+    t_teardown(&t, loop, &u);
+}
+
 static void test_first_byte_timeout(void **state)
 {
     (void)state;
@@ -1244,6 +1290,8 @@ int main(void)
         cmocka_unit_test(test_no_retry_past_replay_cap),
         cmocka_unit_test(test_both_refuse),
         cmocka_unit_test(test_reset_after_head),
+        cmocka_unit_test(test_interim_response),
+        cmocka_unit_test(test_malformed_response_head),
         cmocka_unit_test(test_first_byte_timeout),
         cmocka_unit_test(test_cancel_inside_data),
         cmocka_unit_test(test_cancel_from_loop),
