@@ -91,6 +91,7 @@ struct fwd_call {
     const char *error;
     uint64_t first_byte_us, bytes_up, bytes_down;
     char errbuf[CURL_ERROR_SIZE];
+    char msg[CURL_ERROR_SIZE + 96];
 };
 
 static void fwd_progress(void *ud);
@@ -619,6 +620,20 @@ static size_t fwd_on_write(char *p, size_t size, size_t nitems, void *ud)
 
 /* ---- finishing ---- */
 
+static bool fwd_retryable(CURLcode rc)
+{
+    switch (rc) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT: /* only connecting can time out: there is no overall limit */
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static void fwd_finish(fwd_call *c)
 {
     fwd *f = c->f;
@@ -644,26 +659,18 @@ static void fwd_finish(fwd_call *c)
                   : c->result != CURLE_OK
                       ? curl_easy_strerror(c->result)
                       : "forward: the member closed the connection without an answer";
+        if (!c->resp_started && !c->failed && fwd_retryable(c->result) && !c->replayable &&
+            c->attempt + 1 < (int)c->ntargets && c->attempt + 1 < FWD_MAX_ATTEMPTS) {
+            snprintf(c->msg, sizeof(c->msg), "%s (not retried: the body was over the replay cap)",
+                     r.error);
+            r.error = c->msg;
+        }
     }
     c->in_done = true;
     f->depth++;
     c->cl.done(c->ud, &r);
     f->depth--;
     c->dead = true; /* freed by the reap that follows */
-}
-
-static bool fwd_retryable(CURLcode rc)
-{
-    switch (rc) {
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_OPERATION_TIMEDOUT: /* only connecting can time out: there is no overall limit */
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-        return true;
-    default:
-        return false;
-    }
 }
 
 /* Tries the next target when this attempt failed before any response byte. true: it does. */

@@ -1010,6 +1010,7 @@ static void test_no_retry_past_replay_cap(void **state)
     assert_int_equal(t.r.outcome, FWD_UPSTREAM_FAILED_BEFORE_RESPONSE);
     assert_int_equal(t.r.target, 0);
     assert_int_equal(bad.nrequests, 1);
+    assert_non_null(strstr(t.r.error, "replay cap"));
     assert_int_equal(u.naccepts, 0);
     up_stop(&bad);
     t_teardown(&t, loop, &u);
