@@ -1148,6 +1148,46 @@ static void test_cancel_from_loop(void **state)
     t_cancel_mid_stream(true);
 }
 
+static void t_stop_at_request(void *ud)
+{
+    t_cli *t = ud;
+    if (t->u->nrequests == 1)
+        ev_stop(t->loop);
+}
+
+/* fwd_free with a call waiting for its answer: no done, the connection closed, nothing leaked. */
+static void test_free_with_call_in_flight(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u;
+    t_cli t;
+    t_setup(&t, &loop, &u, UP_SILENT, NULL);
+    u.on_body = t_stop_at_request;
+    u.on_body_ud = &t;
+    fwd_target tg = {"127.0.0.1", u.port};
+    fwd_request req = {.method = "POST",
+                       .path = "/",
+                       .targets = &tg,
+                       .ntargets = 1,
+                       .body = "x",
+                       .body_len = 1,
+                       .more = true,
+                       .content_length = -1};
+    t_start(&t, &req);
+    assert_int_equal(fwd_body(t.call, "y", 1, true), 0);
+    t_run(&t);
+    assert_int_equal(u.nrequests, 1);
+    fwd_free(t.f);
+    t.f = NULL;
+    u.on_body = NULL;
+    u.stop_on_close = true;
+    t_run(&t);
+    assert_int_equal(u.ncloses, 1);
+    assert_int_equal(t.dones, 0);
+    t_teardown(&t, loop, &u);
+}
+
 static void test_connection_reuse(void **state)
 {
     (void)state;
@@ -1296,6 +1336,7 @@ int main(void)
         cmocka_unit_test(test_first_byte_timeout),
         cmocka_unit_test(test_cancel_inside_data),
         cmocka_unit_test(test_cancel_from_loop),
+        cmocka_unit_test(test_free_with_call_in_flight),
         cmocka_unit_test(test_connection_reuse),
         cmocka_unit_test(test_start_inside_callback),
         cmocka_unit_test(test_bad_input),
