@@ -53,8 +53,8 @@ typedef struct fwd_request {
     size_t nheaders;
     const char *client_addr; /* the client's IP, appended to X-Forwarded-For; NULL: none */
     /* Tried in order; the second (if any) only when the first fails before any response byte
-     * (refused, reset, timed out connecting) and the body is still replayable. At most two
-     * attempts whatever the array's length. */
+     * (refused, reset, closed, timed out connecting) and the body is still replayable (see
+     * replay_cap). At most two attempts whatever the array's length. */
     const fwd_target *targets;
     size_t ntargets;
     /* The body's start (the bytes the caller already holds, possibly rewritten). more: further
@@ -120,14 +120,16 @@ void fwd_free(fwd *f);
 fwd_call *fwd_start(fwd *f, const fwd_request *req, const fwd_client *cl, void *ud,
                     const char **err);
 
-/* More request body (copied); end: this was the last piece. 1 when the body waiting to be sent
- * is above the high-water mark (pause the source until body_drained), 0 otherwise, -1 when the
- * bytes cannot be taken (the body already ended, more than content_length, out of memory, or
- * the call is finishing): the call then fails, done() says how. */
+/* More request body (copied); end: this was the last piece (with content_length known, the
+ * piece that reaches it ends the body by itself). 1 when the body waiting to be sent is above the
+ * high-water mark (pause the source until body_drained), 0 otherwise. -1 when the bytes cannot be
+ * taken (after the end, past content_length, short of it at the end, pushed on past 8 times the
+ * high-water mark, out of memory): the call then fails and done() says why. Once the member has
+ * answered in full the bytes are dropped with 0 (done follows). */
 int fwd_body(fwd_call *c, const char *data, size_t len, bool end);
 
-/* The client can take data again after data() returned 1. The transfer resumes on the next loop
- * turn, so no callback runs inside fwd_resume. */
+/* The client can take data again after data() returned 1 (a no-op otherwise). The transfer
+ * resumes on the next loop turn, so no callback runs inside fwd_resume. */
 void fwd_resume(fwd_call *c);
 
 /* The client went away: the call ends without done(), its connection to the member is closed
