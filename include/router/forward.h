@@ -53,8 +53,8 @@ typedef struct fwd_request {
     size_t nheaders;
     const char *client_addr; /* the client's IP, appended to X-Forwarded-For; NULL: none */
     /* Tried in order; the second (if any) only when the first fails before any response byte
-     * (refused, reset, timed out connecting) and the body is still replayable. At most two
-     * attempts whatever the array's length. */
+     * (refused, reset, closed, timed out connecting) and the body is still replayable (see
+     * replay_cap). At most two attempts whatever the array's length. */
     const fwd_target *targets;
     size_t ntargets;
     /* The body's start (the bytes the caller already holds, possibly rewritten). more: further
@@ -84,10 +84,12 @@ typedef struct fwd_result {
 } fwd_result;
 
 /* The caller's side of a call. Every callback runs on the loop's thread. head, data and
- * body_drained run from inside curl's callbacks: from them the caller may call fwd_body,
- * fwd_resume and fwd_cancel (on any call), but not fwd_free. done runs from the loop outside
- * curl: the caller may do anything there, including fwd_start and fwd_free, except use this call,
- * which fwd frees when done returns (fwd_cancel on it is a no-op there). */
+ * body_drained run from inside curl's callbacks (or from the loop turn fwd_resume schedules): from
+ * them the caller may call fwd_start, fwd_body, fwd_resume and fwd_cancel, on any call. done runs
+ * from the loop outside curl (evcurl's progress callback or a timer of fwd's): the same calls are
+ * allowed there, but this call is gone once done returns (fwd_cancel on it inside done is a
+ * no-op). fwd_free is allowed from none of them. done may come before the whole request body
+ * went up (the member answered early, or the call failed): the caller then stops pushing. */
 typedef struct fwd_client {
     /* Once, with the upstream's final status and its headers minus the hop-by-hop ones
      * (Connection, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade and those named
@@ -97,7 +99,8 @@ typedef struct fwd_client {
      * kept). The bytes are always taken; returning 1 says "full": no more data() until
      * fwd_resume(). */
     int (*data)(void *ud, const char *bytes, size_t len);
-    /* After fwd_body() returned 1: the buffered body fell below half the high-water mark. */
+    /* After fwd_body() returned 1: the buffered body fell below half the high-water mark
+     * (unless done() came first). */
     void (*body_drained)(void *ud);
     /* Exactly once per call not cancelled, last. */
     void (*done)(void *ud, const fwd_result *r);
@@ -105,24 +108,28 @@ typedef struct fwd_client {
 
 /* NULL when out of memory or when curl cannot be set up. cfg may be NULL (defaults). */
 fwd *fwd_new(ev_loop *loop, const fwd_config *cfg);
-/* Cancels the calls still running (no done) and closes every connection. Not from inside a
- * callback other than done. NULL is a no-op. */
+/* Cancels the calls still running (no done) and closes every connection. Not from inside any
+ * callback of fwd's. NULL is a no-op. */
 void fwd_free(fwd *f);
 
 /* Starts forwarding req. Returns NULL on bad input (a method, path, header or target that
  * cannot go on the wire as it is, no target) or out of memory, with *err set to a static
- * message; done() is then never called. Never calls a callback before it returns. */
+ * message; done() is then never called. Never calls a callback before it returns. From inside
+ * head, data or body_drained the transfer starts on the next loop turn (curl cannot be entered
+ * from its own callbacks). */
 fwd_call *fwd_start(fwd *f, const fwd_request *req, const fwd_client *cl, void *ud,
                     const char **err);
 
-/* More request body (copied); end: this was the last piece. 1 when the body waiting to be sent
- * is above the high-water mark (pause the source until body_drained), 0 otherwise, -1 when the
- * bytes cannot be taken (the body already ended, more than content_length, out of memory, or
- * the call is finishing): the call then fails, done() says how. */
+/* More request body (copied); end: this was the last piece (with content_length known, the
+ * piece that reaches it ends the body by itself). 1 when the body waiting to be sent is above the
+ * high-water mark (pause the source until body_drained), 0 otherwise. -1 when the bytes cannot be
+ * taken (after the end, past content_length, short of it at the end, pushed on past 8 times the
+ * high-water mark, out of memory): the call then fails and done() says why. Once the member has
+ * answered in full the bytes are dropped with 0 (done follows). */
 int fwd_body(fwd_call *c, const char *data, size_t len, bool end);
 
-/* The client can take data again after data() returned 1. The transfer resumes on the next loop
- * turn, so no callback runs inside fwd_resume. */
+/* The client can take data again after data() returned 1 (a no-op otherwise). The transfer
+ * resumes on the next loop turn, so no callback runs inside fwd_resume. */
 void fwd_resume(fwd_call *c);
 
 /* The client went away: the call ends without done(), its connection to the member is closed

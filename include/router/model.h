@@ -31,7 +31,8 @@ typedef struct rt_model_scan {
     size_t name_len;
     uint64_t tok_start, tok_end;
     const char *reason;
-    /* Bytes of the body scanned: after FOUND this equals tok_end, the bytes after are not read. */
+    /* Bytes of the body scanned: after FOUND this equals tok_end, the bytes after are not read;
+     * after BAD it is the offset of the byte refused (the body's length when it ended early). */
     uint64_t pos;
 
     /* Private. */

@@ -69,7 +69,6 @@ struct fwd_call {
     bool replayable;
     bool told_full;
     bool send_paused;
-    bool body_sent; /* the whole body went out in this attempt (first-byte clock runs) */
 
     /* Response. */
     bool resp_started; /* any byte of it in this attempt */
@@ -83,14 +82,16 @@ struct fwd_call {
     bool resume_pending;
 
     uint64_t kick_timer, fb_timer;
-    bool dead;     /* cancelled: freed without done */
-    bool failed;   /* ended by fwd itself; error says why */
-    bool finished; /* curl is done with the attempt; result says how */
+    bool dead;        /* cancelled: freed without done */
+    bool failed;      /* ended by fwd itself; error says why */
+    bool finished;    /* curl is done with the attempt; result says how */
+    bool add_pending; /* started inside a curl callback: added from the loop */
     bool in_done;
     CURLcode result;
     const char *error;
     uint64_t first_byte_us, bytes_up, bytes_down;
     char errbuf[CURL_ERROR_SIZE];
+    char msg[CURL_ERROR_SIZE + 96];
 };
 
 static void fwd_progress(void *ud);
@@ -418,7 +419,6 @@ static void fwd_on_first_byte_timeout(ev_loop *loop, void *ud);
 /* The whole body went out: the member's turn, and the first-byte clock starts. */
 static void fwd_body_out(fwd_call *c)
 {
-    c->body_sent = true;
     if (c->f->cfg.first_byte_timeout_ms > 0 && !c->resp_started && !c->fb_timer)
         c->fb_timer = ev_timer_add(c->f->loop, (uint64_t)c->f->cfg.first_byte_timeout_ms,
                                    fwd_on_first_byte_timeout, c);
@@ -465,7 +465,8 @@ static int fwd_on_seek(void *ud, curl_off_t offset, int origin)
         return CURL_SEEKFUNC_CANTSEEK;
     c->sent = 0;
     c->bytes_up = 0;
-    c->body_sent = false;
+    ev_timer_cancel(c->f->loop, c->fb_timer); /* it starts again when the body is out again */
+    c->fb_timer = 0;
     return CURL_SEEKFUNC_OK;
 }
 
@@ -545,6 +546,9 @@ static int fwd_head_line(fwd_call *c, const char *p, size_t n)
     const char *colon = memchr(p, ':', n);
     if (!colon || colon == p || c->nrh == FWD_MAX_HEADERS)
         return -1;
+    for (const char *q = p; q < colon; q++)
+        if (!fwd_is_tchar((unsigned char)*q))
+            return -1; /* "Name : v" and the like: RFC 9112 5.1 has a proxy refuse them */
     fwd_hdr *rh = realloc(c->rh, (c->nrh + 1) * sizeof(*rh));
     if (!rh)
         return -1;
@@ -616,6 +620,20 @@ static size_t fwd_on_write(char *p, size_t size, size_t nitems, void *ud)
 
 /* ---- finishing ---- */
 
+static bool fwd_retryable(CURLcode rc)
+{
+    switch (rc) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT: /* only connecting can time out: there is no overall limit */
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static void fwd_finish(fwd_call *c)
 {
     fwd *f = c->f;
@@ -641,26 +659,18 @@ static void fwd_finish(fwd_call *c)
                   : c->result != CURLE_OK
                       ? curl_easy_strerror(c->result)
                       : "forward: the member closed the connection without an answer";
+        if (!c->resp_started && !c->failed && fwd_retryable(c->result) && !c->replayable &&
+            c->attempt + 1 < (int)c->ntargets && c->attempt + 1 < FWD_MAX_ATTEMPTS) {
+            snprintf(c->msg, sizeof(c->msg), "%s (not retried: the body was over the replay cap)",
+                     r.error);
+            r.error = c->msg;
+        }
     }
     c->in_done = true;
     f->depth++;
     c->cl.done(c->ud, &r);
     f->depth--;
     c->dead = true; /* freed by the reap that follows */
-}
-
-static bool fwd_retryable(CURLcode rc)
-{
-    switch (rc) {
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_OPERATION_TIMEDOUT: /* only connecting can time out: there is no overall limit */
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-        return true;
-    default:
-        return false;
-    }
 }
 
 /* Tries the next target when this attempt failed before any response byte. true: it does. */
@@ -675,7 +685,8 @@ static bool fwd_retry(fwd_call *c)
     c->sent = 0;
     c->bytes_up = 0;
     c->send_paused = c->recv_paused = c->want_recv_pause = c->resume_pending = false;
-    c->body_sent = false;
+    ev_timer_cancel(c->f->loop, c->fb_timer);
+    c->fb_timer = 0;
     c->finished = false;
     c->status = 0;
     c->errbuf[0] = '\0';
@@ -742,6 +753,17 @@ static void fwd_on_kick(ev_loop *loop, void *ud)
         fwd_finish(c);
         fwd_reap(f);
         return;
+    }
+    if (c->add_pending) {
+        c->add_pending = false;
+        if (curl_multi_add_handle(evcurl_multi(f->ec), c->easy) != CURLM_OK) {
+            c->failed = true;
+            c->error = "forward: cannot start the transfer";
+            fwd_finish(c);
+            fwd_reap(f);
+            return;
+        }
+        c->in_multi = true;
     }
     if (!c->in_multi || c->finished)
         return;
@@ -903,9 +925,17 @@ fwd_call *fwd_start(fwd *f, const fwd_request *req, const fwd_client *cl, void *
     if (!(c->easy = curl_easy_init()) || (why = fwd_setup(c, req)))
         goto fail;
     why = "forward: cannot start the transfer";
-    if (curl_multi_add_handle(evcurl_multi(f->ec), c->easy) != CURLM_OK)
+    CURLMcode mc = curl_multi_add_handle(evcurl_multi(f->ec), c->easy);
+    if (mc == CURLM_RECURSIVE_API_CALL) { /* from inside a callback: the loop adds it */
+        c->add_pending = true;
+        fwd_kick(c);
+        if (c->failed)
+            goto fail;
+    } else if (mc != CURLM_OK) {
         goto fail;
-    c->in_multi = true;
+    } else {
+        c->in_multi = true;
+    }
     c->next = f->calls;
     if (f->calls)
         f->calls->prev = c;

@@ -30,6 +30,8 @@ typedef enum {
     UP_RESET_BEFORE,     /* reset the connection once the request is in */
     UP_RESET_AFTER_HEAD, /* a head promising 100 bytes, 10 of them, then up_reset() */
     UP_SILENT,           /* never answer */
+    UP_EARLY_HINTS,      /* a 103 before the 200 */
+    UP_BAD_HEAD,         /* a header name with a space */
 } up_mode;
 
 #define UP_CONNS 8
@@ -58,8 +60,9 @@ struct up {
     up_mode mode;
     int naccepts, nrequests, ncloses;
     bool stop_on_close;
-    bool hold;   /* after a request head, stop reading until up_release */
-    size_t bulk; /* UP_BULK's body size */
+    bool hold;     /* after a request head, stop reading until up_release */
+    int reset_nth; /* reset the connection instead of answering the request of this number */
+    size_t bulk;   /* UP_BULK's body size */
     char last_head[8192];
     uint64_t body_len; /* of the last request */
     bool body_pattern; /* check every body byte against t_pattern */
@@ -68,6 +71,8 @@ struct up {
     up_conn conns[UP_CONNS];
     up_conn *stream; /* UP_STREAM's connection */
     int stream_sent;
+    void (*on_body)(void *ud); /* after each read of body bytes */
+    void *on_body_ud;
 };
 
 static unsigned char t_pattern(uint64_t i)
@@ -218,6 +223,13 @@ static void up_answer(up_conn *k)
         break;
     case UP_SILENT:
         break;
+    case UP_EARLY_HINTS:
+        up_sends(k, "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+                    "HTTP/1.1 201 Created\r\nContent-Length: 2\r\nX-Final: 1\r\n\r\nok");
+        break;
+    case UP_BAD_HEAD:
+        up_sends(k, "HTTP/1.1 200 OK\r\nBad Name: x\r\nContent-Length: 2\r\n\r\nok");
+        break;
     }
 }
 
@@ -237,7 +249,10 @@ static void up_request_done(up_conn *k)
     k->hlen = 0;
     k->in_body = false;
     k->u->nrequests++;
-    up_answer(k);
+    if (k->u->nrequests == k->u->reset_nth)
+        up_reset_conn(k);
+    else
+        up_answer(k);
 }
 
 static void up_head_done(up_conn *k)
@@ -331,6 +346,8 @@ static void up_on_io(ev_loop *loop, int fd, int events, void *ud)
         up_feed(k, (unsigned char)buf[i]);
     if (k->fd >= 0)
         up_watch(k);
+    if (k->u->on_body)
+        k->u->on_body(k->u->on_body_ud);
 }
 
 static void up_on_accept(ev_loop *loop, int fd, int events, void *ud)
@@ -399,6 +416,7 @@ struct t_cli {
     fwd_result r;
     char err[256];
     bool stop_on_done;
+    int want_dones; /* stop at this many done() */
     /* response backpressure */
     bool full_always;
     bool paused;
@@ -414,9 +432,12 @@ struct t_cli {
     uint64_t to_push, pushed;
     size_t piece;
     bool push_paused;
+    bool push_one; /* one piece per t_push, the caller says when the next one goes */
     int fulls, drains;
     /* calls to run one after the other */
     int again;
+    bool again_on_head; /* start the next call from head() rather than done() */
+    fwd_call *second;
     fwd_request *req;
 };
 
@@ -435,6 +456,8 @@ static void t_run(t_cli *t)
     assert_false(t->timed_out);
 }
 
+static const fwd_client t_client;
+
 static void t_head(void *ud, int status, const fwd_header *h, size_t n)
 {
     t_cli *t = ud;
@@ -446,6 +469,13 @@ static void t_head(void *ud, int status, const fwd_header *h, size_t n)
                                 h[i].value);
     if (t->reset_on_head)
         up_reset(t->u);
+    if (t->again_on_head && t->again > 0) {
+        /* Inside curl's header callback: the new call starts on the next loop turn. */
+        t->again--;
+        const char *err = NULL;
+        t->second = fwd_start(t->f, t->req, &t_client, t, &err);
+        assert_non_null(t->second);
+    }
 }
 
 static void t_resume_timer(ev_loop *loop, void *ud)
@@ -534,7 +564,7 @@ static void t_push(t_cli *t)
         up_release(t->u); /* the member reads from now on */
         return;
     }
-    if (t->pushed < t->to_push)
+    if (t->pushed < t->to_push && !t->push_one)
         assert_true(ev_timer_add(t->loop, 0, t_push_timer, t) > 0);
 }
 
@@ -547,8 +577,6 @@ static void t_drained(void *ud)
     assert_true(ev_timer_add(t->loop, 0, t_push_timer, t) > 0);
 }
 
-static const fwd_client t_client;
-
 static void t_done(void *ud, const fwd_result *r)
 {
     t_cli *t = ud;
@@ -558,7 +586,7 @@ static void t_done(void *ud, const fwd_result *r)
         snprintf(t->err, sizeof(t->err), "%s", r->error);
     t->r.error = r->error ? t->err : NULL;
     t->call = NULL;
-    if (t->again > 0) {
+    if (t->again > 0 && !t->again_on_head) {
         t->again--;
         const char *err = NULL;
         t->blen = 0;
@@ -566,7 +594,7 @@ static void t_done(void *ud, const fwd_result *r)
         assert_non_null(t->call);
         return;
     }
-    if (t->stop_on_done)
+    if (t->stop_on_done && t->dones >= t->want_dones)
         ev_stop(t->loop);
 }
 
@@ -670,7 +698,7 @@ static void test_post(void **state)
     assert_non_null(strcasestr(u.last_head, cl));
     assert_non_null(strcasestr(u.last_head, "\r\nContent-Type: application/json\r\n"));
     assert_null(strcasestr(u.last_head, "\r\nTransfer-Encoding:"));
-    assert_null(strcasestr(u.last_head, "999"));
+    assert_null(strcasestr(u.last_head, "Content-Length: 999")); /* the client's, not sent */
     t_teardown(&t, loop, &u);
 }
 
@@ -708,6 +736,49 @@ static void test_big_body_streamed_up(void **state)
     char want[64];
     snprintf(want, sizeof(want), "ok POST %llu", (unsigned long long)t.to_push);
     assert_string_equal(t.body, want);
+    t_teardown(&t, loop, &u);
+}
+
+/* The next piece goes only once the member has every byte before it. */
+static void t_push_when_received(void *ud)
+{
+    t_cli *t = ud;
+    if (t->u->body_len == t->pushed && t->pushed < t->to_push)
+        t_push(t);
+}
+
+/* A body that trickles in: curl finds it empty between pieces, pauses the upload and is woken
+ * by the next fwd_body. */
+static void test_body_trickles_up(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u;
+    t_cli t;
+    t_setup(&t, &loop, &u, UP_OK, NULL);
+    u.body_pattern = true;
+    u.on_body = t_push_when_received;
+    u.on_body_ud = &t;
+    fwd_target tg = {"127.0.0.1", u.port};
+    fwd_request req = {.method = "POST",
+                       .path = "/v1/embeddings",
+                       .targets = &tg,
+                       .ntargets = 1,
+                       .more = true,
+                       .content_length = 20 * 1000};
+    t_start(&t, &req);
+    t.to_push = 20 * 1000;
+    t.piece = 1000;
+    t.push_one = true;
+    t_push(&t);
+    t_run(&t);
+    assert_int_equal(t.r.outcome, FWD_OK);
+    assert_int_equal(u.body_len, t.to_push);
+    assert_false(u.body_bad);
+    assert_string_equal(t.body, "ok POST 20000");
+    char cl[64];
+    snprintf(cl, sizeof(cl), "\r\nContent-Length: %d\r\n", 20 * 1000);
+    assert_non_null(strcasestr(u.last_head, cl));
     t_teardown(&t, loop, &u);
 }
 
@@ -803,6 +874,10 @@ static void test_hop_by_hop_and_xff(void **state)
     assert_non_null(strstr(u.last_head, "\r\nAccept: text/event-stream\r\n"));
     assert_non_null(strstr(u.last_head, "\r\nX-Empty:"));
     assert_non_null(strstr(u.last_head, "\r\nX-Forwarded-For: 10.0.0.1, 10.0.0.2, 192.0.2.7\r\n"));
+    int nxff = 0; /* the client's two lines are merged into the one above */
+    for (const char *p = u.last_head; (p = strcasestr(p, "\r\nX-Forwarded-For:")); p++)
+        nxff++;
+    assert_int_equal(nxff, 1);
     char port[32];
     snprintf(port, sizeof(port), "\r\nHost: 127.0.0.1:%d\r\n", u.port);
     assert_non_null(strstr(u.last_head, port));
@@ -871,6 +946,76 @@ static void test_second_target_after_reset(void **state)
     t_teardown(&t, loop, &u);
 }
 
+/* The member resets a kept-alive connection when the second request arrives on it: curl itself
+ * tries a fresh connection, which needs the body from the start (fwd's seek callback). */
+static void test_dead_kept_alive_connection(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u;
+    t_cli t;
+    t_setup(&t, &loop, &u, UP_OK, NULL);
+    u.reset_nth = 2;
+    u.body_pattern = true;
+    fwd_target tg = {"127.0.0.1", u.port};
+    char body[3000];
+    for (size_t i = 0; i < sizeof(body); i++)
+        body[i] = (char)t_pattern(i);
+    fwd_request req = {.method = "POST",
+                       .path = "/v1/completions",
+                       .targets = &tg,
+                       .ntargets = 1,
+                       .body = body,
+                       .body_len = sizeof(body)};
+    t.req = &req;
+    t.again = 1;
+    t_start(&t, &req);
+    t_run(&t);
+    assert_int_equal(t.dones, 2);
+    assert_int_equal(t.r.outcome, FWD_OK);
+    assert_int_equal(t.r.target, 0);
+    assert_int_equal(u.nrequests, 3);
+    assert_int_equal(u.naccepts, 2);
+    assert_int_equal(u.body_len, sizeof(body));
+    assert_false(u.body_bad);
+    assert_int_equal(t.r.bytes_up, sizeof(body));
+    assert_string_equal(t.body, "ok POST 3000");
+    t_teardown(&t, loop, &u);
+}
+
+/* A body past the replay cap is not kept, so a failure before the answer is not retried. */
+static void test_no_retry_past_replay_cap(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u, bad;
+    t_cli t;
+    fwd_config cfg = {.replay_cap = 1000};
+    t_setup(&t, &loop, &u, UP_OK, &cfg);
+    up_start(&bad, loop, UP_RESET_BEFORE);
+    fwd_target tg[] = {{"127.0.0.1", bad.port}, {"127.0.0.1", u.port}};
+    char body[3000];
+    memset(body, 'x', sizeof(body));
+    fwd_request req = {.method = "POST",
+                       .path = "/v1/completions",
+                       .targets = tg,
+                       .ntargets = 2,
+                       .body = body,
+                       .body_len = 500,
+                       .more = true,
+                       .content_length = sizeof(body)};
+    t_start(&t, &req);
+    assert_int_equal(fwd_body(t.call, body + 500, sizeof(body) - 500, true), 0);
+    t_run(&t);
+    assert_int_equal(t.r.outcome, FWD_UPSTREAM_FAILED_BEFORE_RESPONSE);
+    assert_int_equal(t.r.target, 0);
+    assert_int_equal(bad.nrequests, 1);
+    assert_non_null(strstr(t.r.error, "replay cap"));
+    assert_int_equal(u.naccepts, 0);
+    up_stop(&bad);
+    t_teardown(&t, loop, &u);
+}
+
 static void test_both_refuse(void **state)
 {
     (void)state;
@@ -911,6 +1056,43 @@ static void test_reset_after_head(void **state)
     assert_int_equal(t.r.status, 200);
     assert_non_null(t.r.error);
     assert_int_equal(u.nrequests, 1); /* a response had started: no second attempt */
+    t_teardown(&t, loop, &u);
+}
+
+static void test_interim_response(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u;
+    t_cli t;
+    t_setup(&t, &loop, &u, UP_EARLY_HINTS, NULL);
+    fwd_target tg = {"127.0.0.1", u.port};
+    fwd_request req = {.method = "GET", .path = "/", .targets = &tg, .ntargets = 1};
+    t_start(&t, &req);
+    t_run(&t);
+    assert_int_equal(t.r.outcome, FWD_OK);
+    assert_int_equal(t.heads, 1);
+    assert_int_equal(t.status, 201);
+    assert_int_equal(t.r.status, 201);
+    assert_string_equal(t.hdrs, "Content-Length: 2\nX-Final: 1\n");
+    assert_string_equal(t.body, "ok");
+    t_teardown(&t, loop, &u);
+}
+
+static void test_malformed_response_head(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u;
+    t_cli t;
+    t_setup(&t, &loop, &u, UP_BAD_HEAD, NULL);
+    fwd_target tg = {"127.0.0.1", u.port};
+    fwd_request req = {.method = "GET", .path = "/", .targets = &tg, .ntargets = 1};
+    t_start(&t, &req);
+    t_run(&t);
+    assert_int_equal(t.heads, 0);
+    assert_int_equal(t.r.outcome, FWD_UPSTREAM_FAILED_BEFORE_RESPONSE);
+    assert_non_null(strstr(t.r.error, "malformed"));
     t_teardown(&t, loop, &u);
 }
 
@@ -966,6 +1148,46 @@ static void test_cancel_from_loop(void **state)
     t_cancel_mid_stream(true);
 }
 
+static void t_stop_at_request(void *ud)
+{
+    t_cli *t = ud;
+    if (t->u->nrequests == 1)
+        ev_stop(t->loop);
+}
+
+/* fwd_free with a call waiting for its answer: no done, the connection closed, nothing leaked. */
+static void test_free_with_call_in_flight(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u;
+    t_cli t;
+    t_setup(&t, &loop, &u, UP_SILENT, NULL);
+    u.on_body = t_stop_at_request;
+    u.on_body_ud = &t;
+    fwd_target tg = {"127.0.0.1", u.port};
+    fwd_request req = {.method = "POST",
+                       .path = "/",
+                       .targets = &tg,
+                       .ntargets = 1,
+                       .body = "x",
+                       .body_len = 1,
+                       .more = true,
+                       .content_length = -1};
+    t_start(&t, &req);
+    assert_int_equal(fwd_body(t.call, "y", 1, true), 0);
+    t_run(&t);
+    assert_int_equal(u.nrequests, 1);
+    fwd_free(t.f);
+    t.f = NULL;
+    u.on_body = NULL;
+    u.stop_on_close = true;
+    t_run(&t);
+    assert_int_equal(u.ncloses, 1);
+    assert_int_equal(t.dones, 0);
+    t_teardown(&t, loop, &u);
+}
+
 static void test_connection_reuse(void **state)
 {
     (void)state;
@@ -988,6 +1210,29 @@ static void test_connection_reuse(void **state)
     assert_int_equal(t.r.outcome, FWD_OK);
     assert_int_equal(u.nrequests, 3);
     assert_int_equal(u.naccepts, 1);
+    t_teardown(&t, loop, &u);
+}
+
+static void test_start_inside_callback(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u;
+    t_cli t;
+    t_setup(&t, &loop, &u, UP_OK, NULL);
+    fwd_target tg = {"127.0.0.1", u.port};
+    fwd_request req = {.method = "GET", .path = "/", .targets = &tg, .ntargets = 1};
+    t.req = &req;
+    t.again = 1;
+    t.again_on_head = true;
+    t.want_dones = 2;
+    t_start(&t, &req);
+    t_run(&t);
+    assert_int_equal(t.dones, 2);
+    assert_int_equal(t.heads, 2);
+    assert_int_equal(t.r.outcome, FWD_OK);
+    assert_int_equal(u.nrequests, 2);
+    assert_string_equal(t.body, "ok GET 0ok GET 0");
     t_teardown(&t, loop, &u);
 }
 
@@ -1076,17 +1321,24 @@ int main(void)
         cmocka_unit_test(test_get),
         cmocka_unit_test(test_post),
         cmocka_unit_test(test_big_body_streamed_up),
+        cmocka_unit_test(test_body_trickles_up),
         cmocka_unit_test(test_sse_ping_pong),
         cmocka_unit_test(test_response_backpressure),
         cmocka_unit_test(test_hop_by_hop_and_xff),
         cmocka_unit_test(test_second_target_after_refusal),
         cmocka_unit_test(test_second_target_after_reset),
+        cmocka_unit_test(test_dead_kept_alive_connection),
+        cmocka_unit_test(test_no_retry_past_replay_cap),
         cmocka_unit_test(test_both_refuse),
         cmocka_unit_test(test_reset_after_head),
+        cmocka_unit_test(test_interim_response),
+        cmocka_unit_test(test_malformed_response_head),
         cmocka_unit_test(test_first_byte_timeout),
         cmocka_unit_test(test_cancel_inside_data),
         cmocka_unit_test(test_cancel_from_loop),
+        cmocka_unit_test(test_free_with_call_in_flight),
         cmocka_unit_test(test_connection_reuse),
+        cmocka_unit_test(test_start_inside_callback),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_body_overrun),
     };

@@ -419,6 +419,26 @@ static void test_depth_cap(void **state)
     free(b);
 }
 
+/* After BAD, pos points at the byte refused, or at the end of a body that ended early. */
+static void test_bad_offset(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *body;
+        uint64_t pos;
+    } cases[] = {
+        {"{\"a\":1,}", 7},           {"  [", 2},       {"{\"a\":1} x", 8},
+        {"{\"model\":\"\\q\"}", 11}, {"{\"a\":[1", 7}, {"", 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        rt_model_scan s;
+        rt_model_init(&s);
+        rt_model_feed(&s, cases[i].body, strlen(cases[i].body));
+        assert_int_equal(rt_model_finish(&s), RT_MODEL_BAD);
+        assert_int_equal(s.pos, cases[i].pos);
+    }
+}
+
 static void test_utf8_valid(void **state)
 {
     (void)state;
@@ -442,7 +462,8 @@ int main(void)
         cmocka_unit_test(test_table),           cmocka_unit_test(test_agrees_with_cjson),
         cmocka_unit_test(test_rewrite),         cmocka_unit_test(test_rewrite_escapes_exactly),
         cmocka_unit_test(test_rewrite_refuses), cmocka_unit_test(test_name_cap),
-        cmocka_unit_test(test_depth_cap),       cmocka_unit_test(test_utf8_valid),
+        cmocka_unit_test(test_depth_cap),       cmocka_unit_test(test_bad_offset),
+        cmocka_unit_test(test_utf8_valid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
