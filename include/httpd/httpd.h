@@ -123,9 +123,12 @@ void httpd_req_stream_end(httpd_req *r, bool ok);
  * (httpd_req_reply or httpd_req_stream_end): the client went away, a read or write failed, or
  * the connection timed out. r is gone once fn returns: its owner must forget it there.
  * What is seen when: while MHD reads the body or sends the reply, a closed or reset connection
- * is seen at once. A suspended connection (held for its answer, body paused, stream waiting for
- * bytes) is not polled by MHD: a client that leaves then is seen only when the connection is
- * resumed (the answer, a stream write, a body resume), and not at all before. */
+ * is seen at once. MHD does not poll a suspended connection, so this file watches the socket of
+ * one waiting for its answer (after its body, or before it is asked for) or for stream bytes: a
+ * client that closes or resets it is seen at once, without an answer or a write. Not seen until
+ * the connection is resumed (the answer, a write, a body resume): a client that leaves with
+ * bytes still unread on the socket (a paused body, a pipelined request), or behind TLS (its
+ * close_notify is bytes too). */
 void httpd_req_on_close(httpd_req *r, void (*fn)(void *ud), void *ud);
 
 /* The port listened on (the kernel's pick for port 0). */

@@ -54,7 +54,10 @@ struct httpd_req {
     bool queued;  /* the reply is MHD's */
     bool suspended;
     bool past_headers; /* MHD was let past the headers: a call with no data now means the end */
-    bool closed;       /* MHD ended the connection: on_close is running */
+    bool closed;       /* the connection ended under its owner: on_close ran or runs */
+    bool peer_gone;    /* the client closed while the req waited: MHD must drop it */
+    bool watching;     /* fd is in the loop, watched for the client's close while asleep */
+    int fd;
     httpd_body_fn body;
     void *body_ud;
     bool body_paused, body_ended;
@@ -160,14 +163,63 @@ static void httpd_kick(httpd *h)
     h->timer = ev_timer_add(h->loop, 0, httpd_on_timer, h);
 }
 
+static void httpd_req_unwatch(httpd_req *r)
+{
+    if (!r->watching)
+        return;
+    r->watching = false;
+    ev_fd_clear(r->h->loop, r->fd);
+}
+
+/* The owner's word that it is done with r, or that r ended under it: on_close runs once for a
+ * req its owner had not finished. */
+static void httpd_req_gone(httpd_req *r)
+{
+    bool finished = r->replied || (r->stream && r->stream->ended);
+    if (finished || r->closed || !r->on_close || r->h->stopping)
+        return;
+    r->closed = true; /* the owner's calls from inside on_close do not touch the connection */
+    r->on_close(r->close_ud);
+}
+
+/* A sleeping req's socket became readable. Nothing is expected from a client waiting for its
+ * answer, so end of file or an error means it left: its owner is told now, and MHD, woken, drops
+ * the connection (httpd_req_step, httpd_stream_read). Bytes instead (a pipelined request) cannot
+ * be told from a close without reading them, which is MHD's job: the watch ends there. */
+static void httpd_on_peer(ev_loop *loop, int fd, int events, void *ud)
+{
+    (void)loop;
+    (void)events;
+    httpd_req *r = ud;
+    char c;
+    ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    httpd_req_unwatch(r);
+    if (n > 0)
+        return;
+    r->peer_gone = true;
+    httpd_req_gone(r);
+    r->suspended = false;
+    MHD_resume_connection(r->conn);
+    httpd_kick(r->h);
+}
+
 /* MHD allows suspending only from inside its callbacks; a req sleeps there when it has nothing
- * to do until its owner acts (answers, resumes the body, writes stream bytes). */
-static void httpd_req_sleep(httpd_req *r)
+ * to do until its owner acts (answers, resumes the body, writes stream bytes). MHD does not poll
+ * a suspended socket, so one waiting for its answer or stream bytes (watch) is watched here. */
+static void httpd_req_sleep(httpd_req *r, bool watch)
 {
     if (r->suspended)
         return;
     r->suspended = true;
     MHD_suspend_connection(r->conn);
+    const union MHD_ConnectionInfo *ci =
+        watch ? MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
+    if (ci && ev_fd_set(r->h->loop, ci->connect_fd, EV_READ, httpd_on_peer, r) == 0) {
+        r->fd = ci->connect_fd;
+        r->watching = true;
+    }
 }
 
 /* MHD picks a resumed connection up on its next run; run it from the loop, not from inside the
@@ -176,6 +228,7 @@ static void httpd_req_wake(httpd_req *r)
 {
     if (!r->suspended || r->closed)
         return;
+    httpd_req_unwatch(r);
     r->suspended = false;
     MHD_resume_connection(r->conn);
     httpd_kick(r->h);
@@ -220,6 +273,8 @@ static ssize_t httpd_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     (void)pos;
     httpd_req *r = cls;
     httpd_stream *st = r->stream;
+    if (r->peer_gone)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
     size_t n = st->len - st->off;
     if (n) {
         if (n > max)
@@ -235,7 +290,7 @@ static ssize_t httpd_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     }
     if (st->ended)
         return st->ok ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
-    httpd_req_sleep(r);
+    httpd_req_sleep(r, true);
     return 0;
 }
 
@@ -288,6 +343,7 @@ static void httpd_req_unlink(httpd_req *r)
 
 static void httpd_req_free(httpd_req *r)
 {
+    httpd_req_unwatch(r);
     httpd_req_unlink(r);
     free(r->reply.body);
     if (r->stream) {
@@ -308,6 +364,8 @@ static bool httpd_req_answered(const httpd_req *r)
  * complete, and again after every resume (MHD repeats the call it was suspended in). */
 static enum MHD_Result httpd_req_step(httpd_req *r, const char *upload, size_t *upload_size)
 {
+    if (r->peer_gone)
+        return MHD_NO;
     if (*upload_size) {
         if (httpd_req_answered(r)) { /* answered early: drop the rest, within a bound */
             r->discarded += *upload_size;
@@ -315,21 +373,21 @@ static enum MHD_Result httpd_req_step(httpd_req *r, const char *upload, size_t *
             return r->discarded <= HTTPD_DISCARD_MAX ? MHD_YES : MHD_NO;
         }
         if (r->body_paused || !r->body) { /* left in MHD's buffer: MHD stops reading */
-            httpd_req_sleep(r);
+            httpd_req_sleep(r, false);
             return MHD_YES;
         }
         size_t n = *upload_size;
         *upload_size = 0;
         r->body(r->body_ud, upload, n, false);
         if (r->body_paused && !httpd_req_answered(r))
-            httpd_req_sleep(r);
+            httpd_req_sleep(r, false);
         return MHD_YES;
     }
     if (!r->past_headers) { /* MHD waits for a word on the body before reading it */
         if (httpd_req_answered(r))
             return httpd_req_queue(r);
-        if (!r->body) {
-            httpd_req_sleep(r);
+        if (!r->body) { /* the answer comes first (or the body is asked for later) */
+            httpd_req_sleep(r, true);
             return MHD_YES;
         }
         r->past_headers = true;
@@ -338,7 +396,7 @@ static enum MHD_Result httpd_req_step(httpd_req *r, const char *upload, size_t *
     /* The whole body is in. */
     if (!httpd_req_answered(r) && r->body && !r->body_ended) {
         if (r->body_paused) {
-            httpd_req_sleep(r);
+            httpd_req_sleep(r, false);
             return MHD_YES;
         }
         r->body_ended = true;
@@ -346,7 +404,7 @@ static enum MHD_Result httpd_req_step(httpd_req *r, const char *upload, size_t *
     }
     if (httpd_req_answered(r))
         return httpd_req_queue(r);
-    httpd_req_sleep(r);
+    httpd_req_sleep(r, true);
     return MHD_YES;
 }
 
@@ -386,17 +444,14 @@ static enum MHD_Result httpd_on_request(void *cls, struct MHD_Connection *conn, 
 static void httpd_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                                enum MHD_RequestTerminationCode toe)
 {
+    (void)cls;
     (void)conn;
-    httpd *h = cls;
     httpd_req *r = *req_cls;
     *req_cls = NULL;
     if (!r || r == (void *)&httpd_seen)
         return;
-    bool finished = r->replied || (r->stream && r->stream->ended);
-    if (!finished && r->on_close && !h->stopping && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
-        r->closed = true; /* the owner's calls from inside on_close do not touch the connection */
-        r->on_close(r->close_ud);
-    }
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        httpd_req_gone(r);
     httpd_req_free(r);
 }
 
@@ -734,6 +789,7 @@ void httpd_stop(httpd *h)
     /* MHD refuses to stop with suspended connections: resumed unanswered, they are closed. */
     for (httpd_req *r = h->reqs; r; r = r->next)
         if (r->suspended) {
+            httpd_req_unwatch(r); /* before MHD closes the fd */
             r->suspended = false;
             MHD_resume_connection(r->conn);
         }

@@ -146,10 +146,12 @@ wait "$streaming" || fail "alpha's slow stream failed"
 expect_eq "alpha's slow stream, complete" "data: [DONE]" "$(tail -n 2 "$MP_STATE_DIR/alpha.out" | head -n 1)"
 wait_for 30 slots_idle
 
-log "a client that leaves mid-stream ends its request: the probe is idle again"
-curl -sS --max-time 1 -o /dev/null -H 'Content-Type: application/json' \
-	--data-binary '{"model":"alpha","messages":[],"max_tokens":100000,"stream":true}' "$A/v1/chat/completions" || true
-wait_for 30 slots_idle
+log "a client that leaves ends its request, streamed or waiting for a whole answer: the probe is idle again"
+for stream in true false; do
+	curl -sS --max-time 1 -o /dev/null -H 'Content-Type: application/json' \
+		--data-binary '{"model":"alpha","messages":[],"max_tokens":100000,"stream":'$stream'}' "$A/v1/chat/completions" || true
+	wait_for 30 slots_idle
+done
 
 log "the busy annotation still makes the probe busy with nothing in flight"
 k annotate isvc alpha sim.modelpool.test/busy=true >/dev/null

@@ -64,9 +64,7 @@
  *   counts them), whatever the busy annotation says.
  *   sim.modelpool.test/served-model: <name>  a body naming another model gets vLLM's 404
  *   A Pod that stops serving drops its requests in flight with their connections (reset). A
- *   client that leaves mid-stream is seen at the next token written; one that leaves while a
- *   whole answer is being delayed is seen only when it is sent (httpd does not poll waiting
- *   connections), and counts as in flight until then.
+ *   client that leaves ends its request at once, streamed or not (httpd_req_on_close).
  * stdout, one line per change, in the order things happened (each printed right after the write
  *   that caused it, before the operator can see that write):
  *   sim <ns>/<name> pod=<pod> state=<Pending|Running|Failed|Terminating|Gone> ip=<addr|-> busy=<b>

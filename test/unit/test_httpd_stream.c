@@ -607,23 +607,47 @@ static void gone_on_tick(ev_loop *loop, void *ud)
     s->tick = ev_timer_add(loop, 5, gone_on_tick, s);
 }
 
+/* mode 0: a stream written to every 5 ms; 1: a stream written to once, then waiting for bytes;
+ * 2: a request held for its answer. */
 static void gone_on_request(void *ud, httpd_req *r)
 {
     streamer *s = ud;
     s->r = r;
     httpd_req_on_close(r, gone_on_close, s);
+    if (s->tokens == 2) {
+        s->next = 1; /* the client may leave now */
+        return;
+    }
     assert_int_equal(httpd_req_stream_begin(r, 200, NULL, 0), 0);
-    s->tick = ev_timer_add(s->loop, 0, gone_on_tick, s);
+    if (s->tokens == 0)
+        s->tick = ev_timer_add(s->loop, 0, gone_on_tick, s);
+    else
+        assert_int_equal(httpd_req_stream_write(r, "data: more\n\n", 12), 0);
+}
+
+static void gone_leave(client *c)
+{
+    ev_fd_clear(c->loop, c->fd);
+    close(c->fd);
+    c->fd = -1;
 }
 
 /* The client reads the first bytes and leaves. */
 static void gone_on_data(client *c)
 {
-    if (!strstr(c->in, "data: more"))
-        return;
-    ev_fd_clear(c->loop, c->fd);
-    close(c->fd);
-    c->fd = -1;
+    if (strstr(c->in, "data: more"))
+        gone_leave(c);
+}
+
+/* The client leaves once the server holds its request. */
+static void gone_poll(ev_loop *loop, void *ud)
+{
+    client *c = ud;
+    streamer *s = c->ud;
+    if (s->next)
+        gone_leave(c);
+    else
+        assert_true(ev_timer_add(loop, 1, gone_poll, c) > 0);
 }
 
 static void test_client_gone(void **state)
@@ -631,21 +655,29 @@ static void test_client_gone(void **state)
     (void)state;
     ev_loop *loop = ev_new();
     assert_non_null(loop);
-    streamer s = {.loop = loop};
+    streamer s;
     httpd *h = start(loop, gone_on_request, &s);
-    client c;
-    client_start(&c, loop, httpd_port(h), "GET /s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-                 0);
-    c.on_data = gone_on_data;
-    run(loop);
-    assert_true(s.gone);
-    assert_int_equal(s.closes, 1);
-    /* Nothing more is called: a run later, still once. */
-    uint64_t t = ev_timer_add(loop, 50, stop, NULL);
-    assert_true(t > 0);
-    run(loop);
-    assert_int_equal(s.closes, 1);
-    client_free(&c);
+    for (int mode = 0; mode < 3; mode++) {
+        s = (streamer){.loop = loop, .tokens = mode};
+        client c;
+        client_start(&c, loop, httpd_port(h),
+                     "GET /s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 0);
+        c.ud = &s;
+        if (mode < 2)
+            c.on_data = gone_on_data;
+        else
+            assert_true(ev_timer_add(loop, 1, gone_poll, &c) > 0);
+        /* Modes 1 and 2 write nothing after the client left: the watched socket tells. */
+        run(loop);
+        assert_true(s.gone);
+        assert_int_equal(s.closes, 1);
+        /* Nothing more is called: a run later, still once. */
+        uint64_t t = ev_timer_add(loop, 50, stop, NULL);
+        assert_true(t > 0);
+        run(loop);
+        assert_int_equal(s.closes, 1);
+        client_free(&c);
+    }
     httpd_stop(h);
     ev_free(loop);
 }
