@@ -141,6 +141,7 @@ int main(int argc, char **argv)
                          .label_selector = opts.label_selector,
                          .max_body_bytes = opts.max_body_bytes,
                          .resident_grace_ms = opts.resident_grace_ms,
+                         .upstream_timeout_ms = opts.upstream_timeout_ms,
                          .metrics = telemetry_registry(tm)};
     if (!(m.rt = rt_router_new(m.loop, client, &ro, msg, sizeof(msg))) ||
         rt_router_start(m.rt, msg, sizeof(msg)) < 0) {

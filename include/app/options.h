@@ -33,6 +33,8 @@ typedef struct app_options {
     long long max_body_bytes;   /* --max-body-size BYTES (or 32Mi, 1Gi): larger is 413; 32 MiB */
     long resident_grace_ms;     /* --resident-grace DURATION: a busy resident's new requests go on
                                    while another member waits, for this long; 10s */
+    long upstream_timeout_ms;   /* --upstream-timeout DURATION: a member's first answer byte after
+                                   the request is sent, else 502; 10m */
     bool help, version;
 } app_options;
 

@@ -69,6 +69,10 @@ const char *httpd_req_header(const httpd_req *r, const char *name);
 /* Calls fn for every request header in the order received; fn returns false to stop. */
 typedef bool (*httpd_header_fn)(void *ud, const char *name, const char *value);
 void httpd_req_headers(const httpd_req *r, httpd_header_fn fn, void *ud);
+/* The path with the query, as a proxy sends it on: malloc'd, NULL when out of memory. The query's
+ * arguments are re-encoded from their decoded values (percent-encoding may differ from the
+ * client's, the meaning does not). */
+char *httpd_req_target(const httpd_req *r);
 /* The client's IP address as text (no port): 0, or -1 when unknown or buf is too small. */
 int httpd_req_client_addr(const httpd_req *r, char *buf, size_t len);
 /* The ud the server was started with. */
@@ -133,6 +137,9 @@ void httpd_req_on_close(httpd_req *r, void (*fn)(void *ud), void *ud);
 
 /* The port listened on (the kernel's pick for port 0). */
 int httpd_port(const httpd *h);
+/* Requests not over yet: unanswered, or answered and still being sent. A server shutting down
+ * waits for 0 before httpd_stop, so answers already given reach their clients. */
+size_t httpd_pending(const httpd *h);
 /* Closes the listener and every connection. NULL is a no-op. Not from inside the callback. */
 void httpd_stop(httpd *h);
 

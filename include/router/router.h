@@ -23,6 +23,7 @@ typedef struct rt_router_opts {
     const char *label_selector; /* the ModelPools fronted; NULL all */
     long long max_body_bytes;   /* larger bodies get 413 */
     long resident_grace_ms;     /* see rt_hold_pool.grace_ms */
+    long upstream_timeout_ms;   /* from a request's end to its answer's first byte; 0 none */
     metrics *metrics;           /* where the router's series go; borrowed */
 } rt_router_opts;
 

@@ -91,6 +91,9 @@ const char *app_options_usage_for(app_program program)
            "                      while requests wait for another member, new requests\n"
            "                      for a busy resident still go to it for this long, then\n"
            "                      wait their turn; default 10s\n"
+           "  --upstream-timeout DURATION\n"
+           "                      how long a member may take to start its answer once the\n"
+           "                      request is sent, else 502; default 10m\n"
            "  -v, --log-level N   0 info, 1 debug, 2-4 trace [LOG_LEVEL]; default 0\n"
            "  --log-format F      text or json, one record a line [LOG_FORMAT]; default text\n"
            "  --metrics-bind-address ADDR\n"
@@ -216,6 +219,7 @@ enum {
     OPT_LABEL_SELECTOR,
     OPT_MAX_BODY,
     OPT_RESIDENT_GRACE,
+    OPT_UPSTREAM_TIMEOUT,
 };
 
 /* Whether flag c is one of program's. */
@@ -248,6 +252,7 @@ int app_options_parse_for(app_program program, app_options *o, int argc, char **
         {"label-selector", required_argument, NULL, OPT_LABEL_SELECTOR},
         {"max-body-size", required_argument, NULL, OPT_MAX_BODY},
         {"resident-grace", required_argument, NULL, OPT_RESIDENT_GRACE},
+        {"upstream-timeout", required_argument, NULL, OPT_UPSTREAM_TIMEOUT},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -257,6 +262,7 @@ int app_options_parse_for(app_program program, app_options *o, int argc, char **
     o->bind_addr = ":8080";
     o->max_body_bytes = 32LL << 20;
     o->resident_grace_ms = 10000;
+    o->upstream_timeout_ms = 600000;
     o->kubeconfig = getenv_fn("KUBECONFIG");
     o->namespace_ = getenv_fn("WATCH_NAMESPACE");
     o->leader_election_id = "modelpool-operator";
@@ -382,6 +388,14 @@ int app_options_parse_for(app_program program, app_options *o, int argc, char **
                 return -1;
             }
             break;
+        case OPT_UPSTREAM_TIMEOUT:
+            if (app_parse_timeout(optarg, &o->upstream_timeout_ms) < 0) {
+                snprintf(err, errlen,
+                         "--upstream-timeout %s: want a duration from 1ms to 24h, like 10m",
+                         optarg);
+                return -1;
+            }
+            break;
         case 'h':
             o->help = true;
             break;
@@ -440,6 +454,7 @@ static bool app_flag_of(app_program program, int c)
     case OPT_LABEL_SELECTOR:
     case OPT_MAX_BODY:
     case OPT_RESIDENT_GRACE:
+    case OPT_UPSTREAM_TIMEOUT:
         return program == APP_ROUTER;
     default:
         return true;

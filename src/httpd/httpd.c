@@ -489,6 +489,76 @@ void httpd_req_headers(const httpd_req *r, httpd_header_fn fn, void *ud)
     MHD_get_connection_values(r->conn, MHD_HEADER_KIND, httpd_on_header, &w);
 }
 
+/* The query, rebuilt: MHD hands out its arguments decoded, so each is percent-encoded again
+ * (RFC 3986 unreserved characters kept), in the order received. */
+typedef struct httpd_target {
+    char *s;
+    size_t len, cap;
+    bool oom;
+} httpd_target;
+
+static void httpd_target_add(httpd_target *t, const char *p, size_t n)
+{
+    if (t->oom)
+        return;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 128;
+        while (cap < t->len + n + 1)
+            cap *= 2;
+        char *b = realloc(t->s, cap);
+        if (!b) {
+            t->oom = true;
+            return;
+        }
+        t->s = b;
+        t->cap = cap;
+    }
+    memcpy(t->s + t->len, p, n);
+    t->len += n;
+    t->s[t->len] = '\0';
+}
+
+static void httpd_target_escaped(httpd_target *t, const char *v)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (const unsigned char *c = (const unsigned char *)v; *c; c++) {
+        if ((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+            *c == '-' || *c == '.' || *c == '_' || *c == '~') {
+            httpd_target_add(t, (const char *)c, 1);
+        } else {
+            char e[3] = {'%', hex[*c >> 4], hex[*c & 15]};
+            httpd_target_add(t, e, 3);
+        }
+    }
+}
+
+static enum MHD_Result httpd_on_argument(void *cls, enum MHD_ValueKind kind, const char *key,
+                                         const char *value)
+{
+    (void)kind;
+    httpd_target *t = cls;
+    httpd_target_add(t, strchr(t->s, '?') ? "&" : "?", 1);
+    httpd_target_escaped(t, key);
+    if (value) {
+        httpd_target_add(t, "=", 1);
+        httpd_target_escaped(t, value);
+    }
+    return MHD_YES;
+}
+
+char *httpd_req_target(const httpd_req *r)
+{
+    httpd_target t = {0};
+    httpd_target_add(&t, r->path, strlen(r->path));
+    if (!t.oom)
+        MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, httpd_on_argument, &t);
+    if (t.oom) {
+        free(t.s);
+        return NULL;
+    }
+    return t.s;
+}
+
 int httpd_req_client_addr(const httpd_req *r, char *buf, size_t len)
 {
     const union MHD_ConnectionInfo *ci =
@@ -771,6 +841,14 @@ httpd *httpd_start_config(ev_loop *loop, const httpd_config *cfg, char *err, siz
         return NULL;
     }
     return h;
+}
+
+size_t httpd_pending(const httpd *h)
+{
+    size_t n = 0;
+    for (const httpd_req *r = h ? h->reqs : NULL; r; r = r->next)
+        n++;
+    return n;
 }
 
 int httpd_port(const httpd *h)

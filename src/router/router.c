@@ -52,6 +52,8 @@ typedef struct rt_req {
     bool body_paused;
     int64_t content_length; /* the client's, -1 when it sent none */
     uint64_t body_total;    /* bytes of body received */
+    bool head_sent;         /* the member's status and headers went to the client */
+    bool was_held;          /* it waited (not forwarded when it arrived) */
     rt_pool *pool;          /* HELD, FORWARDING */
     rt_mq *mq;
     struct rt_req *prev, *next;         /* in mq's queue while HELD */
@@ -110,7 +112,8 @@ struct rt_router {
     strmap pool_map;
     rt_pool *dirty;
     uint64_t tick;
-    rt_req *reqs; /* every live request */
+    rt_req *arriving; /* the request rt_enqueue decides for: forwarded at once, not held */
+    rt_req *reqs;     /* every live request */
     bool stopping;
     size_t in_flight; /* forwards running, all pools */
     void (*stopped)(void *ud);
@@ -313,7 +316,8 @@ static void rt_mq_unlink(rt_req *q)
     q->prev = q->next = NULL;
     m->waiting--;
     rt_metrics_held(&q->rt->m, q->pool->ns, q->pool->name, -1);
-    rt_metrics_hold_ended(&q->rt->m, q->pool->ns, q->pool->name, ev_now_ms() - q->arrived_ms);
+    if (q != q->rt->arriving)
+        rt_metrics_hold_ended(&q->rt->m, q->pool->ns, q->pool->name, ev_now_ms() - q->arrived_ms);
 }
 
 static void rt_pool_free(rt_pool *p)
@@ -349,21 +353,50 @@ static void rt_pool_maybe_free(rt_pool *p)
 
 /* ---- forwarding ---- */
 
+static void rt_forward_ended(rt_req *q)
+{
+    rt_router *rt = q->rt;
+    q->mq->in_flight--;
+    rt->in_flight--;
+    rt_mark(q->pool);
+}
+
+/* Gives up a forward: the call ends without done; the client gets err (502 or 413) if nothing of
+ * the answer went out yet, else a cut reply. */
+static void rt_forward_abort(rt_req *q, rt_oai_err err, const char *msg)
+{
+    fwd_cancel(q->call);
+    q->call = NULL;
+    rt_forward_ended(q);
+    if (!q->head_sent) {
+        rt_answer(q, err, msg, 0);
+        return;
+    }
+    rt_metrics_request(&q->rt->m, q->pool->ns, q->pool->name, q->mq->member, rt_oai_status(err));
+    httpd_req_stream_end(q->hr, false);
+    rt_req_free(q);
+}
+
+#define RT_MAX_HEADERS 128
+
 static void rt_fwd_head(void *ud, int status, const fwd_header *headers, size_t n)
 {
     rt_req *q = ud;
     free(q->buf); /* answered: never put back */
     q->buf = NULL;
     q->len = q->cap = 0;
-    httpd_header *h = calloc(n ? n : 1, sizeof(*h));
-    if (!h) {
-        fwd_cancel(q->call);
+    httpd_header h[RT_MAX_HEADERS];
+    if (n > RT_MAX_HEADERS) {
+        rt_forward_abort(q, RT_OAI_BAD_GATEWAY, "the member answered with too many headers");
         return;
     }
     for (size_t i = 0; i < n; i++)
         h[i] = (httpd_header){headers[i].name, headers[i].value};
-    httpd_req_stream_begin(q->hr, (unsigned)status, h, n);
-    free(h);
+    if (httpd_req_stream_begin(q->hr, (unsigned)status, h, n) < 0) {
+        rt_forward_abort(q, RT_OAI_BAD_GATEWAY, "the member's answer cannot be relayed");
+        return;
+    }
+    q->head_sent = true;
 }
 
 static void rt_fwd_client_drained(void *ud)
@@ -377,6 +410,10 @@ static int rt_fwd_data(void *ud, const char *bytes, size_t len)
 {
     rt_req *q = ud;
     int rc = httpd_req_stream_write(q->hr, bytes, len);
+    if (rc < 0) {
+        rt_forward_abort(q, RT_OAI_BAD_GATEWAY, "the member's answer cannot be relayed");
+        return 1;
+    }
     if (rc == 1) {
         httpd_req_stream_on_drain(q->hr, rt_fwd_client_drained, q);
         return 1;
@@ -393,14 +430,6 @@ static void rt_fwd_body_drained(void *ud)
     }
 }
 
-static void rt_forward_ended(rt_req *q)
-{
-    rt_router *rt = q->rt;
-    q->mq->in_flight--;
-    rt->in_flight--;
-    rt_mark(q->pool);
-}
-
 static void rt_budget_over(ev_loop *loop, void *ud);
 
 /* A forward that failed before any response byte, with the whole body still here: the request
@@ -412,7 +441,7 @@ static bool rt_rehold(rt_req *q)
     rt_router *rt = q->rt;
     rt_pool *p = q->pool;
     uint64_t budget = rt_budget_ms(rt_pool_rec(p)), now = ev_now_ms();
-    if (now >= q->arrived_ms + budget)
+    if (now >= q->arrived_ms + budget || rt->stopping)
         return false;
     q->state = RQ_HELD;
     rt_mq_insert(q);
@@ -429,8 +458,11 @@ static void rt_fwd_done(void *ud, const fwd_result *r)
     rt_forward_ended(q);
     if (r->first_byte_us)
         rt_metrics_upstream(&rt->m, q->pool->ns, q->pool->name, q->mq->member, r->first_byte_us);
-    if (r->outcome == FWD_UPSTREAM_FAILED_BEFORE_RESPONSE && q->buf && q->body_end &&
-        ++q->refused < RT_MAX_REFUSED && rt_rehold(q))
+    /* Put back only when no byte of it reached a member (refused, reset on connect): one that
+     * took the request may have worked on it, and a request that crashes members must not go
+     * round them all. */
+    if (r->outcome == FWD_UPSTREAM_FAILED_BEFORE_RESPONSE && r->bytes_up == 0 && q->buf &&
+        q->body_end && ++q->refused < RT_MAX_REFUSED && rt_rehold(q))
         return;
     if (r->outcome == FWD_UPSTREAM_FAILED_BEFORE_RESPONSE) {
         char msg[512];
@@ -546,8 +578,9 @@ static void rt_forward(rt_req *q)
     httpd_req_headers(q->hr, rt_copy_header, &h);
     char addr[64];
     int64_t cl = q->content_length >= 0 ? q->content_length - (int64_t)q->len + (int64_t)blen : -1;
+    char *target = httpd_req_target(q->hr);
     fwd_request fr = {.method = httpd_req_method(q->hr),
-                      .path = httpd_req_path(q->hr),
+                      .path = target ? target : httpd_req_path(q->hr),
                       .headers = h.v,
                       .nheaders = h.n,
                       .client_addr =
@@ -564,6 +597,7 @@ static void rt_forward(rt_req *q)
     rt->in_flight++;
     q->call = fwd_start(rt->fwd, &fr, &rt_fwd_client, q, &why);
     free(rewritten);
+    free(target);
     if (!q->call) {
         rt_forward_ended(q);
         rt_answer(q, RT_OAI_BAD_GATEWAY, why ? why : "cannot forward", 0);
@@ -589,6 +623,19 @@ static void rt_wake(ev_loop *loop, void *ud)
     p->wake_timer = 0;
     p->wake_at = 0;
     rt_mark(p);
+}
+
+/* Decides the pool again at time t (monotonic ms) at the latest: one timer a pool, moved only
+ * earlier, so no reason to decide again is lost to another. */
+static void rt_wake_at(rt_pool *p, uint64_t t)
+{
+    if (p->wake_timer && p->wake_at <= t)
+        return;
+    if (p->wake_timer)
+        ev_timer_cancel(p->rt->loop, p->wake_timer);
+    uint64_t now = ev_now_ms();
+    p->wake_at = t;
+    p->wake_timer = ev_timer_add(p->rt->loop, t > now ? t - now : 0, rt_wake, p);
 }
 
 static void rt_patch_done(void *ud, const kube_error *err, long code, const cJSON *body)
@@ -620,8 +667,7 @@ static void rt_patch_done(void *ud, const kube_error *err, long code, const cJSO
         if (p->patch_backoff_ms > 30000)
             p->patch_backoff_ms = 30000;
         p->patch_not_before = ev_now_ms() + p->patch_backoff_ms;
-        if (!p->wake_timer)
-            p->wake_timer = ev_timer_add(p->rt->loop, p->patch_backoff_ms, rt_wake, p);
+        rt_wake_at(p, p->patch_not_before);
         char c[8];
         snprintf(c, sizeof(c), "%ld", code);
         log_kv(LOG_ERROR, "request through the pool failed", "pool", p->key, "member",
@@ -651,8 +697,7 @@ static void rt_activate(rt_pool *p, const pool_obj *o, const char *member)
         log_kv(LOG_ERROR, "cannot request member through the pool", "pool", p->key, "member",
                member, "error", err.message ? err.message : "out of memory", NULL);
         p->patch_not_before = ev_now_ms() + 1000;
-        if (!p->wake_timer)
-            p->wake_timer = ev_timer_add(rt->loop, 1000, rt_wake, p);
+        rt_wake_at(p, p->patch_not_before);
     }
     kube_error_clear(&err);
     free(path);
@@ -697,9 +742,14 @@ static void rt_decide(rt_pool *p)
 {
     rt_router *rt = p->rt;
     const pool_obj *o = rt_pool_rec(p);
-    if (!o) {
+    if (!o) { /* deleted: its requests are answered, its series and its wait forgotten */
         for (size_t i = 0; i < p->nmq; i++)
             rt_reject_all(p->mqs[i], RT_OAI_MODEL_NOT_FOUND, "the model's pool was deleted", NULL);
+        rt_metrics_forget_pool(rt->o.metrics, p->ns, p->name);
+        free(p->request_rv);
+        p->request_rv = NULL;
+        p->awaiting = false;
+        p->patch_not_before = 0;
         return;
     }
     rt_swap_clock(p, o);
@@ -759,7 +809,7 @@ static void rt_decide(rt_pool *p)
                        .now_ms = ev_now_ms()};
     rt_hold_decision d;
     rt_hold_decide(&hp, v, why, &d);
-    uint64_t wake = 0;
+    uint64_t wake = 0; /* the first request put back that waits for its retry */
 
     char reason[768];
     for (size_t i = 0; i < n; i++) {
@@ -791,17 +841,14 @@ static void rt_decide(rt_pool *p)
             }
         }
     }
-    if (d.activate >= 0)
+    if (d.activate >= 0 && !rt->stopping) /* a stopping router asks nothing more */
         rt_activate(p, o, hm[d.activate].name);
-    if (d.wake_at_ms && (!wake || d.wake_at_ms < wake))
-        wake = d.wake_at_ms;
-    if (wake && wake != p->wake_at) {
-        if (p->wake_timer)
-            ev_timer_cancel(rt->loop, p->wake_timer);
-        uint64_t now = ev_now_ms();
-        p->wake_at = wake;
-        p->wake_timer = ev_timer_add(rt->loop, wake > now ? wake - now : 0, rt_wake, p);
-    }
+    if (d.wake_at_ms)
+        rt_wake_at(p, d.wake_at_ms);
+    if (wake)
+        rt_wake_at(p, wake);
+    if (p->patch_not_before > hp.now_ms)
+        rt_wake_at(p, p->patch_not_before);
     free(hm), free(v), free(why), free(mq);
 }
 
@@ -877,6 +924,11 @@ static void rt_enqueue(rt_req *q)
         rt_answer(q, RT_OAI_BAD_REQUEST, msg, 0);
         return;
     }
+    if (rt->stopping) {
+        rt_answer(q, RT_OAI_POOL_UNAVAILABLE,
+                  "the router is shutting down; another replica can take the request", 1);
+        return;
+    }
     rt_pool *p = rc == 0 ? rt_pool_get(rt, r.ns, r.pool) : NULL;
     rt_mq *m = p ? rt_mq_get(p, r.member) : NULL;
     if (!m) {
@@ -893,8 +945,12 @@ static void rt_enqueue(rt_req *q)
         rt_metrics_coalesced(&rt->m, p->ns, p->name, m->member);
     rt_mq_insert(q);
     q->budget_timer = ev_timer_add(rt->loop, rt_budget_ms(o), rt_budget_over, q);
-    /* Decide now: a request for the resident goes out without waiting for a loop turn. */
+    /* Decide now: a request for the resident goes out without waiting for a loop turn. q may be
+     * gone afterwards; the pool is marked so its state is freed once nothing refers to it. */
+    rt->arriving = q;
     rt_decide(p);
+    rt->arriving = NULL;
+    rt_mark(p);
 }
 
 static int rt_buf_add(rt_req *q, const char *data, size_t len)
@@ -916,31 +972,23 @@ static int rt_buf_add(rt_req *q, const char *data, size_t len)
     return 0;
 }
 
-static void rt_too_large(rt_req *q)
-{
-    char msg[128];
-    snprintf(msg, sizeof(msg), "request body larger than %lld bytes", q->rt->o.max_body_bytes);
-    rt_answer(q, RT_OAI_TOO_LARGE, msg, 0);
-}
-
 static void rt_body(void *ud, const char *data, size_t len, bool end)
 {
     rt_req *q = ud;
     rt_router *rt = q->rt;
     q->body_total += len;
     if (q->body_total > (uint64_t)rt->o.max_body_bytes) {
-        if (q->state == RQ_HELD)
-            rt_mq_unlink(q);
+        char msg[128];
+        snprintf(msg, sizeof(msg), "request body larger than %lld bytes", rt->o.max_body_bytes);
         if (q->state == RQ_FORWARDING) {
-            fwd_cancel(q->call);
-            q->call = NULL;
-            rt_forward_ended(q);
-            rt_metrics_request(&rt->m, q->pool->ns, q->pool->name, q->mq->member, 413);
-            httpd_req_stream_end(q->hr, false);
-            rt_req_free(q);
+            rt_forward_abort(q, RT_OAI_TOO_LARGE, msg);
             return;
         }
-        rt_too_large(q);
+        if (q->state == RQ_HELD) {
+            rt_mq_unlink(q);
+            rt_mark(q->pool);
+        }
+        rt_answer(q, RT_OAI_TOO_LARGE, msg, 0);
         return;
     }
     if (end)
@@ -953,8 +1001,10 @@ static void rt_body(void *ud, const char *data, size_t len, bool end)
         return;
     }
     if (rt_buf_add(q, data, len) < 0) {
-        if (q->state == RQ_HELD)
+        if (q->state == RQ_HELD) {
             rt_mq_unlink(q);
+            rt_mark(q->pool);
+        }
         rt_answer(q, RT_OAI_BAD_GATEWAY, "out of memory", 0);
         return;
     }
@@ -1236,7 +1286,9 @@ rt_router *rt_router_new(ev_loop *loop, kube_client *client, const rt_router_opt
                         NULL) < 0)
         goto oom;
     if (!(rt->routes = rt_routes_new(informer_store(rt->pools), informer_store(rt->isvcs))) ||
-        !(rt->fwd = fwd_new(loop, NULL)) || rt_metrics_init(&rt->m, o->metrics) < 0)
+        !(rt->fwd =
+              fwd_new(loop, &(fwd_config){.first_byte_timeout_ms = o->upstream_timeout_ms})) ||
+        rt_metrics_init(&rt->m, o->metrics) < 0)
         goto oom;
     return rt;
 oom:
@@ -1283,7 +1335,8 @@ static void rt_stop_check(ev_loop *loop, void *ud)
     (void)loop;
     rt_router *rt = ud;
     rt->stop_timer = 0;
-    if (rt->in_flight == 0 || ev_now_ms() >= rt->stop_deadline) {
+    /* Done once no forward runs and every answer given has been sent. */
+    if ((rt->in_flight == 0 && httpd_pending(rt->front) == 0) || ev_now_ms() >= rt->stop_deadline) {
         if (rt->stopped)
             rt->stopped(rt->stopped_ud);
         return;

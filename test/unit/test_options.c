@@ -273,6 +273,11 @@ static void test_router_flags(void **state)
     assert_null(o.label_selector);
     assert_int_equal(o.max_body_bytes, 32LL << 20);
     assert_int_equal(o.resident_grace_ms, 10000);
+    assert_int_equal(o.upstream_timeout_ms, 600000);
+    assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--upstream-timeout=90s"), 0);
+    assert_int_equal(o.upstream_timeout_ms, 90000);
+    assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--upstream-timeout=0s"), -1);
+    assert_non_null(strstr(err, "--upstream-timeout 0s"));
     assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--metrics-secure=false"), 0);
     assert_string_equal(o.metrics_addr, ":9090");
     assert_int_equal(parse_router(&o, err, sizeof(err), 7, "--bind-address=127.0.0.1:0",
