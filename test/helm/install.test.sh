@@ -25,8 +25,6 @@ mport=$(free_port)
 hport=$(free_port)
 while [ "$hport" == "$mport" ]; do hport=$(free_port); done
 
-# run_rendered_operator LOG: the operator with the Deployment's args and env as the API server stores them,
-# as the operator's identity (ServiceAccount modelpool-system/modelpool-operator).
 # rendered_env DEPLOYMENT_JSON: the container's env as NAME=VALUE lines.
 rendered_env() {
 	# The downward API the kubelet would resolve; any other env form is not known here and fails the test.
@@ -37,6 +35,8 @@ rendered_env() {
 		elif has("value") then "\(.name)=\(.value)"
 		else error("env \(.name): no stand-in for \(.valueFrom)") end' "$1"
 }
+# run_rendered_operator LOG: the operator with the Deployment's args and env as the API server stores them,
+# as the operator's identity (ServiceAccount modelpool-system/modelpool-operator).
 run_rendered_operator() {
 	kubectl_admin -n "$sys" get deployment modelpool-operator -o json >"$s/deployment.json"
 	mapfile -t op_args < <(jq -r '.spec.template.spec.containers[0].args[]' "$s/deployment.json")
