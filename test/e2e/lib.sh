@@ -37,6 +37,7 @@ wait_for() {
 
 kubectl_admin() { kubectl --kubeconfig "$KUBECONFIG" "$@"; }
 kubectl_operator() { kubectl --kubeconfig "$MP_OPERATOR_KUBECONFIG" "$@"; }
+kubectl_router() { kubectl --kubeconfig "$MP_ROUTER_KUBECONFIG" "$@"; }
 
 # apply_crd FILE...: creates or updates CRDs as admin and waits until the API server serves them and
 # discovery lists them (Established can come a moment earlier), so the next request for the kind does not
@@ -60,6 +61,16 @@ install_operator_rbac() {
 	kubectl_admin create namespace modelpool-system --dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
 	kubectl_admin apply -k "$MP_SOURCE_DIR/config/rbac" >/dev/null
 	wait_for 60 kubectl_operator auth can-i patch modelpools.inference.llmkube.dev --subresource=status --all-namespaces
+}
+
+# install_router_rbac: the router's ServiceAccount and RBAC exactly as config/router ships them (its
+# kustomization less the Deployment and Services, which need an image and a kubelet), so the router runs
+# here with the rights it has in a cluster and no more.
+install_router_rbac() {
+	local r=$MP_SOURCE_DIR/config/router
+	kubectl_admin create namespace modelpool-system --dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
+	kubectl_admin apply -n modelpool-system -f "$r/service_account.yaml" -f "$r/role.yaml" -f "$r/role_binding.yaml" >/dev/null
+	wait_for 60 kubectl_router auth can-i patch modelpools.inference.llmkube.dev --all-namespaces
 }
 
 # install_crds: the ModelPool CRD and the test copy of the InferenceService CRD.
