@@ -133,6 +133,17 @@ stop_operator() {
 	expect_eq "operator exit status after SIGTERM" 0 "$rc"
 }
 
+# router_setup [SIM ARGS...]: what a router test stands on: both CRDs, the operator's and the router's RBAC,
+# slot-check watching, the simulator (with SIM ARGS) and the operator.
+router_setup() {
+	install_crds
+	install_operator_rbac
+	install_router_rbac
+	start_slot_check
+	start_sim "$@"
+	start_operator
+}
+
 # start_router [ARGS...]: modelpool-router with its own identity (MP_ROUTER_KUBECONFIG, rights as
 # config/router grants them; install_router_rbac first); log router.log (router-$MP_ROUTER_LOG.log for a
 # second instance). All three servers on loopback ports the kernel picks; router_port finds them.

@@ -3,11 +3,7 @@
 # must live on and answer the next request. Today the request is freed while httpd still delivers its
 # body to it (use after free under ASan; the connection is never answered otherwise).
 ns=routerbody
-install_crds
-install_operator_rbac
-[ -n "${MP_ROUTER_KUBECONFIG:-}" ] && install_router_rbac
-start_sim --terminate-ms 200 --load-ms 200
-start_operator
+router_setup --terminate-ms 200 --load-ms 200
 
 create_members "$ns" m-a m-b
 create_pool "$ns" pool m-a m-a m-b

@@ -2,11 +2,7 @@
 # the pool's held-requests gauge must not go negative. Today the pool's series are forgotten at the delete
 # event and the rejection on the next tick brings the gauge back at -1 (for good: nothing forgets it again).
 ns=routergauge
-install_crds
-install_operator_rbac
-[ -n "${MP_ROUTER_KUBECONFIG:-}" ] && install_router_rbac
-start_sim --terminate-ms 200 --load-ms 200
-start_operator
+router_setup --terminate-ms 200 --load-ms 200
 
 create_members "$ns" g-a g-b
 create_pool "$ns" gone g-a g-a g-b

@@ -3,11 +3,7 @@
 # Retry-After ("another replica can take the request"), before the router exits. httpd must first read and
 # discard the rest of the body (several loop turns); the router stops as soon as nothing is in flight.
 ns=routershut
-install_crds
-install_operator_rbac
-[ -n "${MP_ROUTER_KUBECONFIG:-}" ] && install_router_rbac
-start_sim --terminate-ms 200 --load-ms 200
-start_operator
+router_setup --terminate-ms 200 --load-ms 200
 
 create_members "$ns" m-a m-b
 create_pool "$ns" pool m-a m-a m-b

@@ -6,12 +6,7 @@
 ns=router-soak
 soak_s=${MP_SOAK_S:-120}
 budget_s=20
-install_crds
-install_operator_rbac
-[ -n "${MP_ROUTER_KUBECONFIG:-}" ] && install_router_rbac
-start_slot_check
-start_sim --terminate-ms 200 --load-ms 400
-start_operator
+router_setup --terminate-ms 200 --load-ms 400
 
 create_members "$ns" m-a m-b m-c
 for m in m-a m-b m-c; do

@@ -5,12 +5,7 @@
 # that does not load within the pool's swapBudget gets 503 model_loading with Retry-After, and the swap
 # still completes. A member whose server answers to another name gets the body's model rewritten to it.
 ns=router-swap
-install_crds
-install_operator_rbac
-[ -n "${MP_ROUTER_KUBECONFIG:-}" ] && install_router_rbac
-start_slot_check
-start_sim --terminate-ms 200 --load-ms 200
-start_operator
+router_setup --terminate-ms 200 --load-ms 200
 
 create_members "$ns" m-a m-b m-e m-f
 create_pool "$ns" pool m-a m-a m-b

@@ -5,12 +5,7 @@
 # cause exactly one activation; a held client that leaves changes nothing; a Degraded pool answers 503 with
 # its condition's message at once. slot-check watches throughout.
 ns=router
-install_crds
-install_operator_rbac
-[ -n "${MP_ROUTER_KUBECONFIG:-}" ] && install_router_rbac
-start_slot_check
-start_sim --terminate-ms 200 --load-ms 200
-start_operator
+router_setup --terminate-ms 200 --load-ms 200
 
 create_members "$ns" m-a m-b m-c
 create_pool "$ns" pool m-a m-a m-b m-c
