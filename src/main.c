@@ -88,8 +88,6 @@ static void main_lost(void *ud, const char *why)
     ev_stop(m->loop);
 }
 
-/* This process's name in the Lease: the Pod's name (or the host's) and a random suffix, so a
- * restarted process is never mistaken for the one before it. */
 /* The client's own retries (429, 5xx, timeouts) as debug lines: under a throttling API server they
  * come in bursts, and the call's final failure is logged by its caller anyway. */
 static void main_on_retry(void *ud, const char *verb, const char *path, const kube_error *err,
@@ -105,6 +103,8 @@ static void main_on_retry(void *ud, const char *verb, const char *path, const ku
            err->message, "retry", n, "delay_ms", ms, NULL);
 }
 
+/* This process's name in the Lease: the Pod's name (or the host's) and a random suffix, so a
+ * restarted process is never mistaken for the one before it. */
 static char *main_identity(void)
 {
     char host[256] = "";
