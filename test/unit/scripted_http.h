@@ -19,7 +19,7 @@
 #include "loopback.h"
 
 #define SRV_GAP_MS 30 /* between pieces, so each reaches the client on its own */
-#define SRV_MAX 16
+#define SRV_MAX 48
 
 typedef enum { SRV_KEEP, SRV_CLOSE, SRV_RESET } srv_then;
 
@@ -28,6 +28,7 @@ typedef struct {
     const char *pieces[12]; /* raw bytes written in turn; NULL ends */
     srv_then then;          /* after the last piece */
     int delay_ms;           /* before the first piece */
+    bool stop;              /* the loop stops when a request picks this reply */
     bool used;
 } srv_reply;
 
@@ -128,6 +129,8 @@ static inline void srv_try_request(srv_conn *k)
     }
     if (!k->reply)
         fail_msg("no scripted reply for %.*s", (int)line, req);
+    if (k->reply->stop)
+        ev_stop(s->loop);
     k->piece = 0;
     k->timer = ev_timer_add(s->loop, (uint64_t)k->reply->delay_ms, srv_write_next, k);
 }
