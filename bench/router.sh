@@ -3,7 +3,8 @@
 # + etcd (test/controlplane), the operator and the member simulator (test/sim) on loopback. One pool of two
 # members (m-a resident, m-b not); the load client is test/tools/oai-load. In one run, router and direct to
 # m-a's Pod alternating, BENCH_ROUNDS rounds of: added latency (concurrency 1, not streamed, max_tokens 1),
-# requests per second at 64 concurrent clients, streamed tokens per second (concurrency 8, max_tokens 256);
+# requests per second at 64 concurrent clients, streamed tokens per second (concurrency 8, max_tokens 256;
+# token-ms 0, then paced at token-ms 5);
 # the router's RSS and CPU idle (before and after the traffic); then BENCH_HOLD clients at once for m-b,
 # which cannot load within the run, and the router's RSS while it holds them all. The raw JSON goes to
 # $BENCH_OUT/raw/router-<UTC time>.json; bench/router-report.py turns it into router-results.md.
@@ -167,6 +168,19 @@ for ((r = 1; r <= rounds; r++)); do
 		runs+=("$(load stream "$t" --concurrency 8 --requests "$stream_n" --stream --max-tokens 256)")
 	done
 done
+# The same streams at a member's pace (token-ms 5, 200 tokens/s per stream): the router must deliver them
+# at the rate the member makes them, which token-ms 0 (a race for the same 2 cores) cannot show.
+kubectl_admin -n "$ns" annotate --overwrite inferenceservice m-a sim.modelpool.test/token-ms=5 >/dev/null
+sleep 1 # the simulator's watch
+for ((r = 1; r <= rounds; r++)); do
+	order="direct router"
+	((r % 2)) || order="router direct"
+	say "paced streams, round $r/$rounds ($order)"
+	for t in $order; do
+		runs+=("$(load stream-paced "$t" --concurrency 8 --requests 16 --stream --max-tokens 256)")
+	done
+done
+kubectl_admin -n "$ns" annotate --overwrite inferenceservice m-a sim.modelpool.test/token-ms=0 >/dev/null
 mem_after_load=$(mem "$router")
 say "idle after the traffic ($idle_s s)"
 idle_after=$(idle after)
