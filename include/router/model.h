@@ -72,6 +72,16 @@ rt_model_status rt_model_finish(rt_model_scan *s);
 int rt_model_rewrite(const char *prefix, size_t prefix_len, uint64_t tok_start, uint64_t tok_end,
                      const char *name, size_t name_len, char **out, size_t *out_len);
 
+/* Bodies whose Content-Length is at most this are buffered in one allocation of exactly their size
+ * until their model is known (and, held, until they are forwarded). */
+#define RT_MODEL_BODY_EXACT_MAX 65536
+
+/* The capacity of the buffer that keeps a request body until it is forwarded, growing from cap to
+ * hold need bytes: first exactly the body when its content_length (-1: none sent) is known and at
+ * most RT_MODEL_BODY_EXACT_MAX, else 4 KiB; then doubling. Sized to the body, a held request costs
+ * the bytes it sent, not a mostly empty page that the allocator still touches. */
+size_t rt_model_buf_cap(size_t cap, int64_t content_length, size_t need);
+
 /* 1 if s[0..len) is valid UTF-8 (no overlong forms, no surrogates, at most U+10FFFF), else 0. */
 int rt_model_utf8_valid(const char *s, size_t len);
 

@@ -448,3 +448,16 @@ int rt_model_rewrite(const char *prefix, size_t prefix_len, uint64_t tok_start, 
     *out_len = n;
     return 0;
 }
+
+size_t rt_model_buf_cap(size_t cap, int64_t content_length, size_t need)
+{
+    if (cap >= need)
+        return cap;
+    if (!cap && content_length > 0 && content_length <= RT_MODEL_BODY_EXACT_MAX &&
+        (size_t)content_length >= need)
+        return (size_t)content_length;
+    size_t c = cap ? cap : 4096;
+    while (c < need)
+        c *= 2;
+    return c;
+}

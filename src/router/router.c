@@ -958,16 +958,15 @@ static int rt_buf_add(rt_req *q, const char *data, size_t len)
     if (len == 0)
         return 0;
     if (q->len + len > q->cap) {
-        size_t c = q->cap ? q->cap : 4096;
-        while (c < q->len + len)
-            c *= 2;
+        size_t c = rt_model_buf_cap(q->cap, q->content_length, q->len + len);
         char *b = realloc(q->buf, c);
         if (!b)
             return -ENOMEM;
         q->buf = b;
         q->cap = c;
     }
-    memcpy(q->buf + q->len, data, len);
+    if (len) /* the body's end comes as (NULL, 0) */
+        memcpy(q->buf + q->len, data, len);
     q->len += len;
     return 0;
 }

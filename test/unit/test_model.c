@@ -456,6 +456,24 @@ static void test_utf8_valid(void **state)
     assert_false(rt_model_utf8_valid("\xe2\x28\xa1", 3));
 }
 
+/* The body buffer: a small body with a Content-Length in one exact allocation; none, or a large
+ * one, from 4 KiB doubling; never less than what must fit. */
+static void test_buf_cap(void **state)
+{
+    (void)state;
+    assert_int_equal(rt_model_buf_cap(0, 250, 100), 250);
+    assert_int_equal(rt_model_buf_cap(0, 250, 250), 250);
+    assert_int_equal(rt_model_buf_cap(0, RT_MODEL_BODY_EXACT_MAX, 10), RT_MODEL_BODY_EXACT_MAX);
+    assert_int_equal(rt_model_buf_cap(0, -1, 100), 4096);
+    assert_int_equal(rt_model_buf_cap(0, 0, 100), 4096);
+    assert_int_equal(rt_model_buf_cap(0, RT_MODEL_BODY_EXACT_MAX + 1, 100), 4096);
+    assert_int_equal(rt_model_buf_cap(0, 250, 300), 4096); /* more than it announced */
+    assert_int_equal(rt_model_buf_cap(0, -1, 10000), 16384);
+    assert_int_equal(rt_model_buf_cap(250, 250, 250), 250); /* fits: unchanged */
+    assert_int_equal(rt_model_buf_cap(250, 250, 251), 500);
+    assert_int_equal(rt_model_buf_cap(4096, -1, 5000), 8192);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -463,7 +481,7 @@ int main(void)
         cmocka_unit_test(test_rewrite),         cmocka_unit_test(test_rewrite_escapes_exactly),
         cmocka_unit_test(test_rewrite_refuses), cmocka_unit_test(test_name_cap),
         cmocka_unit_test(test_depth_cap),       cmocka_unit_test(test_bad_offset),
-        cmocka_unit_test(test_utf8_valid),
+        cmocka_unit_test(test_utf8_valid),      cmocka_unit_test(test_buf_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
