@@ -965,8 +965,7 @@ static int rt_buf_add(rt_req *q, const char *data, size_t len)
         q->buf = b;
         q->cap = c;
     }
-    if (len) /* the body's end comes as (NULL, 0) */
-        memcpy(q->buf + q->len, data, len);
+    memcpy(q->buf + q->len, data, len);
     q->len += len;
     return 0;
 }
