@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# The demo: a real kube-apiserver + etcd on loopback, the CRDs and samples, the member simulator
-# and the operator; requests qwen-7b through the pool (the race-free way: the annotation the router uses)
-# and shows the pool swap and a few metrics (over HTTPS, with the token
-# of a ServiceAccount allowed to read them), then stops everything.
+# The demo: a real kube-apiserver + etcd on loopback, the CRDs and samples, the member simulator,
+# the operator and the router; sends a chat completion for qwen-7b (not resident) through the router
+# with curl, shows it held while the pool swaps, then the answer, `kubectl get modelpools` before and
+# after, and a few of the operator's metrics (over HTTPS, with the token of a ServiceAccount allowed
+# to read them); then stops everything.
 set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$top/scripts/bootstrap.sh"
 bash "$top/test/controlplane/build.sh" >/dev/null
 cmake -S "$top" -B "$top/build/demo" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$top/build/demo" -j"$(nproc)" --target modelpool-operator member-sim >/dev/null
+cmake --build "$top/build/demo" -j"$(nproc)" --target modelpool-operator modelpool-router member-sim >/dev/null
 state=$(mktemp -d /tmp/modelpool-demo.XXXXXX)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; bash "$top/test/controlplane/stop.sh" "$state"; rm -rf "$state"' EXIT
@@ -22,12 +23,36 @@ k apply -f "$top/config/samples/inferenceservices.yaml" -f "$top/config/samples/
 "$top/build/demo/member-sim" --kubeconfig "$KUBECONFIG" --load-ms 1000 >"$state/sim.log" 2>&1 & pids+=($!)
 "$top/build/demo/modelpool-operator" --kubeconfig "$KUBECONFIG" \
 	--metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 >"$state/operator.log" 2>&1 & pids+=($!)
+# The router: one OpenAI endpoint for both models (metrics plain here, on loopback).
+"$top/build/demo/modelpool-router" --kubeconfig "$KUBECONFIG" --bind-address 127.0.0.1:0 \
+	--metrics-secure=false --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
+	>"$state/router.log" 2>&1 & pids+=($!)
 show() { echo "--- $*"; k get modelpools,inferenceservices; }
 for _ in $(seq 1 60); do [ "$(k get mpool shared-gpu -o jsonpath='{.status.phase}')" == Ready ] && break; sleep 1; done
 show "cold pool warmed its default"
-k annotate mpool shared-gpu modelpool-operator.dev/request=qwen-7b
-for _ in $(seq 1 60); do [ "$(k get mpool shared-gpu -o jsonpath='{.status.residentMember}')" == qwen-7b ] && break; sleep 1; done
-show "after kubectl annotate mpool shared-gpu modelpool-operator.dev/request=qwen-7b"
+rport() { grep ' started ' "$state/router.log" | grep -o " $1=[0-9]*" | cut -d= -f2; }
+for _ in $(seq 1 60); do curl -fs "http://127.0.0.1:$(rport health_port)/readyz" >/dev/null 2>&1 && break; sleep 0.5; done
+api="http://127.0.0.1:$(rport port)"
+echo "--- the models behind the router (curl $api/v1/models)"
+curl -fsS "$api/v1/models" | jq -c '.data[] | {id, resident: .modelpool.resident}'
+echo "--- a chat completion for qwen-7b, which is not resident: the router holds it while the pool swaps"
+start=$(date +%s%3N)
+curl -sS "$api/v1/chat/completions" -H 'Content-Type: application/json' \
+	-d '{"model":"qwen-7b","messages":[{"role":"user","content":"Hello!"}],"max_tokens":5}' \
+	>"$state/answer.json" & pids+=($!)
+curl_pid=$!
+for _ in $(seq 1 100); do
+	held=$(curl -fsS "http://127.0.0.1:$(rport metrics_port)/metrics" |
+		awk '$1 ~ /^modelpool_router_held_requests\{/ {s += $2} END {print s + 0}')
+	[ "$held" -gt 0 ] && break
+	sleep 0.1
+done
+echo "--- while held ($held request held by the router):"
+k get modelpools
+wait "$curl_pid"
+echo "--- the answer, after $(($(date +%s%3N) - start)) ms:"
+jq -c '{model, content: .choices[0].message.content}' "$state/answer.json"
+show "after the swap"
 k describe modelpool shared-gpu | sed -n '/Events:/,$p'
 port=$(grep -o ' metrics_port=[0-9]*' "$state/operator.log" | head -n 1 | cut -d= -f2)
 # Metrics are HTTPS for callers allowed get /metrics: a ServiceAccount bound to the metrics-reader

@@ -3,7 +3,8 @@
 #  1. builds with ASan+UBSan and -Werror and runs every ctest test (unit, CLI, end to end, Helm chart,
 #     the container image: skipped, with the reason printed, where podman cannot run);
 #  2. runs the unit tests under valgrind (a plain build), where a leak or bad read is a failure;
-#  3. builds the libFuzzer targets with clang and runs each for MP_FUZZ_SECONDS (default 30).
+#  3. builds the libFuzzer targets with clang and runs each for MP_FUZZ_SECONDS (default 30), from its seed
+#     corpus in test/fuzz/corpus/<fuzzer>/ where there is one.
 # With arguments, only step 1 runs and the arguments go to ctest (e.g. `-L unit`, `-R e2e.swap`).
 set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -44,9 +45,13 @@ step "fuzzers, ${MP_FUZZ_SECONDS:-30} s each"
 CC=clang cmake -S "$top" -B "$out/fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMP_FUZZ=ON >/dev/null
 cmake --build "$out/fuzz" -j"$jobs"
 for f in "$out"/fuzz/fuzz_*; do
-	[ -x "$f" ] || continue
+	[ -f "$f" ] && [ -x "$f" ] || continue # not the .corpus folders beside them
 	mkdir -p "$f.corpus"
-	"$f" -max_total_time="${MP_FUZZ_SECONDS:-30}" -print_final_stats=1 "$f.corpus" 2>"$f.log" ||
+	# A checked-in seed corpus (test/fuzz/corpus/<fuzzer>/), where there is one, is read beside the
+	# build's own corpus; new inputs go to the build's.
+	seeds=$top/test/fuzz/corpus/$(basename "$f")
+	[ -d "$seeds" ] || seeds=
+	"$f" -max_total_time="${MP_FUZZ_SECONDS:-30}" -print_final_stats=1 "$f.corpus" ${seeds:+"$seeds"} 2>"$f.log" ||
 		{ tail -n 40 "$f.log" >&2; echo "fuzz: $(basename "$f") found a crash" >&2; exit 1; }
 	echo "fuzz: $(basename "$f") clean ($(grep -o 'stat::number_of_executed_units: *[0-9]*' "$f.log" | grep -o '[0-9]*$' || echo '?') runs)"
 done

@@ -88,6 +88,21 @@ static void main_lost(void *ud, const char *why)
     ev_stop(m->loop);
 }
 
+/* The client's own retries (429, 5xx, timeouts) as debug lines: under a throttling API server they
+ * come in bursts, and the call's final failure is logged by its caller anyway. */
+static void main_on_retry(void *ud, const char *verb, const char *path, const kube_error *err,
+                          int retry, uint64_t delay_ms)
+{
+    (void)ud;
+    if (!log_enabled(LOG_DEBUG))
+        return;
+    char n[16], ms[24];
+    snprintf(n, sizeof(n), "%d", retry);
+    snprintf(ms, sizeof(ms), "%llu", (unsigned long long)delay_ms);
+    log_kv(LOG_DEBUG, "API call failed, retrying", "verb", verb, "path", path, "error",
+           err->message, "retry", n, "delay_ms", ms, NULL);
+}
+
 /* This process's name in the Lease: the Pod's name (or the host's) and a random suffix, so a
  * restarted process is never mistaken for the one before it. */
 static char *main_identity(void)
@@ -208,6 +223,7 @@ int main(int argc, char **argv)
         goto out;
     }
     kube_client_observe(client, telemetry_api_request, tm);
+    kube_client_on_retry(client, main_on_retry, NULL);
     pool_manager_opts popts = {.namespace_ = opts.namespace_,
                                .instance = getenv("POD_NAME"),
                                .probe_timeout_ms = opts.probe_timeout_ms,

@@ -1,12 +1,16 @@
-/* options: the operator's command line and environment, parsed into a plain struct by a pure
- * function so every flag and every bad-flag message is unit-tested without running anything. */
+/* options: the command line and environment of both programs (the operator and the router share
+ * the flags they have in common), parsed into a plain struct by a pure function so every flag and
+ * every bad-flag message is unit-tested without running anything. */
 #ifndef MP_APP_OPTIONS_H
 #define MP_APP_OPTIONS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+typedef enum { APP_OPERATOR = 0, APP_ROUTER } app_program;
+
 typedef struct app_options {
+    app_program program;
     const char *kubeconfig; /* --kubeconfig, else $KUBECONFIG, else in-cluster/~/.kube/config */
     const char *context;    /* --context */
     const char *namespace_; /* --namespace: watch one namespace; NULL = all */
@@ -23,6 +27,14 @@ typedef struct app_options {
     const char *health_addr; /* --health-probe-bind-address: /healthz, /readyz; "0" off; :8081 */
     int max_concurrent_reconciles; /* --max-concurrent-reconciles N: pools reconciled at once; 4 */
     long probe_timeout_ms;         /* --probe-timeout DURATION: each idle probe request; 2s */
+    /* The router's own. */
+    const char *bind_addr;      /* --bind-address: the OpenAI endpoint; :8080 */
+    const char *label_selector; /* --label-selector: the ModelPools fronted; NULL all */
+    long long max_body_bytes;   /* --max-body-size BYTES (or 32Mi, 1Gi): larger is 413; 32 MiB */
+    long resident_grace_ms;     /* --resident-grace DURATION: a busy resident's new requests go on
+                                   while another member waits, for this long; 10s */
+    long upstream_timeout_ms;   /* --upstream-timeout DURATION: a member's first answer byte after
+                                   the request is sent, else 502; 10m */
     bool help, version;
 } app_options;
 
@@ -31,8 +43,12 @@ typedef struct app_options {
  * argv or the environment. */
 int app_options_parse(app_options *o, int argc, char **argv, const char *(*getenv_fn)(const char *),
                       char *err, size_t errlen);
+/* The same for either program: a flag of the other program is an unknown flag. */
+int app_options_parse_for(app_program program, app_options *o, int argc, char **argv,
+                          const char *(*getenv_fn)(const char *), char *err, size_t errlen);
 
-/* The --help text. */
+/* The --help text of the operator, and of either program. */
 const char *app_options_usage(void);
+const char *app_options_usage_for(app_program program);
 
 #endif

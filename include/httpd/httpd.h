@@ -1,11 +1,13 @@
 /* httpd: a small HTTP or HTTPS server (libmicrohttpd, TLS through its GnuTLS backend) on the
- * process's event loop, for /metrics, /healthz and /readyz, and for the test tree's simulated Pods.
- * MHD runs in "external epoll" mode: no thread, one fd and one timer in the ev loop. It answers
- * through a callback, now or later (a suspended connection), and knows nothing of what it serves.
+ * process's event loop, for /metrics, /healthz and /readyz, the router's front and the test tree's
+ * simulated Pods. MHD runs in "external epoll" mode: no thread, one fd and one timer in the ev
+ * loop. It answers through a callback, now or later (a suspended connection), reads request bodies
+ * and writes replies as streams with backpressure both ways, and knows nothing of what it serves.
  */
 #ifndef MP_HTTPD_HTTPD_H
 #define MP_HTTPD_HTTPD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/socket.h>
 
@@ -25,8 +27,10 @@ typedef void (*httpd_answer_fn)(void *ud, const char *method, const char *path, 
 
 typedef struct httpd_req httpd_req;
 
-/* The asynchronous form: answer with httpd_req_reply(), from inside the call or later from the
- * loop (the connection waits suspended meanwhile, with no thread). Exactly one reply per req. */
+/* The asynchronous form, called once the request's headers are in (its body, if any, not yet
+ * read): answer with httpd_req_reply() or a stream (httpd_req_stream_begin), from inside the call
+ * or later from the loop (the connection waits suspended meanwhile, with no thread). Exactly one
+ * answer per req. The body is read only when asked for (httpd_req_body). */
 typedef void (*httpd_request_fn)(void *ud, httpd_req *req);
 
 typedef struct httpd_config {
@@ -37,6 +41,10 @@ typedef struct httpd_config {
     /* HTTPS when both are set: PEM certificate (chain) and private key, copied at start. */
     const char *tls_cert_pem;
     const char *tls_key_pem;
+    /* 0: the defaults for a few scrapers and probes (64 connections, 30 s idle timeout). A
+     * suspended connection (held, paused or waiting for stream bytes) never times out. */
+    unsigned max_connections;
+    unsigned idle_timeout_s;
 } httpd_config;
 
 /* Parses a bind address as the flags take it: ":8080" (every IPv4 interface), "127.0.0.1:8080",
@@ -58,14 +66,80 @@ httpd *httpd_start_config(ev_loop *loop, const httpd_config *cfg, char *err, siz
 const char *httpd_req_method(const httpd_req *r);
 const char *httpd_req_path(const httpd_req *r);
 const char *httpd_req_header(const httpd_req *r, const char *name);
+/* Calls fn for every request header in the order received; fn returns false to stop. */
+typedef bool (*httpd_header_fn)(void *ud, const char *name, const char *value);
+void httpd_req_headers(const httpd_req *r, httpd_header_fn fn, void *ud);
+/* The path with the query, as a proxy sends it on: malloc'd, NULL when out of memory. The query's
+ * arguments are re-encoded from their decoded values (percent-encoding may differ from the
+ * client's, the meaning does not). */
+char *httpd_req_target(const httpd_req *r);
+/* The client's IP address as text (no port): 0, or -1 when unknown or buf is too small. */
+int httpd_req_client_addr(const httpd_req *r, char *buf, size_t len);
 /* The ud the server was started with. */
 void *httpd_req_ud(const httpd_req *r);
+
 /* Answers r and takes reply->body; r is gone afterwards. A req not yet answered when its server
- * stops is dropped with its connection: its owner must forget it before httpd_stop. */
+ * stops is dropped with its connection: its owner must forget it before httpd_stop (no callback
+ * of this file runs inside httpd_stop).
+ * Answering before the body was read (a 404, a 413 on Content-Length): sent at once; MHD then
+ * closes the connection rather than read a body nobody wants. Answering while the body is partly
+ * read: MHD can only send once the request is complete, so the rest of the body is read and
+ * discarded first when it is at most 1 MiB; a longer rest closes the connection unanswered. */
 void httpd_req_reply(httpd_req *r, httpd_reply *reply);
+
+/* Request bodies, streamed as MHD reads them (bounded by MHD's per-connection buffer, no copy of
+ * the whole body). fn gets each chunk in order (data valid during the call only), then one call
+ * with end set (len may be 0): the whole body is in. An empty or absent body gives just the end
+ * call. fn may pause, resume, answer r or begin its stream from inside. */
+typedef void (*httpd_body_fn)(void *ud, const char *data, size_t len, bool end);
+/* Starts delivering r's body to fn, once per req, before r is answered: 0, -EALREADY or -EINVAL.
+ * Delivery starts from the loop, never inside this call. */
+int httpd_req_body(httpd_req *r, httpd_body_fn fn, void *ud);
+/* Pause stops delivery after the current chunk: the connection is suspended, MHD stops reading
+ * the socket and the client's sends block once the kernel buffers fill (backpressure). Resume
+ * (from anywhere on the loop) delivers again, from the loop. Both are no-ops when not reading. */
+void httpd_req_body_pause(httpd_req *r);
+void httpd_req_body_resume(httpd_req *r);
+
+/* Streaming replies. A header is a name/value pair, copied. */
+typedef struct httpd_header {
+    const char *name, *value;
+} httpd_header;
+/* Starts the reply: status code and headers (a Content-Length header gives a fixed-length body;
+ * otherwise chunked transfer encoding, or close-delimited for an HTTP/1.0 client).
+ * 0, -EALREADY (already answered), -EINVAL (bad Content-Length) or -ENOMEM. The headers go out
+ * with the first bytes or at httpd_req_stream_end, as soon as MHD may send (see httpd_req_reply
+ * on a body partly read). */
+int httpd_req_stream_begin(httpd_req *r, unsigned code, const httpd_header *headers, size_t n);
+/* Copies data for the client; it is sent from the loop without waiting for more. Returns 0, 1
+ * when the bytes buffered here exceed the high-water mark (256 KiB: the producer should pause
+ * until the drain callback), or -EINVAL (no stream begun, or ended) / -ENOMEM. */
+int httpd_req_stream_write(httpd_req *r, const char *data, size_t len);
+/* fn runs from the loop, once per time httpd_req_stream_write returned 1, when every buffered
+ * byte has been handed to the connection. */
+void httpd_req_stream_on_drain(httpd_req *r, void (*fn)(void *ud), void *ud);
+/* Ends the stream once the buffered bytes are sent; ok false instead aborts: the connection is
+ * closed where the reply stands, so the client sees a truncated reply (no final chunk, or fewer
+ * bytes than Content-Length). r is gone for its owner afterwards. */
+void httpd_req_stream_end(httpd_req *r, bool ok);
+
+/* fn runs once, from the loop, when r's connection ends before its owner answered it
+ * (httpd_req_reply or httpd_req_stream_end): the client went away, a read or write failed, or
+ * the connection timed out. r is gone once fn returns: its owner must forget it there.
+ * What is seen when: while MHD reads the body or sends the reply, a closed or reset connection
+ * is seen at once. MHD does not poll a suspended connection, so this file watches the socket of
+ * one waiting for its answer (after its body, or before it is asked for) or for stream bytes: a
+ * client that closes or resets it is seen at once, without an answer or a write. Not seen until
+ * the connection is resumed (the answer, a write, a body resume): a client that leaves with
+ * bytes still unread on the socket (a paused body, a pipelined request), or behind TLS (its
+ * close_notify is bytes too). */
+void httpd_req_on_close(httpd_req *r, void (*fn)(void *ud), void *ud);
 
 /* The port listened on (the kernel's pick for port 0). */
 int httpd_port(const httpd *h);
+/* Requests not over yet: unanswered, or answered and still being sent. A server shutting down
+ * waits for 0 before httpd_stop, so answers already given reach their clients. */
+size_t httpd_pending(const httpd *h);
 /* Closes the listener and every connection. NULL is a no-op. Not from inside the callback. */
 void httpd_stop(httpd *h);
 

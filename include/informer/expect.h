@@ -23,8 +23,11 @@ void expects_free(expects *x);
 int expects_add(expects *x, const char *owner, const store *cache, const char *key,
                 const char *old_rv, const char *new_rv, uint64_t now_ms);
 
-/* True while a write of owner is neither in its cache nor older than ttl_ms. The owner's
- * expectations that are met or expired are dropped. */
+/* True while a write of owner is not in its cache yet. A write answered with a numeric
+ * resourceVersion (the API server's are) is awaited until the cache shows it, however long that
+ * takes: acting on a cache older than one's own last write is how a stale cache starts a second
+ * member. One answered without a comparable version stops being awaited after ttl_ms. The
+ * owner's expectations that are met or expired are dropped. */
 bool expects_pending(expects *x, const char *owner, uint64_t now_ms, uint64_t ttl_ms);
 
 /* Drops every expectation of owner (deleted). */

@@ -70,6 +70,14 @@ void kube_client_free(kube_client *c);
 typedef void (*kube_observe_fn)(void *ud, const char *verb, long http_code);
 void kube_client_observe(kube_client *c, kube_observe_fn fn, void *ud);
 
+/* Called before each retry the client schedules on its own (calls, not watches): verb and path
+ * of the call, what the last attempt got (an HTTP error or a transport error: refused, reset,
+ * timed out), the retry's number (1 for the first) and the wait before it in milliseconds. For
+ * logs; NULL turns it off. */
+typedef void (*kube_retry_fn)(void *ud, const char *verb, const char *path, const kube_error *err,
+                              int retry, uint64_t delay_ms);
+void kube_client_on_retry(kube_client *c, kube_retry_fn fn, void *ud);
+
 /* Starts a call; done runs later from the loop, exactly once, unless the call is cancelled first.
  * Returns NULL only if the call could not even be queued (err set, done never called). 429/5xx
  * and transport errors are retried with backoff and jitter, honouring Retry-After; other 4xx
@@ -77,16 +85,17 @@ void kube_client_observe(kube_client *c, kube_observe_fn fn, void *ud);
 kube_call *kube_call_start(kube_client *c, const kube_request *req, kube_done_fn done, void *ud,
                            kube_error *err);
 /* Starts a watch: GET path?watch=1&<query>; events arrive as they are decoded. No retries here:
- * resuming is the informer's job. NULL on immediate failure (err set). Without a timeoutSeconds
- * in query, timeoutSeconds=300 is added; the watch is abandoned (transport error) 30 s after
- * timeoutSeconds if the server has not ended it, so a silently dead connection is noticed. */
+ * resuming is the informer's job (an error answer's Retry-After is in the end's err). NULL on
+ * immediate failure (err set). Without a timeoutSeconds in query, timeoutSeconds=300 is added; the
+ * watch is abandoned (transport error) 30 s after timeoutSeconds if the server has not ended it, so
+ * a silently dead connection is noticed. */
+kube_call *kube_watch_start(kube_client *c, const char *path, const kube_query *query,
+                            kube_watch_event_fn on_event, kube_watch_end_fn on_end, void *ud,
+                            kube_error *err);
 /* The watch's on_event only reads each object and deletes it before it returns (it keeps no part of
  * it): the client may then parse events in a scratch region of the watch's own (util/scratch.h),
  * so that the trees of a stream of events leave no holes among the records decoded from them. */
 void kube_watch_scratch(kube_call *call);
-kube_call *kube_watch_start(kube_client *c, const char *path, const kube_query *query,
-                            kube_watch_event_fn on_event, kube_watch_end_fn on_end, void *ud,
-                            kube_error *err);
 /* Cancels a call or watch in flight; its callbacks will not run. Safe to call from inside any
  * callback, but not on a call whose done/end callback has already started. */
 void kube_call_cancel(kube_call *call);

@@ -22,6 +22,9 @@ typedef struct kube_error {
     long http_code; /* 0 when there was no HTTP answer */
     char *reason;   /* metav1.Status reason ("NotFound", "Conflict", "Gone", ...) or NULL */
     char *message;  /* always set when kind != KUBE_OK; owned */
+    /* The answer's Retry-After in seconds (a 429 or a 503 asks the client to wait that long);
+     * 0 when it sent none. Set by the client on HTTP errors, watches' included. */
+    long retry_after_s;
 } kube_error;
 
 /* Frees the strings and resets to KUBE_OK. Safe on a zeroed or already-cleared error. */

@@ -20,6 +20,10 @@
 /* A request for a member through its pool (a router, or `kubectl annotate` by hand): the race-free
  * way to switch, since the member's replicas change only once the slot is free. */
 #define POOL_REQUEST_ANNOTATION "modelpool-operator.dev/request"
+/* For the router, on a member InferenceService: the model name its server answers to (a request's
+ * model is rewritten to it), and other names clients may ask for it by (comma-separated). */
+#define POOL_SERVED_ANNOTATION "modelpool-operator.dev/served-model"
+#define POOL_ALIASES_ANNOTATION "modelpool-operator.dev/model-aliases"
 
 /* Every record is one allocation: the struct, then its arrays, then its strings. A string field is
  * NULL when the object has no such string (a field of another type reads as absent); "" stays "".
@@ -34,6 +38,7 @@ typedef struct pool_pod {
     plan_pod_phase phase;
     bool running;     /* some container status is in state running */
     bool terminating; /* metadata.deletionTimestamp is set */
+    bool ready;       /* status.conditions has Ready=True */
 } pool_pod;
 
 /* A member InferenceService. */
@@ -42,6 +47,8 @@ typedef struct pool_isvc {
     const char *phase;         /* status.phase */
     const char *runtime;       /* spec.runtime */
     const char *idle_endpoint; /* annotation POOL_IDLE_ANNOTATION */
+    const char *served_model;  /* annotation POOL_SERVED_ANNOTATION */
+    const char *aliases;       /* annotation POOL_ALIASES_ANNOTATION, as written */
     int32_t replicas;          /* spec.replicas (a number, cut to int32), or PLAN_REPLICAS_UNSET */
     /* spec.replicas is a whole number in [0, INT32_MAX]: a patch may test it as its value. */
     bool replicas_exact;
@@ -109,5 +116,10 @@ const char *pool_answer_version(const cJSON *body);
 /* The JSON patch that removes the pool's request annotation if it still names member (a test
  * operation first). NULL when out of memory. */
 char *pool_request_clear_patch(const char *member);
+/* The merge patch that sets the pool's request annotation to member (the router's request), with
+ * resource_version (if not NULL) as a precondition: a router whose cache is behind (another replica
+ * asked for another member meanwhile) gets 409 rather than overwriting that request. NULL when out
+ * of memory. */
+char *pool_request_set_patch(const char *member, const char *resource_version);
 
 #endif

@@ -66,6 +66,70 @@ const char *app_options_usage(void)
            "      --version       print the version and exit\n";
 }
 
+const char *app_options_usage_for(app_program program)
+{
+    if (program == APP_OPERATOR)
+        return app_options_usage();
+    return "Usage: modelpool-router [flags]\n"
+           "\n"
+           "One OpenAI-compatible endpoint for every model of the ModelPools it fronts: a\n"
+           "request for a member that is not resident is held while the pool swaps it in\n"
+           "(within the pool's swapBudget), then forwarded.\n"
+           "\n"
+           "Flags (environment variable in brackets):\n"
+           "  --kubeconfig PATH   kubeconfig to use [KUBECONFIG]; default: in-cluster,\n"
+           "                      then ~/.kube/config\n"
+           "  --context NAME      kubeconfig context (default: its current-context)\n"
+           "  --namespace NS      front the pools of one namespace [WATCH_NAMESPACE];\n"
+           "                      default: all\n"
+           "  --label-selector SEL\n"
+           "                      front only the ModelPools with these labels (a=b,c)\n"
+           "  --bind-address ADDR serve the OpenAI API at ADDR; default :8080\n"
+           "  --max-body-size N   largest request body in bytes (or 32Mi, 1Gi); larger\n"
+           "                      ones get 413; default 32Mi\n"
+           "  --resident-grace DURATION\n"
+           "                      while requests wait for another member, new requests\n"
+           "                      for a busy resident still go to it for this long, then\n"
+           "                      wait their turn; default 10s\n"
+           "  --upstream-timeout DURATION\n"
+           "                      how long a member may take to start its answer once the\n"
+           "                      request is sent, else 502; default 10m\n"
+           "  -v, --log-level N   0 info, 1 debug, 2-4 trace [LOG_LEVEL]; default 0\n"
+           "  --log-format F      text or json, one record a line [LOG_FORMAT]; default text\n"
+           "  --metrics-bind-address ADDR\n"
+           "                      serve Prometheus metrics on /metrics at ADDR; 0 turns\n"
+           "                      it off; default :8443 (:9090 with --metrics-secure=false)\n"
+           "  --metrics-secure[=true|false]\n"
+           "                      metrics over HTTPS to callers allowed to get /metrics;\n"
+           "                      default true\n"
+           "  --metrics-cert-path DIR, --metrics-cert-name FILE, --metrics-cert-key FILE\n"
+           "                      as the operator's; default: a self-signed certificate\n"
+           "  --health-probe-bind-address ADDR\n"
+           "                      serve /healthz and /readyz at ADDR; 0 turns it off;\n"
+           "                      default :8081\n"
+           "  -h, --help          print this help and exit\n"
+           "      --version       print the version and exit\n";
+}
+
+/* A size in bytes: a whole number with an optional Ki, Mi or Gi suffix, 1 byte to 64 GiB. */
+static int app_parse_size(const char *s, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || v < 1)
+        return -1;
+    int shift = strcmp(end, "Ki") == 0   ? 10
+                : strcmp(end, "Mi") == 0 ? 20
+                : strcmp(end, "Gi") == 0 ? 30
+                : *end == '\0'           ? 0
+                                         : -1;
+    if (shift < 0 || v > (64LL << 30) >> shift)
+        return -1;
+    *out = v << shift;
+    return 0;
+}
+
 static int app_parse_format(const char *s, bool *json)
 {
     if (strcmp(s, "text") != 0 && strcmp(s, "json") != 0)
@@ -130,24 +194,43 @@ static bool app_same_fixed_address(const struct sockaddr_storage *a, socklen_t a
 int app_options_parse(app_options *o, int argc, char **argv, const char *(*getenv_fn)(const char *),
                       char *err, size_t errlen)
 {
-    enum {
-        OPT_KUBECONFIG = 256,
-        OPT_CONTEXT,
-        OPT_NAMESPACE,
-        OPT_VERSION,
-        OPT_LOG_FORMAT,
-        OPT_LEADER_ELECT,
-        OPT_LEADER_ID,
-        OPT_LEADER_NS,
-        OPT_METRICS_ADDR,
-        OPT_HEALTH_ADDR,
-        OPT_METRICS_SECURE,
-        OPT_METRICS_CERT_PATH,
-        OPT_METRICS_CERT_NAME,
-        OPT_METRICS_CERT_KEY,
-        OPT_MAX_CONCURRENT,
-        OPT_PROBE_TIMEOUT,
-    };
+    return app_options_parse_for(APP_OPERATOR, o, argc, argv, getenv_fn, err, errlen);
+}
+
+/* The long flags (getopt_long's codes). */
+enum {
+    OPT_KUBECONFIG = 256,
+    OPT_CONTEXT,
+    OPT_NAMESPACE,
+    OPT_VERSION,
+    OPT_LOG_FORMAT,
+    OPT_LEADER_ELECT,
+    OPT_LEADER_ID,
+    OPT_LEADER_NS,
+    OPT_METRICS_ADDR,
+    OPT_HEALTH_ADDR,
+    OPT_METRICS_SECURE,
+    OPT_METRICS_CERT_PATH,
+    OPT_METRICS_CERT_NAME,
+    OPT_METRICS_CERT_KEY,
+    OPT_MAX_CONCURRENT,
+    OPT_PROBE_TIMEOUT,
+    OPT_BIND_ADDR, /* the router's from here on */
+    OPT_LABEL_SELECTOR,
+    OPT_MAX_BODY,
+    OPT_RESIDENT_GRACE,
+    OPT_UPSTREAM_TIMEOUT,
+};
+
+/* Whether flag c is one of program's. */
+static bool app_flag_of(app_program program, int c);
+
+/* Checks that the listening addresses parse and do not clash. */
+static int app_check_binds(const app_options *o, char *err, size_t errlen);
+
+int app_options_parse_for(app_program program, app_options *o, int argc, char **argv,
+                          const char *(*getenv_fn)(const char *), char *err, size_t errlen)
+{
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
         {"context", required_argument, NULL, OPT_CONTEXT},
@@ -165,11 +248,21 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
         {"metrics-cert-key", required_argument, NULL, OPT_METRICS_CERT_KEY},
         {"max-concurrent-reconciles", required_argument, NULL, OPT_MAX_CONCURRENT},
         {"probe-timeout", required_argument, NULL, OPT_PROBE_TIMEOUT},
+        {"bind-address", required_argument, NULL, OPT_BIND_ADDR},
+        {"label-selector", required_argument, NULL, OPT_LABEL_SELECTOR},
+        {"max-body-size", required_argument, NULL, OPT_MAX_BODY},
+        {"resident-grace", required_argument, NULL, OPT_RESIDENT_GRACE},
+        {"upstream-timeout", required_argument, NULL, OPT_UPSTREAM_TIMEOUT},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
     };
     *o = (app_options){0};
+    o->program = program;
+    o->bind_addr = ":8080";
+    o->max_body_bytes = 32LL << 20;
+    o->resident_grace_ms = 10000;
+    o->upstream_timeout_ms = 600000;
     o->kubeconfig = getenv_fn("KUBECONFIG");
     o->namespace_ = getenv_fn("WATCH_NAMESPACE");
     o->leader_election_id = "modelpool-operator";
@@ -196,6 +289,8 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":hv:", longopts, NULL)) != -1) {
+        if (c != ':' && c != '?' && !app_flag_of(program, c))
+            c = '?';
         switch (c) {
         case OPT_KUBECONFIG:
             o->kubeconfig = optarg;
@@ -271,6 +366,36 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
                 return -1;
             }
             break;
+        case OPT_BIND_ADDR:
+            o->bind_addr = optarg;
+            break;
+        case OPT_LABEL_SELECTOR:
+            o->label_selector = *optarg ? optarg : NULL;
+            break;
+        case OPT_MAX_BODY:
+            if (app_parse_size(optarg, &o->max_body_bytes) < 0) {
+                snprintf(err, errlen,
+                         "--max-body-size %s: want a size from 1 byte to 64Gi, like 33554432 or "
+                         "32Mi",
+                         optarg);
+                return -1;
+            }
+            break;
+        case OPT_RESIDENT_GRACE:
+            if (app_parse_timeout(optarg, &o->resident_grace_ms) < 0) {
+                snprintf(err, errlen,
+                         "--resident-grace %s: want a duration from 1ms to 24h, like 10s", optarg);
+                return -1;
+            }
+            break;
+        case OPT_UPSTREAM_TIMEOUT:
+            if (app_parse_timeout(optarg, &o->upstream_timeout_ms) < 0) {
+                snprintf(err, errlen,
+                         "--upstream-timeout %s: want a duration from 1ms to 24h, like 10m",
+                         optarg);
+                return -1;
+            }
+            break;
         case 'h':
             o->help = true;
             break;
@@ -312,26 +437,57 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
         return -1;
     }
     if (!o->metrics_addr) /* the ports kubebuilder's manifests use for each */
-        o->metrics_addr = o->metrics_secure ? ":8443" : ":8080";
-    struct sockaddr_storage ms, hs;
-    socklen_t ml, hl;
+        o->metrics_addr = o->metrics_secure ? ":8443" : program == APP_ROUTER ? ":9090" : ":8080";
+    return app_check_binds(o, err, errlen);
+}
+
+static bool app_flag_of(app_program program, int c)
+{
+    switch (c) {
+    case OPT_LEADER_ELECT:
+    case OPT_LEADER_ID:
+    case OPT_LEADER_NS:
+    case OPT_MAX_CONCURRENT:
+    case OPT_PROBE_TIMEOUT:
+        return program == APP_OPERATOR;
+    case OPT_BIND_ADDR:
+    case OPT_LABEL_SELECTOR:
+    case OPT_MAX_BODY:
+    case OPT_RESIDENT_GRACE:
+    case OPT_UPSTREAM_TIMEOUT:
+        return program == APP_ROUTER;
+    default:
+        return true;
+    }
+}
+
+static int app_check_binds(const app_options *o, char *err, size_t errlen)
+{
+    struct {
+        const char *flag, *addr;
+        struct sockaddr_storage ss;
+        socklen_t len;
+        int rc;
+    } b[3] = {{.flag = "--metrics-bind-address", .addr = o->metrics_addr},
+              {.flag = "--health-probe-bind-address", .addr = o->health_addr},
+              {.flag = "--bind-address", .addr = o->bind_addr}};
+    size_t n = o->program == APP_ROUTER ? 3 : 2;
     char why[160];
-    int mrc = httpd_parse_bind(o->metrics_addr, &ms, &ml, why, sizeof(why));
-    if (mrc < 0) {
-        snprintf(err, errlen, "--metrics-bind-address: %s", why);
-        return -1;
+    for (size_t i = 0; i < n; i++) {
+        b[i].rc = httpd_parse_bind(b[i].addr, &b[i].ss, &b[i].len, why, sizeof(why));
+        if (b[i].rc < 0 || (i == 2 && b[i].rc == 1)) {
+            snprintf(err, errlen, "%s: %s", b[i].flag,
+                     b[i].rc < 0 ? why : "the router must serve: 0 is not allowed");
+            return -1;
+        }
     }
-    int hrc = httpd_parse_bind(o->health_addr, &hs, &hl, why, sizeof(why));
-    if (hrc < 0) {
-        snprintf(err, errlen, "--health-probe-bind-address: %s", why);
-        return -1;
-    }
-    if (mrc == 0 && hrc == 0 && app_same_fixed_address(&ms, ml, &hs, hl)) {
-        snprintf(err, errlen,
-                 "--metrics-bind-address and --health-probe-bind-address are both %s; they need "
-                 "different ports",
-                 o->metrics_addr);
-        return -1;
-    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            if (b[i].rc == 0 && b[j].rc == 0 &&
+                app_same_fixed_address(&b[i].ss, b[i].len, &b[j].ss, b[j].len)) {
+                snprintf(err, errlen, "%s and %s are both %s; they need different ports", b[i].flag,
+                         b[j].flag, b[i].addr);
+                return -1;
+            }
     return 0;
 }

@@ -1,12 +1,13 @@
 /* httpd: libmicrohttpd in "external epoll" mode. MHD keeps its own epoll set; its fd becomes
  * readable whenever a listener or connection needs work, and MHD_get_timeout says when idle
- * connections must be looked at, so one ev fd and one ev timer drive the whole server. Requests
- * are GETs with no body worth reading; anything uploaded is discarded. An answer that needs the
- * network (an access review) suspends its connection until the reply comes. */
+ * connections must be looked at, so one ev fd and one ev timer drive the whole server. Waiting
+ * (for an answer, a paused body's reader, a stream's next bytes) is a suspended connection: MHD
+ * neither polls nor times it out, and nothing spins; resuming it schedules a run from the loop. */
 #include "httpd/httpd.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -16,20 +17,54 @@
 #include <string.h>
 
 /* Idle keep-alive connections (a scraper's, a prober's) are closed after this. */
-#define HTTPD_IDLE_TIMEOUT_S 30
+#define HTTPD_IDLE_TIMEOUT_S 30u
 /* Scrapers and probes are few; a flood of connections must not exhaust our fds. */
-#define HTTPD_MAX_CONNECTIONS 64
+#define HTTPD_MAX_CONNECTIONS 64u
+/* The body left unread behind an early answer that is read and dropped rather than closing. */
+#define HTTPD_DISCARD_MAX (1u << 20)
+/* Stream bytes buffered here past which the producer is asked to pause. */
+#define HTTPD_STREAM_HIGH (256u << 10)
+/* The most MHD asks a stream for at once. */
+#define HTTPD_STREAM_BLOCK (16u << 10)
 
 /* TLS 1.2 and 1.3 only, as Go servers (kubebuilder's metrics endpoint) accept by default. */
 #define HTTPD_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
+typedef struct httpd_stream {
+    unsigned code;
+    uint64_t size; /* MHD_SIZE_UNKNOWN unless a Content-Length was given */
+    httpd_header *headers;
+    size_t nheaders;
+    char *buf; /* bytes written and not yet handed to MHD: buf[off, len) */
+    size_t off, len, cap;
+    bool queued;     /* the MHD response exists */
+    bool ended, ok;  /* httpd_req_stream_end called */
+    bool want_drain; /* a write returned 1 */
+    void (*drain)(void *ud);
+    void *drain_ud;
+    uint64_t drain_timer;
+} httpd_stream;
 
 struct httpd_req {
     httpd *h;
     struct MHD_Connection *conn;
     const char *method, *path; /* MHD's, valid for the request's life */
     httpd_reply reply;
-    bool replied;
+    bool replied; /* httpd_req_reply called */
+    bool queued;  /* the reply is MHD's */
     bool suspended;
+    bool past_headers; /* MHD was let past the headers: a call with no data now means the end */
+    bool closed;       /* the connection ended under its owner: on_close ran or runs */
+    bool peer_gone;    /* the client closed while the req waited: MHD must drop it */
+    bool watching;     /* fd is in the loop, watched for the client's close while asleep */
+    int fd;
+    httpd_body_fn body;
+    void *body_ud;
+    bool body_paused, body_ended;
+    size_t discarded; /* body bytes dropped after an early answer */
+    httpd_stream *stream;
+    void (*on_close)(void *ud);
+    void *close_ud;
     httpd_req *prev, *next; /* the server's list of requests being answered asynchronously */
 };
 
@@ -44,6 +79,7 @@ struct httpd {
     void *ud;
     char *tls_cert, *tls_key; /* kept until MHD stops: it may read them after the start */
     httpd_req *reqs;
+    bool stopping;     /* inside httpd_stop: no owner callbacks */
     char lasterr[160]; /* MHD's last log line: the reason a start failed */
 };
 
@@ -121,6 +157,83 @@ __attribute__((format(printf, 2, 0))) static void httpd_on_log(void *cls, const 
     h->lasterr[strcspn(h->lasterr, "\n")] = 0;
 }
 
+static void httpd_kick(httpd *h)
+{
+    ev_timer_cancel(h->loop, h->timer);
+    h->timer = ev_timer_add(h->loop, 0, httpd_on_timer, h);
+}
+
+static void httpd_req_unwatch(httpd_req *r)
+{
+    if (!r->watching)
+        return;
+    r->watching = false;
+    ev_fd_clear(r->h->loop, r->fd);
+}
+
+/* The owner's word that it is done with r, or that r ended under it: on_close runs once for a
+ * req its owner had not finished. */
+static void httpd_req_gone(httpd_req *r)
+{
+    bool finished = r->replied || (r->stream && r->stream->ended);
+    if (finished || r->closed || !r->on_close || r->h->stopping)
+        return;
+    r->closed = true; /* the owner's calls from inside on_close do not touch the connection */
+    r->on_close(r->close_ud);
+}
+
+/* A sleeping req's socket became readable. Nothing is expected from a client waiting for its
+ * answer, so end of file or an error means it left: its owner is told now, and MHD, woken, drops
+ * the connection (httpd_req_step, httpd_stream_read). Bytes instead (a pipelined request) cannot
+ * be told from a close without reading them, which is MHD's job: the watch ends there. */
+static void httpd_on_peer(ev_loop *loop, int fd, int events, void *ud)
+{
+    (void)loop;
+    (void)events;
+    httpd_req *r = ud;
+    char c;
+    ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    httpd_req_unwatch(r);
+    if (n > 0)
+        return;
+    r->peer_gone = true;
+    httpd_req_gone(r);
+    r->suspended = false;
+    MHD_resume_connection(r->conn);
+    httpd_kick(r->h);
+}
+
+/* MHD allows suspending only from inside its callbacks; a req sleeps there when it has nothing
+ * to do until its owner acts (answers, resumes the body, writes stream bytes). MHD does not poll
+ * a suspended socket, so one waiting for its answer or stream bytes (watch) is watched here. */
+static void httpd_req_sleep(httpd_req *r, bool watch)
+{
+    if (r->suspended)
+        return;
+    r->suspended = true;
+    MHD_suspend_connection(r->conn);
+    const union MHD_ConnectionInfo *ci =
+        watch ? MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
+    if (ci && ev_fd_set(r->h->loop, ci->connect_fd, EV_READ, httpd_on_peer, r) == 0) {
+        r->fd = ci->connect_fd;
+        r->watching = true;
+    }
+}
+
+/* MHD picks a resumed connection up on its next run; run it from the loop, not from inside the
+ * caller (which may be any callback). A req whose connection is closing stays asleep. */
+static void httpd_req_wake(httpd_req *r)
+{
+    if (!r->suspended || r->closed)
+        return;
+    httpd_req_unwatch(r);
+    r->suspended = false;
+    MHD_resume_connection(r->conn);
+    httpd_kick(r->h);
+}
+
 static enum MHD_Result httpd_queue(struct MHD_Connection *conn, httpd_reply *r)
 {
     struct MHD_Response *resp =
@@ -142,6 +255,82 @@ static enum MHD_Result httpd_queue(struct MHD_Connection *conn, httpd_reply *r)
     return ret;
 }
 
+static void httpd_stream_on_drain_timer(ev_loop *loop, void *ud)
+{
+    (void)loop;
+    httpd_stream *st = ud;
+    st->drain_timer = 0;
+    st->want_drain = false;
+    if (st->drain)
+        st->drain(st->drain_ud);
+}
+
+/* MHD asks for the next bytes when it can send them. With none buffered the connection sleeps
+ * until a write or the end wakes it: returning 0 without suspending would make MHD ask again at
+ * once, a busy loop. */
+static ssize_t httpd_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    httpd_req *r = cls;
+    httpd_stream *st = r->stream;
+    if (r->peer_gone)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    size_t n = st->len - st->off;
+    if (n) {
+        if (n > max)
+            n = max;
+        memcpy(buf, st->buf + st->off, n);
+        st->off += n;
+        if (st->off == st->len) {
+            st->off = st->len = 0;
+            if (st->want_drain && st->drain && !st->drain_timer)
+                st->drain_timer = ev_timer_add(r->h->loop, 0, httpd_stream_on_drain_timer, st);
+        }
+        return (ssize_t)n;
+    }
+    if (st->ended)
+        return st->ok ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+    httpd_req_sleep(r, true);
+    return 0;
+}
+
+static enum MHD_Result httpd_stream_queue(httpd_req *r)
+{
+    httpd_stream *st = r->stream;
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(st->size, HTTPD_STREAM_BLOCK, httpd_stream_read, r, NULL);
+    if (!resp)
+        return MHD_NO;
+    enum MHD_Result ret = MHD_YES;
+    for (size_t i = 0; i < st->nheaders && ret == MHD_YES; i++)
+        ret = MHD_add_response_header(resp, st->headers[i].name, st->headers[i].value);
+    if (ret == MHD_YES)
+        ret = MHD_queue_response(r->conn, st->code ? st->code : 500, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+/* Hands the answer to MHD, once; MHD may only take it while the request is complete or its
+ * body not yet begun, which is when the callers run. */
+static enum MHD_Result httpd_req_queue(httpd_req *r)
+{
+    if (r->queued)
+        return MHD_YES;
+    r->queued = true;
+    return r->stream ? httpd_stream_queue(r) : httpd_queue(r->conn, &r->reply);
+}
+
+static void httpd_headers_free(httpd_stream *st)
+{
+    for (size_t i = 0; i < st->nheaders; i++) {
+        free((char *)st->headers[i].name);
+        free((char *)st->headers[i].value);
+    }
+    free(st->headers);
+    st->headers = NULL;
+    st->nheaders = 0;
+}
+
 static void httpd_req_unlink(httpd_req *r)
 {
     if (r->prev)
@@ -154,9 +343,69 @@ static void httpd_req_unlink(httpd_req *r)
 
 static void httpd_req_free(httpd_req *r)
 {
+    httpd_req_unwatch(r);
     httpd_req_unlink(r);
     free(r->reply.body);
+    if (r->stream) {
+        ev_timer_cancel(r->h->loop, r->stream->drain_timer);
+        httpd_headers_free(r->stream);
+        free(r->stream->buf);
+        free(r->stream);
+    }
     free(r);
+}
+
+static bool httpd_req_answered(const httpd_req *r)
+{
+    return r->replied || r->stream;
+}
+
+/* One step of a request's life, each time MHD calls for it: headers in, body chunks, body
+ * complete, and again after every resume (MHD repeats the call it was suspended in). */
+static enum MHD_Result httpd_req_step(httpd_req *r, const char *upload, size_t *upload_size)
+{
+    if (r->peer_gone)
+        return MHD_NO;
+    if (*upload_size) {
+        if (httpd_req_answered(r)) { /* answered early: drop the rest, within a bound */
+            r->discarded += *upload_size;
+            *upload_size = 0;
+            return r->discarded <= HTTPD_DISCARD_MAX ? MHD_YES : MHD_NO;
+        }
+        if (r->body_paused || !r->body) { /* left in MHD's buffer: MHD stops reading */
+            httpd_req_sleep(r, false);
+            return MHD_YES;
+        }
+        size_t n = *upload_size;
+        *upload_size = 0;
+        r->body(r->body_ud, upload, n, false);
+        if (r->body_paused && !httpd_req_answered(r))
+            httpd_req_sleep(r, false);
+        return MHD_YES;
+    }
+    if (!r->past_headers) { /* MHD waits for a word on the body before reading it */
+        if (httpd_req_answered(r))
+            return httpd_req_queue(r);
+        if (!r->body) { /* the answer comes first (or the body is asked for later) */
+            httpd_req_sleep(r, true);
+            return MHD_YES;
+        }
+        r->past_headers = true;
+        return MHD_YES;
+    }
+    /* The whole body is in. */
+    if (!httpd_req_answered(r) && r->body && !r->body_ended) {
+        if (r->body_paused) {
+            httpd_req_sleep(r, false);
+            return MHD_YES;
+        }
+        r->body_ended = true;
+        r->body(r->body_ud, NULL, 0, true);
+    }
+    if (httpd_req_answered(r))
+        return httpd_req_queue(r);
+    httpd_req_sleep(r, true);
+    return MHD_YES;
 }
 
 static enum MHD_Result httpd_on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -164,23 +413,22 @@ static enum MHD_Result httpd_on_request(void *cls, struct MHD_Connection *conn, 
                                         size_t *upload_size, void **req_cls)
 {
     (void)version;
-    (void)upload;
     httpd *h = cls;
-    if (!*req_cls) {
-        *req_cls = &httpd_seen;
-        return MHD_YES;
-    }
-    if (*upload_size) { /* a body nobody reads */
-        *upload_size = 0;
-        return MHD_YES;
-    }
-    if (*req_cls == &httpd_seen && h->answer) {
+    if (h->answer) { /* the immediate form: no body wanted */
+        if (!*req_cls) {
+            *req_cls = &httpd_seen;
+            return MHD_YES;
+        }
+        if (*upload_size) {
+            *upload_size = 0;
+            return MHD_YES;
+        }
         httpd_reply r = {0};
         h->answer(h->ud, method, url, &r);
         return httpd_queue(conn, &r);
     }
     httpd_req *r = *req_cls;
-    if (r == (void *)&httpd_seen) {
+    if (!r) {
         if (!(r = calloc(1, sizeof(*r))))
             return MHD_NO;
         *r = (httpd_req){.h = h, .conn = conn, .method = method, .path = url, .next = h->reqs};
@@ -189,15 +437,8 @@ static enum MHD_Result httpd_on_request(void *cls, struct MHD_Connection *conn, 
         h->reqs = r;
         *req_cls = r; /* freed when MHD says the request is over (httpd_on_completed) */
         h->request(h->ud, r);
-        if (!r->replied) {
-            r->suspended = true;
-            MHD_suspend_connection(conn);
-            return MHD_YES;
-        }
     }
-    if (!r->replied) /* resumed without a reply: the server is stopping */
-        return MHD_YES;
-    return httpd_queue(conn, &r->reply);
+    return httpd_req_step(r, upload, upload_size);
 }
 
 static void httpd_on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
@@ -205,10 +446,13 @@ static void httpd_on_completed(void *cls, struct MHD_Connection *conn, void **re
 {
     (void)cls;
     (void)conn;
-    (void)toe;
-    if (*req_cls && *req_cls != (void *)&httpd_seen)
-        httpd_req_free(*req_cls);
+    httpd_req *r = *req_cls;
     *req_cls = NULL;
+    if (!r || r == (void *)&httpd_seen)
+        return;
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        httpd_req_gone(r);
+    httpd_req_free(r);
 }
 
 const char *httpd_req_method(const httpd_req *r)
@@ -226,6 +470,111 @@ const char *httpd_req_header(const httpd_req *r, const char *name)
     return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
+typedef struct httpd_header_walk {
+    httpd_header_fn fn;
+    void *ud;
+} httpd_header_walk;
+
+static enum MHD_Result httpd_on_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                       const char *value)
+{
+    (void)kind;
+    httpd_header_walk *w = cls;
+    return w->fn(w->ud, key, value ? value : "") ? MHD_YES : MHD_NO;
+}
+
+void httpd_req_headers(const httpd_req *r, httpd_header_fn fn, void *ud)
+{
+    httpd_header_walk w = {fn, ud};
+    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, httpd_on_header, &w);
+}
+
+/* The query, rebuilt: MHD hands out its arguments decoded, so each is percent-encoded again
+ * (RFC 3986 unreserved characters kept), in the order received. */
+typedef struct httpd_target {
+    char *s;
+    size_t len, cap;
+    bool oom;
+} httpd_target;
+
+static void httpd_target_add(httpd_target *t, const char *p, size_t n)
+{
+    if (t->oom)
+        return;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 128;
+        while (cap < t->len + n + 1)
+            cap *= 2;
+        char *b = realloc(t->s, cap);
+        if (!b) {
+            t->oom = true;
+            return;
+        }
+        t->s = b;
+        t->cap = cap;
+    }
+    memcpy(t->s + t->len, p, n);
+    t->len += n;
+    t->s[t->len] = '\0';
+}
+
+static void httpd_target_escaped(httpd_target *t, const char *v)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (const unsigned char *c = (const unsigned char *)v; *c; c++) {
+        if ((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+            *c == '-' || *c == '.' || *c == '_' || *c == '~') {
+            httpd_target_add(t, (const char *)c, 1);
+        } else {
+            char e[3] = {'%', hex[*c >> 4], hex[*c & 15]};
+            httpd_target_add(t, e, 3);
+        }
+    }
+}
+
+static enum MHD_Result httpd_on_argument(void *cls, enum MHD_ValueKind kind, const char *key,
+                                         const char *value)
+{
+    (void)kind;
+    httpd_target *t = cls;
+    httpd_target_add(t, strchr(t->s, '?') ? "&" : "?", 1);
+    httpd_target_escaped(t, key);
+    if (value) {
+        httpd_target_add(t, "=", 1);
+        httpd_target_escaped(t, value);
+    }
+    return MHD_YES;
+}
+
+char *httpd_req_target(const httpd_req *r)
+{
+    httpd_target t = {0};
+    httpd_target_add(&t, r->path, strlen(r->path));
+    if (!t.oom)
+        MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, httpd_on_argument, &t);
+    if (t.oom) {
+        free(t.s);
+        return NULL;
+    }
+    return t.s;
+}
+
+int httpd_req_client_addr(const httpd_req *r, char *buf, size_t len)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    const void *addr = NULL;
+    if (sa && sa->sa_family == AF_INET)
+        addr = &((const struct sockaddr_in *)sa)->sin_addr;
+    else if (sa && sa->sa_family == AF_INET6)
+        addr = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+    if (!addr || len > (size_t)(socklen_t)-1 ||
+        !inet_ntop(sa->sa_family, addr, buf, (socklen_t)len))
+        return -1;
+    return 0;
+}
+
 void *httpd_req_ud(const httpd_req *r)
 {
     return r->h->ud;
@@ -233,18 +582,151 @@ void *httpd_req_ud(const httpd_req *r)
 
 void httpd_req_reply(httpd_req *r, httpd_reply *reply)
 {
+    if (httpd_req_answered(r)) { /* a second answer is the owner's bug: keep the first */
+        free(reply->body);
+        *reply = (httpd_reply){0};
+        return;
+    }
     r->reply = *reply;
     *reply = (httpd_reply){0};
     r->replied = true;
-    if (!r->suspended)
-        return; /* answered inside the request callback: httpd_on_request queues it */
-    r->suspended = false;
-    MHD_resume_connection(r->conn);
-    /* MHD picks the connection up on its next run; run it from the loop, not from inside the
-     * caller (which may be any callback). */
-    httpd *h = r->h;
-    ev_timer_cancel(h->loop, h->timer);
-    h->timer = ev_timer_add(h->loop, 0, httpd_on_timer, h);
+    httpd_req_wake(r); /* answered inside the request callback: httpd_req_step queues it */
+}
+
+int httpd_req_body(httpd_req *r, httpd_body_fn fn, void *ud)
+{
+    if (!fn || httpd_req_answered(r))
+        return -EINVAL;
+    if (r->body)
+        return -EALREADY;
+    r->body = fn;
+    r->body_ud = ud;
+    httpd_req_wake(r);
+    return 0;
+}
+
+void httpd_req_body_pause(httpd_req *r)
+{
+    if (r->body && !r->body_ended)
+        r->body_paused = true; /* the connection sleeps at MHD's next call for it */
+}
+
+void httpd_req_body_resume(httpd_req *r)
+{
+    if (!r->body_paused)
+        return;
+    r->body_paused = false;
+    httpd_req_wake(r);
+}
+
+/* A Content-Length value: digits only, no sign or space, no overflow. */
+static int httpd_parse_length(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (!*s)
+        return -1;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > (UINT64_MAX - 9) / 10)
+            return -1;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    if (v == MHD_SIZE_UNKNOWN)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int httpd_req_stream_begin(httpd_req *r, unsigned code, const httpd_header *headers, size_t n)
+{
+    if (httpd_req_answered(r))
+        return -EALREADY;
+    httpd_stream *st = calloc(1, sizeof(*st));
+    if (!st || (n && !(st->headers = calloc(n, sizeof(*st->headers))))) {
+        free(st);
+        return -ENOMEM;
+    }
+    st->code = code;
+    st->size = MHD_SIZE_UNKNOWN;
+    for (size_t i = 0; i < n; i++) {
+        if (strcasecmp(headers[i].name, "Content-Length") == 0) {
+            if (httpd_parse_length(headers[i].value, &st->size) < 0) {
+                httpd_headers_free(st);
+                free(st);
+                return -EINVAL;
+            }
+            continue; /* MHD writes it from the size */
+        }
+        if (strcasecmp(headers[i].name, "Transfer-Encoding") == 0)
+            continue; /* MHD's choice, from the size and the client's version */
+        httpd_header *hd = &st->headers[st->nheaders++];
+        hd->name = strdup(headers[i].name);
+        hd->value = strdup(headers[i].value);
+        if (!hd->name || !hd->value) {
+            httpd_headers_free(st);
+            free(st);
+            return -ENOMEM;
+        }
+    }
+    r->stream = st;
+    httpd_req_wake(r);
+    return 0;
+}
+
+int httpd_req_stream_write(httpd_req *r, const char *data, size_t len)
+{
+    httpd_stream *st = r->stream;
+    if (!st || st->ended)
+        return -EINVAL;
+    if (st->len + len > st->cap && st->off) { /* reuse the space already sent */
+        memmove(st->buf, st->buf + st->off, st->len - st->off);
+        st->len -= st->off;
+        st->off = 0;
+    }
+    if (st->len + len > st->cap) {
+        size_t cap = st->cap ? st->cap : 4096;
+        while (cap < st->len + len)
+            cap *= 2;
+        char *b = realloc(st->buf, cap);
+        if (!b)
+            return -ENOMEM;
+        st->buf = b;
+        st->cap = cap;
+    }
+    memcpy(st->buf + st->len, data, len);
+    st->len += len;
+    httpd_req_wake(r);
+    if (st->len - st->off > HTTPD_STREAM_HIGH) {
+        st->want_drain = true;
+        return 1;
+    }
+    return 0;
+}
+
+void httpd_req_stream_on_drain(httpd_req *r, void (*fn)(void *ud), void *ud)
+{
+    if (!r->stream)
+        return;
+    r->stream->drain = fn;
+    r->stream->drain_ud = ud;
+}
+
+void httpd_req_stream_end(httpd_req *r, bool ok)
+{
+    httpd_stream *st = r->stream;
+    if (!st || st->ended)
+        return;
+    st->ended = true;
+    st->ok = ok;
+    st->drain = NULL; /* the owner is gone */
+    ev_timer_cancel(r->h->loop, st->drain_timer);
+    st->drain_timer = 0;
+    httpd_req_wake(r);
+}
+
+void httpd_req_on_close(httpd_req *r, void (*fn)(void *ud), void *ud)
+{
+    r->on_close = fn;
+    r->close_ud = ud;
 }
 
 /* After every run MHD may have work queued that no fd will announce (a connection whose request
@@ -337,12 +819,14 @@ httpd *httpd_start_config(ev_loop *loop, const httpd_config *cfg, char *err, siz
         tls_opts[0].option = MHD_OPTION_END;
     /* MHD sets SO_REUSEADDR by default (a restarted server need not wait out TIME_WAIT) but not
      * SO_REUSEPORT, so a port another process holds is an error, not a shared listener. */
-    h->d = MHD_start_daemon(flags, port, NULL, NULL, httpd_on_request, h, MHD_OPTION_SOCK_ADDR,
-                            (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_TIMEOUT,
-                            (unsigned)HTTPD_IDLE_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT,
-                            (unsigned)HTTPD_MAX_CONNECTIONS, MHD_OPTION_EXTERNAL_LOGGER,
-                            httpd_on_log, h, MHD_OPTION_NOTIFY_COMPLETED, httpd_on_completed, h,
-                            MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+    h->d =
+        MHD_start_daemon(flags, port, NULL, NULL, httpd_on_request, h, MHD_OPTION_SOCK_ADDR,
+                         (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_TIMEOUT,
+                         cfg->idle_timeout_s ? cfg->idle_timeout_s : HTTPD_IDLE_TIMEOUT_S,
+                         MHD_OPTION_CONNECTION_LIMIT,
+                         cfg->max_connections ? cfg->max_connections : HTTPD_MAX_CONNECTIONS,
+                         MHD_OPTION_EXTERNAL_LOGGER, httpd_on_log, h, MHD_OPTION_NOTIFY_COMPLETED,
+                         httpd_on_completed, h, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
     const union MHD_DaemonInfo *info =
         h->d ? MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
     if (info)
@@ -359,6 +843,14 @@ httpd *httpd_start_config(ev_loop *loop, const httpd_config *cfg, char *err, siz
     return h;
 }
 
+size_t httpd_pending(const httpd *h)
+{
+    size_t n = 0;
+    for (const httpd_req *r = h ? h->reqs : NULL; r; r = r->next)
+        n++;
+    return n;
+}
+
 int httpd_port(const httpd *h)
 {
     return h->port;
@@ -371,9 +863,11 @@ void httpd_stop(httpd *h)
     if (h->epfd >= 0)
         ev_fd_clear(h->loop, h->epfd);
     ev_timer_cancel(h->loop, h->timer);
+    h->stopping = true;
     /* MHD refuses to stop with suspended connections: resumed unanswered, they are closed. */
     for (httpd_req *r = h->reqs; r; r = r->next)
         if (r->suspended) {
+            httpd_req_unwatch(r); /* before MHD closes the fd */
             r->suspended = false;
             MHD_resume_connection(r->conn);
         }

@@ -108,7 +108,15 @@ bool expects_pending(expects *x, const char *owner, uint64_t now_ms, uint64_t tt
         strmap_node *next = strmap_get_next(n);
         expect_entry *e = STRMAP_OWNER(n, expect_entry, node);
         const char *rv = store_version(e->cache, store_get(e->cache, e->key));
-        if (now_ms - e->at_ms >= ttl_ms || expect_rv_shows(rv, e->old_rv, e->new_rv))
+        /* A write whose version is a number is awaited however long the cache takes: a cache
+         * that does not show the owner's own last write is older than its last action (a watch
+         * cut and waiting out its backoff, say), and a plan made from it could start a member
+         * beside one the owner itself started. Only a write that cannot be told apart from
+         * other changes that way expires. */
+        unsigned long long want;
+        bool comparable = expect_rv_number(e->new_rv, &want);
+        if ((!comparable && now_ms - e->at_ms >= ttl_ms) ||
+            expect_rv_shows(rv, e->old_rv, e->new_rv))
             expect_drop(x, e);
         else
             pending = true;

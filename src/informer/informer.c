@@ -13,6 +13,8 @@
 #include "util/strmap.h"
 
 enum { INFORMER_PAGE_DEFAULT = 500 };
+/* A server's Retry-After is honoured up to this long (the client's own retries cap it the same). */
+enum { INFORMER_RETRY_AFTER_MAX_S = 30 };
 
 typedef enum { INFORMER_NEXT_LIST, INFORMER_NEXT_WATCH } informer_next;
 
@@ -212,15 +214,34 @@ static void informer_schedule(informer *inf, informer_next next, uint64_t delay_
     }
 }
 
-/* Reports err, then retries next after the backoff. */
+/* Reports err with the wait before the next try in its message, then retries next after it: the
+ * backoff, or the server's Retry-After when that is longer (a watch answered 429 is not retried by
+ * the client, so the informer is the one that must wait as asked). */
 static void informer_fail(informer *inf, const kube_error *err, informer_next next)
 {
+    uint64_t delay = informer_backoff_next(&inf->backoff, ev_now_ms(), informer_rand(inf));
+    if (err->retry_after_s > 0) {
+        uint64_t ra = (uint64_t)(err->retry_after_s < INFORMER_RETRY_AFTER_MAX_S
+                                     ? err->retry_after_s
+                                     : INFORMER_RETRY_AFTER_MAX_S) *
+                      1000u;
+        if (ra > delay)
+            delay = ra;
+    }
+    kube_error told = {0};
+    char *msg = NULL;
+    if (kube_error_copy(&told, err) == 0 &&
+        asprintf(&msg, "%s (next try in %llu ms)", err->message ? err->message : "failed",
+                 (unsigned long long)delay) >= 0) {
+        free(told.message);
+        told.message = msg;
+    }
     unsigned gen = inf->gen;
-    informer_report(inf, err);
+    informer_report(inf, &told);
+    kube_error_clear(&told);
     if (gen != inf->gen)
         return;
-    informer_schedule(inf, next,
-                      informer_backoff_next(&inf->backoff, ev_now_ms(), informer_rand(inf)));
+    informer_schedule(inf, next, delay);
 }
 
 /* informer_fail for a call of the client that failed: the API server's answer alone ("the server
@@ -238,6 +259,7 @@ static void informer_fail_call(informer *inf, const char *verb, const kube_error
                    no_crd ? " installed?)" : "");
     if (named.kind == err->kind) { /* not out of memory */
         named.http_code = err->http_code;
+        named.retry_after_s = err->retry_after_s;
         named.reason = err->reason ? strdup(err->reason) : NULL;
     }
     informer_fail(inf, &named, next);

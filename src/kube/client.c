@@ -78,6 +78,8 @@ struct kube_client {
     uint64_t rng;
     kube_observe_fn observe;
     void *observe_ud;
+    kube_retry_fn on_retry;
+    void *on_retry_ud;
 };
 
 static const char *const kube_method_names[] = {
@@ -369,8 +371,8 @@ static void kube_call_on_retry(ev_loop *loop, void *ud)
     kube_client_reap(c);
 }
 
-/* Schedules the next attempt; false when the call has no retries left or no timer. */
-static bool kube_call_retry(kube_call *call)
+/* Schedules the next attempt after err; false when the call has no retries left or no timer. */
+static bool kube_call_retry(kube_call *call, const kube_error *err)
 {
     if (call->retries_left <= 0)
         return false;
@@ -382,6 +384,9 @@ static bool kube_call_retry(kube_call *call)
     if (!call->retry_timer)
         return false;
     call->retries_left--;
+    if (c->on_retry)
+        c->on_retry(c->on_retry_ud, call->list ? "LIST" : kube_method_names[call->method],
+                    call->path, err, call->attempts, delay);
     return true;
 }
 
@@ -399,15 +404,17 @@ static void kube_call_complete(kube_call *call)
     bool http_error = code && (code < 200 || code >= 300);
     if (call->werr.kind != KUBE_OK)
         kube_error_copy(&err, &call->werr);
-    else if (http_error)
+    else if (http_error) {
         kube_error_from_http(&err, code, call->resp.p, call->resp.len);
-    else if (call->result != CURLE_OK)
+        if (call->retry_after_s > 0)
+            err.retry_after_s = call->retry_after_s;
+    } else if (call->result != CURLE_OK)
         kube_call_transport_error(call, &err);
     else if (call->watch)
         kube_wdec_finish(&call->dec, &err);
 
     if (!call->watch && err.kind != KUBE_OK && kube_error_retryable(&err) &&
-        (http_error || kube_curl_retryable(call->result)) && kube_call_retry(call)) {
+        (http_error || kube_curl_retryable(call->result)) && kube_call_retry(call, &err)) {
         kube_error_clear(&err);
         return;
     }
@@ -631,6 +638,12 @@ void kube_client_observe(kube_client *c, kube_observe_fn fn, void *ud)
 {
     c->observe = fn;
     c->observe_ud = ud;
+}
+
+void kube_client_on_retry(kube_client *c, kube_retry_fn fn, void *ud)
+{
+    c->on_retry = fn;
+    c->on_retry_ud = ud;
 }
 
 kube_call *kube_call_start(kube_client *c, const kube_request *req, kube_done_fn done, void *ud,

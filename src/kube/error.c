@@ -54,6 +54,7 @@ int kube_error_copy(kube_error *dst, const kube_error *src)
     kube_error_clear(dst);
     dst->kind = src->kind;
     dst->http_code = src->http_code;
+    dst->retry_after_s = src->retry_after_s;
     if ((src->reason && !(dst->reason = strdup(src->reason))) ||
         (src->message && !(dst->message = strdup(src->message)))) {
         kube_error_nomem(dst);

@@ -68,6 +68,7 @@ typedef struct pc_run {
     const store *write_cache;
     char *write_key, *write_rv;
     const plan_action *scaling;
+    const plan_action *slot_read; /* the scale-up whose fresh read of the Pods found none live */
 } pc_run;
 
 struct pool_controller {
@@ -488,6 +489,95 @@ static int pc_scale(pc_run *run, const plan_action *a, kube_error *err)
     return rc;
 }
 
+/* Whether a starts its member: more replicas than the cache shows. */
+static bool pc_starts(const pc_run *run, const plan_action *a)
+{
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", run->ns, a->member);
+    const pool_isvc *isvc = store_get(informer_store(run->pc->isvcs), key);
+    return a->replicas >= 1 && (!isvc || pool_isvc_replicas(isvc) < a->replicas);
+}
+
+static void pc_on_slot_read(void *ud, const kube_error *err, long code, const cJSON *body)
+{
+    (void)code;
+    pc_run *run = ud;
+    run->call = NULL;
+    if (err->kind != KUBE_OK) {
+        pc_fail(run, LOG_ERROR, "could not read the pool's pods before a start, will retry", err);
+        return;
+    }
+    const cJSON *item;
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(body, "items"))
+    {
+        const cJSON *meta = cJSON_GetObjectItemCaseSensitive(item, "metadata");
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "name"));
+        const char *phase = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(item, "status"), "phase"));
+        if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0))
+            continue;
+        log_kv(LOG_INFO, "start held: the API server shows a live pod the cache does not yet",
+               "pool", run->key, "member", run->plan->actions[run->next_action].member, "pod",
+               name ? name : "", "phase", phase ? phase : "", NULL);
+        /* The pod's watch event (or the relist) queues the pool again; the backoff is a stop. */
+        pc_finish(run, WQ_FAILURE, 0);
+        return;
+    }
+    run->slot_read = &run->plan->actions[run->next_action];
+    pc_next(run);
+}
+
+/* The plan found the slot free in the caches, but the Pod cache can be older than the Pods: a
+ * watch cut and waiting out its backoff while a member controller started a Pod (the chaos run
+ * saw a target started beside a member whose Pod the cache had not seen). So right before a start
+ * the pool's Pods are listed from the API server (a consistent read; one request a start), and
+ * the scale is sent only if none of them is live (Pending, Running or Unknown, terminating or
+ * not: as the plan's rule 1 counts them). 0 (read started), or -1 with err set. */
+static int pc_read_slot(pc_run *run, kube_error *err)
+{
+    pool_controller *pc = run->pc;
+    const pool_obj *pool = store_get(informer_store(pc->pools), run->key);
+    if (!pool)
+        return kube_error_set(err, KUBE_ERR_CONFIG, "the pool left the cache");
+    /* "<label> in (a,b,c)": every member's Pods, the target's own old ones included. */
+    char *sel = NULL;
+    size_t sel_len = 0;
+    FILE *f = open_memstream(&sel, &sel_len);
+    if (f) {
+        fputs(POOL_SERVICE_LABEL " in (", f);
+        bool first = true;
+        for (size_t i = 0; i < pool->n_members; i++) {
+            if (!pool->members[i])
+                continue;
+            fprintf(f, "%s%s", first ? "" : ",", pool->members[i]);
+            first = false;
+        }
+        fputs(")", f);
+        if (fclose(f) != 0) {
+            free(sel);
+            sel = NULL;
+        }
+    }
+    char *path = sel ? kube_path("", "v1", run->ns, "pods", NULL, NULL) : NULL;
+    int rc = -1;
+    if (!path) {
+        kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
+    } else {
+        kube_query q[] = {{"labelSelector", sel}, {NULL, NULL}};
+        kube_request req = {.method = KUBE_GET,
+                            .path = path,
+                            .query = q,
+                            .timeout_ms = PC_WRITE_TIMEOUT_MS,
+                            .max_retries = 0,
+                            .list = true};
+        run->call = kube_call_start(pc->client, &req, pc_on_slot_read, run, err);
+        rc = run->call ? 0 : -1;
+    }
+    free(path);
+    free(sel);
+    return rc;
+}
+
 static void pc_event(pc_run *run, const plan_action *a)
 {
     pool_controller *pc = run->pc;
@@ -574,6 +664,11 @@ static void pc_next(pc_run *run)
                 break;
             return;
         case PLAN_SCALE: {
+            if (run->slot_read != a && pc_starts(run, a)) {
+                if (pc_read_slot(run, &err) < 0)
+                    break;
+                return;
+            }
             if (!pc_may_write(run, "scale"))
                 return;
             int rc = pc_scale(run, a, &err);

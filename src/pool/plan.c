@@ -919,8 +919,10 @@ static bool take_pool_request(plan_ctx *c, plan_want *w, const char *res, const 
                    "the request through the pool names %s, which is not in spec.members", rq);
         return false;
     }
-    if (str_eq(rq, pend) || (pend == NULL && str_eq(rq, res)))
-        return false; /* already the target, or the settled resident */
+    /* Already the target, or the settled resident still up. A resident at 0 (a cancelled swap,
+     * someone's kubectl scale) is started again, the way back to it being a swap. */
+    if (str_eq(rq, pend) || (pend == NULL && str_eq(rq, res) && is_up(m)))
+        return false;
     supersede(c, m, res, pend);
     start_swap(c, w, swap_from(c, res, pend), rq);
     return true;

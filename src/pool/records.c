@@ -258,6 +258,14 @@ static void rec_pod_fill(const cJSON *o, void *out, rec_pack *p)
         if (cJSON_IsObject(rec_get(cs, "state", "running")))
             r->running = true;
     }
+    r->ready = false;
+    cJSON_ArrayForEach(cs, rec_get(o, "status", "conditions"))
+    {
+        const char *type = rec_str(rec_get(cs, "type", NULL));
+        const char *status = rec_str(rec_get(cs, "status", NULL));
+        if (type && status && strcmp(type, "Ready") == 0)
+            r->ready = strcmp(status, "True") == 0;
+    }
 }
 
 pool_pod *pool_pod_decode(const cJSON *obj, int *err)
@@ -273,9 +281,13 @@ static void rec_isvc_fill(const cJSON *o, void *out, rec_pack *p)
     rec_meta(o, p, &r->name, &r->ns, &r->uid, &r->rv);
     r->phase = rec_pack_word(p, rec_str(rec_get(o, "status", "phase")));
     r->runtime = rec_pack_word(p, rec_str(rec_get(o, "spec", "runtime")));
+    const cJSON *ann = rec_get(o, "metadata", "annotations");
     r->idle_endpoint =
-        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(
-                            rec_get(o, "metadata", "annotations"), POOL_IDLE_ANNOTATION)));
+        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, POOL_IDLE_ANNOTATION)));
+    r->served_model =
+        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, POOL_SERVED_ANNOTATION)));
+    r->aliases =
+        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, POOL_ALIASES_ANNOTATION)));
     const cJSON *rep = rec_get(o, "spec", "replicas");
     r->replicas = rec_int(rep, PLAN_REPLICAS_UNSET);
     r->replicas_exact = cJSON_IsNumber(rep) && rep->valuedouble == floor(rep->valuedouble) &&
@@ -536,6 +548,19 @@ char *pool_request_clear_patch(const char *member)
         rec_op(ops, "remove", path, NULL, false))
         body = cJSON_PrintUnformatted(ops);
     cJSON_Delete(ops);
+    return body;
+}
+
+char *pool_request_set_patch(const char *member, const char *resource_version)
+{
+    cJSON *patch = cJSON_CreateObject();
+    cJSON *meta = cJSON_AddObjectToObject(patch, "metadata");
+    cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
+    char *body = NULL;
+    if (ann && cJSON_AddStringToObject(ann, POOL_REQUEST_ANNOTATION, member) &&
+        (!resource_version || cJSON_AddStringToObject(meta, "resourceVersion", resource_version)))
+        body = cJSON_PrintUnformatted(patch);
+    cJSON_Delete(patch);
     return body;
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts a throwaway control plane (etcd + kube-apiserver, loopback only, ports picked at run time) in a
-# state dir: a fresh CA and certs, kubeconfigs for two identities, $state/env; stop.sh ends it.
+# state dir: a fresh CA and certs, kubeconfigs for three identities, $state/env; stop.sh ends it.
 # Run it (`bash start.sh [STATE]` prints STATE) or source it and call `cp_start STATE`: sourced, the daemons
 # stay children of the caller, so a ctest timeout (SIGKILL of the test's process tree) takes them too.
 #
@@ -8,8 +8,10 @@
 #   admin     CN=modelpool-e2e-admin, O=system:masters                          -> $state/admin.kubeconfig
 #   operator  CN=system:serviceaccount:modelpool-system:modelpool-operator,
 #             O=system:serviceaccounts, O=system:serviceaccounts:modelpool-system -> $state/operator.kubeconfig
-# The operator carries its production ServiceAccount's user name and groups, so RBAC that binds
-# ServiceAccount modelpool-system/modelpool-operator applies to it unchanged; it has no rights until granted.
+#   router    CN=system:serviceaccount:modelpool-system:modelpool-router, the same groups -> $state/router.kubeconfig
+# The operator and the router carry their production ServiceAccounts' user names and groups, so RBAC that
+# binds ServiceAccount modelpool-system/modelpool-operator (or modelpool-router) applies to them unchanged;
+# they have no rights until granted (test/e2e/lib.sh install_operator_rbac, install_router_rbac).
 # MP_APISERVER_EXTRA_ARGS (words split on blanks) are appended to kube-apiserver's flags (the
 # benchmarks turn on an audit log with them). MP_APISERVER_AUDIT_POLICY names an audit policy file: the
 # API server then writes its audit log to STATE/audit.log (the chaos run reads who wrote what, when).
@@ -70,6 +72,8 @@ _cp_pki() {
 			"subjectAltName=IP:127.0.0.1,DNS:localhost" &&
 		_cp_cert "$pki" admin "/O=system:masters/CN=modelpool-e2e-admin" "extendedKeyUsage=clientAuth" &&
 		_cp_cert "$pki" operator "/O=system:serviceaccounts/O=system:serviceaccounts:modelpool-system/CN=system:serviceaccount:modelpool-system:modelpool-operator" \
+			"extendedKeyUsage=clientAuth" &&
+		_cp_cert "$pki" router "/O=system:serviceaccounts/O=system:serviceaccounts:modelpool-system/CN=system:serviceaccount:modelpool-system:modelpool-router" \
 			"extendedKeyUsage=clientAuth" &&
 		openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$pki/sa.key" 2>>"$pki/openssl.log" &&
 		openssl pkey -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>>"$pki/openssl.log"
@@ -225,12 +229,15 @@ cp_start() {
 	_cp_kubeconfig "$state/admin.kubeconfig" "$apiserver_url" "$pki" admin
 	_cp_kubeconfig "$state/operator.kubeconfig" "$apiserver_url" "$pki" operator
 	_cp_kubeconfig_embedded "$state/operator-embedded.kubeconfig" "$apiserver_url" "$pki" operator
+	_cp_kubeconfig "$state/router.kubeconfig" "$apiserver_url" "$pki" router
 	{
 		printf 'export KUBECONFIG=%q\n' "$state/admin.kubeconfig"
 		printf 'export MP_OPERATOR_KUBECONFIG=%q\n' "$state/operator.kubeconfig"
 		printf 'export MP_OPERATOR_KUBECONFIG_EMBEDDED=%q\n' "$state/operator-embedded.kubeconfig"
 		printf 'export MP_OPERATOR_USER=%q\n' "system:serviceaccount:modelpool-system:modelpool-operator"
 		printf 'export MP_OPERATOR_SA_NAMESPACE=modelpool-system MP_OPERATOR_SA_NAME=modelpool-operator\n'
+		printf 'export MP_ROUTER_KUBECONFIG=%q\n' "$state/router.kubeconfig"
+		printf 'export MP_ROUTER_USER=%q\n' "system:serviceaccount:modelpool-system:modelpool-router"
 		printf 'export MP_APISERVER_URL=%q\n' "$apiserver_url"
 		printf 'export MP_CA_FILE=%q\n' "$pki/ca.crt"
 		printf 'export MP_ETCD_URL=%q\n' "$etcd_url"

@@ -1,5 +1,6 @@
 # The control plane every other e2e test stands on: the pinned kube-apiserver version, the admin identity,
-# the operator identity denied until RBAC grants it, and watches that deliver events.
+# the operator identity denied until RBAC grants it (and the router's, a user of its own), and watches that
+# deliver events.
 # Run by run-one.sh (lib.sh sourced, bash -euo pipefail, KUBECONFIG = admin).
 
 # The version the build pinned, so this test follows a bump of test/controlplane/apiserver/go.mod.
@@ -28,6 +29,9 @@ wait_for 60 kubectl_operator -n "$ns" get configmap probe
 expect_eq "operator reads probe" value "$(kubectl_operator -n "$ns" get configmap probe -o 'jsonpath={.data.key}')"
 expect_fail "Forbidden" kubectl_operator -n "$ns" delete configmap probe
 expect_fail "Forbidden" kubectl_operator -n "$ns" get configmaps
+# The router is another user: the operator's grant does not reach it.
+expect_fail "Forbidden.*User \"$MP_ROUTER_USER\" cannot get resource \"configmaps\"" \
+	kubectl_router -n "$ns" get configmap probe
 
 kubectl_admin -n "$ns" delete configmap probe >/dev/null
 expect_fail "NotFound" kubectl_admin -n "$ns" get configmap probe

@@ -37,6 +37,7 @@ wait_for() {
 
 kubectl_admin() { kubectl --kubeconfig "$KUBECONFIG" "$@"; }
 kubectl_operator() { kubectl --kubeconfig "$MP_OPERATOR_KUBECONFIG" "$@"; }
+kubectl_router() { kubectl --kubeconfig "$MP_ROUTER_KUBECONFIG" "$@"; }
 
 # apply_crd FILE...: creates or updates CRDs as admin and waits until the API server serves them and
 # discovery lists them (Established can come a moment earlier), so the next request for the kind does not
@@ -60,6 +61,16 @@ install_operator_rbac() {
 	kubectl_admin create namespace modelpool-system --dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
 	kubectl_admin apply -k "$MP_SOURCE_DIR/config/rbac" >/dev/null
 	wait_for 60 kubectl_operator auth can-i patch modelpools.inference.llmkube.dev --subresource=status --all-namespaces
+}
+
+# install_router_rbac: the router's ServiceAccount and RBAC exactly as config/router ships them (its
+# kustomization less the Deployment and Services, which need an image and a kubelet), so the router runs
+# here with the rights it has in a cluster and no more.
+install_router_rbac() {
+	local r=$MP_SOURCE_DIR/config/router
+	kubectl_admin create namespace modelpool-system --dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
+	kubectl_admin apply -n modelpool-system -f "$r/service_account.yaml" -f "$r/role.yaml" -f "$r/role_binding.yaml" >/dev/null
+	wait_for 60 kubectl_router auth can-i patch modelpools.inference.llmkube.dev --all-namespaces
 }
 
 # install_crds: the ModelPool CRD and the test copy of the InferenceService CRD.
@@ -120,6 +131,51 @@ stop_operator() {
 	kill -TERM "$MP_OPERATOR_PID"
 	wait "$MP_OPERATOR_PID" || rc=$?
 	expect_eq "operator exit status after SIGTERM" 0 "$rc"
+}
+
+# router_setup [SIM ARGS...]: what a router test stands on: both CRDs, the operator's and the router's RBAC,
+# slot-check watching, the simulator (with SIM ARGS) and the operator.
+router_setup() {
+	install_crds
+	install_operator_rbac
+	install_router_rbac
+	start_slot_check
+	start_sim "$@"
+	start_operator
+}
+
+# start_router [ARGS...]: modelpool-router with its own identity (MP_ROUTER_KUBECONFIG, rights as
+# config/router grants them; install_router_rbac first); log router.log (router-$MP_ROUTER_LOG.log for a
+# second instance). All three servers on loopback ports the kernel picks; router_port finds them.
+start_router() {
+	local logf="$MP_STATE_DIR/router${MP_ROUTER_LOG:+-$MP_ROUTER_LOG}.log"
+	"$MP_BUILD_DIR/modelpool-router" --kubeconfig "${MP_ROUTER_KUBECONFIG:-$KUBECONFIG}" -v 1 \
+		--metrics-secure=false --bind-address 127.0.0.1:0 --metrics-bind-address 127.0.0.1:0 \
+		--health-probe-bind-address 127.0.0.1:0 "$@" >>"$logf" 2>&1 &
+	MP_ROUTER_PID=$!
+}
+
+# router_port api|metrics|health [LOG]: the port of one of the router's servers, from its log.
+router_port() {
+	local key=$1 p
+	[ "$key" = api ] && key=""
+	p=$(grep ' started ' "$MP_STATE_DIR/${2:-router.log}" | tail -n 1 | grep -o " ${key:+${key}_}port=[0-9]*" | cut -d= -f2)
+	[ -n "$p" ] && [ "$p" != 0 ] && echo "$p"
+}
+
+# router_ready [LOG]: the router's /readyz answers 200.
+router_ready() {
+	local port
+	port=$(router_port health "${1:-router.log}") || return 1
+	curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null
+}
+
+# stop_router: SIGTERM, and the router must exit 0 on its own.
+stop_router() {
+	local rc=0
+	kill -TERM "$MP_ROUTER_PID"
+	wait "$MP_ROUTER_PID" || rc=$?
+	expect_eq "router exit status after SIGTERM" 0 "$rc"
 }
 
 # start_slot_check / stop_slot_check: watches the whole test for two Pods of a pool (of two members or of

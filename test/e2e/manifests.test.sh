@@ -2,6 +2,7 @@
 # End to end on a real kube-apiserver: `kubectl apply -k config/default` installs the CRD, namespace, RBAC and
 # Deployment as the API server stores them, the Pod template passes the restricted Pod Security Standard, and
 # the operator's identity can do exactly what config/rbac grants it (each verb it uses) and nothing it must not.
+# Then the same for the router's own overlay, config/router, and the router's identity.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -13,31 +14,32 @@ sys=modelpool-system
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 declare -F kubectl_operator >/dev/null || source "$here/lib.sh"
 
-# can VERB RESOURCE [ARGS...] / cannot ...: what the server answers the operator about itself
-# (SelfSubjectAccessReview). Resources are fully qualified so no discovery guess picks the group; bare
+# can VERB RESOURCE [ARGS...] / cannot ...: what the server answers the identity $who (operator, then router)
+# about itself (SelfSubjectAccessReview). Resources are fully qualified so no discovery guess picks the group; bare
 # `events` and `pods` are the core group. A subresource goes in --subresource: `can-i patch modelpools/status`
 # would ask about a modelpool *named* "status". Warnings count as a wrong answer: an unknown resource or a
 # namespace on a cluster-scoped one would make a "no" prove nothing.
+who=operator
 can() {
 	local out
-	out=$(kubectl_operator auth can-i "$@" 2>&1) || fail "operator cannot: $* ($out)"
-	expect_eq "can-i $*" yes "$out"
+	out=$("kubectl_$who" auth can-i "$@" 2>&1) || fail "$who cannot: $* ($out)"
+	expect_eq "$who can-i $*" yes "$out"
 }
 cannot() {
 	local out
-	if out=$(kubectl_operator auth can-i "$@" 2>&1); then
-		fail "operator can, but must not: $* ($out)"
+	if out=$("kubectl_$who" auth can-i "$@" 2>&1); then
+		fail "$who can, but must not: $* ($out)"
 	fi
 	# `no` is the answer; anything else (an error) would prove nothing.
-	expect_eq "can-i $*" no "$out"
+	expect_eq "$who can-i $*" no "$out"
 }
-# forbidden CMD...: the operator's real request must be refused by RBAC (not fail for another reason).
-forbidden() { expect_fail 'Forbidden|forbidden' kubectl_operator "$@"; }
+# forbidden CMD...: the identity's real request must be refused by RBAC (not fail for another reason).
+forbidden() { expect_fail 'Forbidden|forbidden' "kubectl_$who" "$@"; }
 # dget KIND NAME JSONPATH: one field of an object in modelpool-system.
 dget() { kubectl_admin -n "$sys" get "$1" "$2" -o "jsonpath=$3"; }
 
 log "the kustomizations render, and config/default holds exactly the expected objects"
-for k in crd rbac manager default; do
+for k in crd rbac manager default router; do
 	kubectl kustomize "$top/config/$k" >"$MP_STATE_DIR/$k.yaml" || fail "kubectl kustomize config/$k"
 done
 expect_eq "objects in config/default" \
@@ -53,23 +55,24 @@ expect_eq "config/crd == crd/modelpools.inference.llmkube.dev.yaml" \
 	"$(kubectl_admin create --dry-run=client -o json -f "$top/crd/modelpools.inference.llmkube.dev.yaml")" \
 	"$(kubectl_admin create --dry-run=client -o json -f "$MP_STATE_DIR/crd.yaml")"
 
-log "an overlay's kustomize images: replaces the Deployment's image"
+log "an overlay's kustomize images: replaces the image of the operator's Deployment and of the router's"
 overlay=$MP_STATE_DIR/overlay
 mkdir -p "$overlay"
 # kustomize refuses absolute resource paths; a relative one may climb out of the overlay's root.
 cat >"$overlay/kustomization.yaml" <<EOF
 resources:
   - $(realpath --relative-to="$overlay" "$top/config/default")
+  - $(realpath --relative-to="$overlay" "$top/config/router")
 images:
   - name: modelpool-operator
     newName: modelpool-operator-test
     newTag: v9.9.9
 EOF
 kubectl kustomize "$overlay" >"$MP_STATE_DIR/overlay.yaml"
-# Only the Deployment has a Pod template, so the other objects print nothing.
-expect_eq "overlay image" "modelpool-operator-test:v9.9.9" \
+# Only the Deployments have a Pod template, so the other objects print nothing.
+expect_eq "overlay images" "modelpool-operator-test:v9.9.9 modelpool-operator-test:v9.9.9" \
 	"$(kubectl_admin create --dry-run=client -f "$MP_STATE_DIR/overlay.yaml" \
-		-o 'jsonpath={.spec.template.spec.containers[*].image}')"
+		-o 'jsonpath={.spec.template.spec.containers[*].image}{"\n"}' | grep -v '^$' | paste -sd ' ' -)"
 
 log "server dry run on a cold cluster: cluster-scoped objects pass; namespaced ones fail only for the missing namespace"
 # A server dry run creates nothing, so objects for a namespace that the same apply would create are refused
@@ -137,8 +140,8 @@ expect_eq "metrics-reader ClusterRole" '[{"nonResourceURLs":["/metrics"],"verbs"
 log "a Pod from the template is admitted under the namespace's enforced restricted Pod Security Standard"
 # No kubelet or controller-manager here, so the Deployment never makes Pods; create one from its template
 # (server dry run) to run Pod Security admission, which enforces on Pods only.
-pod_from_template() { # [JQ_FILTER]: the template as a Pod, with an optional edit.
-	kubectl_admin -n "$sys" get $d modelpool-operator -o json |
+pod_from_template() { # [JQ_FILTER]: the template of Deployment $tmpl (default the operator's) as a Pod, edited.
+	kubectl_admin -n "$sys" get $d "${tmpl:-modelpool-operator}" -o json |
 		jq --arg ns "$sys" '{apiVersion: "v1", kind: "Pod",
 			metadata: (.spec.template.metadata + {name: "template-check", namespace: $ns}),
 			spec: .spec.template.spec}' | jq "${1:-.}"
@@ -286,5 +289,138 @@ expect_eq "lease holder after the operator's update" replica-b \
 forbidden -n "$sys" delete lease modelpool-operator-manifests-test
 lease default replica-a >"$MP_STATE_DIR/lease-default.yaml"
 forbidden create -f "$MP_STATE_DIR/lease-default.yaml"
+
+log "config/router: its own overlay, exactly the expected objects, all in $sys, and no Namespace"
+# Not in config/default: installing only the operator must stay possible (checked above: config/default's
+# objects), and deleting the router must not take the operator's namespace along.
+expect_eq "objects in config/router" \
+	"ClusterRole/modelpool-router ClusterRoleBinding/modelpool-router Deployment/modelpool-router PodDisruptionBudget/modelpool-router Service/modelpool-router Service/modelpool-router-metrics-service ServiceAccount/modelpool-router" \
+	"$(kubectl_admin create --dry-run=client -f "$MP_STATE_DIR/router.yaml" -o 'jsonpath={.kind}/{.metadata.name}{"\n"}' |
+		LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "namespaces in config/router" "$sys" \
+	"$(kubectl_admin create --dry-run=client -f "$MP_STATE_DIR/router.yaml" -o 'jsonpath={.metadata.namespace}{"\n"}' |
+		grep -v '^$' | sort -u | tr '\n' ' ' | sed 's/ $//')"
+
+log "config/router: server dry run passes with no warning, then the real apply; applying again changes nothing"
+out=$(kubectl_admin apply -k "$top/config/router" --dry-run=server 2>&1) || fail "server dry run of config/router failed:"$'\n'"$out"
+echo "$out" >&2
+grep -qi 'warning' <<<"$out" && fail "server dry run of config/router warned"
+expect_eq "objects the router's dry run would touch" 7 "$(grep -c '(server dry run)$' <<<"$out")"
+expect_fail "NotFound" kubectl_admin -n "$sys" get deployment modelpool-router
+out=$(kubectl_admin apply -k "$top/config/router" 2>&1) || fail "kubectl apply -k config/router failed:"$'\n'"$out"
+grep -qi 'warning' <<<"$out" && fail "apply of config/router warned:"$'\n'"$out"
+pdb_rv=$(dget pdb modelpool-router '{.metadata.resourceVersion}')
+out=$(kubectl_admin apply -k "$top/config/router" 2>&1)
+# kubectl's client-side apply always sends a PodDisruptionBudget's selector (its patch strategy is
+# "replace") and so says "configured"; the server changes nothing, as the resourceVersion shows.
+expect_eq "router objects changed by a second apply" "poddisruptionbudget.policy/modelpool-router configured" \
+	"$(grep -v ' unchanged$' <<<"$out")"
+expect_eq "router objects unchanged by a second apply" 6 "$(grep -c ' unchanged$' <<<"$out")"
+expect_eq "the PodDisruptionBudget's resourceVersion after the second apply" "$pdb_rv" \
+	"$(dget pdb modelpool-router '{.metadata.resourceVersion}')"
+
+log "the router's Deployment as the API server stored it"
+r=modelpool-router
+expect_eq "replicas" 2 "$(dget $d $r '{.spec.replicas}')"
+expect_eq "serviceAccountName" $r "$(dget $d $r '{.spec.template.spec.serviceAccountName}')"
+expect_eq "terminationGracePeriodSeconds (covers the 25 s drain)" 30 "$(dget $d $r '{.spec.template.spec.terminationGracePeriodSeconds}')"
+expect_eq "image (the operator's)" "modelpool-operator:latest/IfNotPresent" "$(dget $d $r "$c.image}/$c.imagePullPolicy}")"
+expect_eq "command" "/usr/local/bin/modelpool-router" "$(dget $d $r "$c.command[*]}")"
+expect_eq "args" "--bind-address=:8080 --metrics-bind-address=:8443 --metrics-secure=true --health-probe-bind-address=:8081" \
+	"$(dget $d $r "$c.args[*]}")"
+expect_eq "ports" "http:8080 https:8443 health:8081" \
+	"$(dget $d $r "{range .spec.template.spec.containers[0].ports[*]}{.name}:{.containerPort} {end}" | sed 's/ $//')"
+expect_eq "probes" "/healthz:health /readyz:health" \
+	"$(dget $d $r "$c.livenessProbe.httpGet.path}:$c.livenessProbe.httpGet.port} $c.readinessProbe.httpGet.path}:$c.readinessProbe.httpGet.port}")"
+expect_eq "env" "POD_NAME=metadata.name POD_NAMESPACE=metadata.namespace POD_IP=status.podIP" \
+	"$(dget $d $r "{range .spec.template.spec.containers[0].env[*]}{.name}={.valueFrom.fieldRef.fieldPath} {end}" | sed 's/ $//')"
+# The same lock-down as the operator's container, field for field.
+for f in '{.spec.template.spec.securityContext}' "$c.securityContext}" '{.spec.template.spec.automountServiceAccountToken}'; do
+	expect_eq "router's $f = operator's" "$(dget $d modelpool-operator "$f")" "$(dget $d $r "$f")"
+done
+
+log "the router's Services: port 80 to http, metrics on 8443; each selects the router's Pods, and no Service mixes router and operator"
+expect_eq "router Service port" "http/80/http/TCP" \
+	"$(dget service $r '{range .spec.ports[*]}{.name}/{.port}/{.targetPort}/{.protocol}{end}')"
+expect_eq "router metrics Service port" "https/8443/https/TCP" \
+	"$(dget service $r-metrics-service '{range .spec.ports[*]}{.name}/{.port}/{.targetPort}/{.protocol}{end}')"
+for svc in $r $r-metrics-service; do
+	expect_eq "$svc selector = the router's Pod labels" "$(dget $d $r '{.spec.template.metadata.labels}')" \
+		"$(dget service $svc '{.spec.selector}')"
+done
+[ "$(dget $d $r '{.spec.template.metadata.labels}')" != "$(dget service modelpool-operator-metrics-service '{.spec.selector}')" ] ||
+	fail "the operator's metrics Service selects the router's Pods"
+expect_eq "PodDisruptionBudget selector = the router's Pod labels" "$(dget $d $r '{.spec.template.metadata.labels}')" \
+	"$(dget pdb $r '{.spec.selector.matchLabels}')"
+
+log "a Pod from the router's template is admitted under the restricted Pod Security Standard"
+tmpl=$r pod_from_template | kubectl_admin create --dry-run=server -f - >/dev/null ||
+	fail "a Pod from the router's template is refused in $sys"
+tmpl=$r pod_from_template '.spec.containers[0].securityContext.capabilities.drop = []' >"$MP_STATE_DIR/bad-router-pod.json"
+expect_fail 'violates PodSecurity "restricted' kubectl_admin create --dry-run=server -f "$MP_STATE_DIR/bad-router-pod.json"
+
+log "the router identity can do what the router does"
+who=router
+wait_for 60 kubectl_router auth can-i patch modelpools.$g -A
+for v in get list watch patch; do can "$v" modelpools.$g -A; done
+for v in get list watch; do can "$v" inferenceservices.$g -A; done
+for v in get list watch; do can "$v" pods -A; done
+can create tokenreviews.authentication.k8s.io -A
+can create subjectaccessreviews.authorization.k8s.io -A
+
+log "and nothing more: no write on members, pool status or Pods, no delete, no Events, no Secrets"
+for v in create update patch delete deletecollection; do cannot "$v" inferenceservices.$g -n default; done
+for v in get update patch; do cannot "$v" inferenceservices.$g --subresource=scale -A; done
+for v in update patch; do cannot "$v" inferenceservices.$g --subresource=status -A; done
+for v in create update delete deletecollection; do cannot "$v" modelpools.$g -n default; done
+for v in update patch; do cannot "$v" modelpools.$g --subresource=status -A; done
+for v in create update patch delete; do cannot "$v" pods -n default; done
+cannot create pods -n default --subresource=eviction
+cannot get pods -n default --subresource=log
+cannot create pods -n default --subresource=exec
+cannot create pods -n default --subresource=portforward
+for v in create patch; do
+	cannot "$v" events -n default
+	cannot "$v" events.events.k8s.io -n default
+done
+cannot get secrets -A
+cannot list configmaps -A
+cannot list services -A
+cannot list endpointslices.discovery.k8s.io -A
+for v in get create update; do cannot "$v" leases.coordination.k8s.io -n "$sys"; done
+cannot create serviceaccounts --subresource=token -n "$sys"
+cannot impersonate serviceaccounts -A
+cannot delete namespaces -A
+cannot get /metrics
+
+log "real requests with the router identity: the request annotation goes through, member writes are Forbidden"
+out=$(kubectl_router get pods -A -o name 2>&1) || fail "router cannot list pods: $out"
+expect_eq "pools the router lists" "default/rbac-pool" \
+	"$(kubectl_router get modelpools -A -o 'jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}{end}')"
+# The router's one write: a merge patch of the request annotation.
+kubectl_router -n default patch modelpool rbac-pool --type=merge \
+	-p '{"metadata":{"annotations":{"modelpool-operator.dev/request":"rbac-member"}}}' >/dev/null
+expect_eq "request annotation written by the router" rbac-member \
+	"$(kubectl_admin -n default get modelpool rbac-pool -o 'jsonpath={.metadata.annotations.modelpool-operator\.dev/request}')"
+forbidden -n default patch modelpool rbac-pool --subresource=status --type=merge -p '{"status":{"pendingMember":"rbac-member"}}'
+forbidden -n default scale inferenceservice rbac-member --replicas=1
+forbidden -n default patch inferenceservice rbac-member --type=merge -p '{"spec":{"replicas":1}}'
+forbidden -n default delete modelpool rbac-pool
+expect_eq "member replicas after the router's attempts" 0 "$(kubectl_admin -n default get isvc rbac-member -o 'jsonpath={.spec.replicas}')"
+
+log "install_router_rbac (what the router's e2e tests use) grants the same rights as config/router"
+kubectl_admin delete -k "$top/config/router" --wait >/dev/null
+wait_for 60 bash -c '! kubectl --kubeconfig "$MP_ROUTER_KUBECONFIG" auth can-i list pods -A'
+kubectl_admin get namespace "$sys" >/dev/null || fail "deleting config/router took the operator's namespace"
+install_router_rbac
+can patch modelpools.$g -A
+cannot patch inferenceservices.$g -A
+expect_fail "NotFound" kubectl_admin -n "$sys" get deployment modelpool-router
+
+log "modelpool-router run with exactly these rights syncs its caches (ready) and exits 0 on SIGTERM"
+start_router
+wait_for 60 router_ready
+stop_router
+grep -qi forbidden "$MP_STATE_DIR/router.log" && fail "the router was refused something:"$'\n'"$(grep -i forbidden "$MP_STATE_DIR/router.log")"
 
 log "manifests: all checks passed"

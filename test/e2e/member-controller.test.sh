@@ -38,16 +38,19 @@ managers=$(isvc_get m-a '{range .metadata.managedFields[*]}{.manager}{" "}{end}'
 grep -qw modelpool-operator <<<"$managers" || fail "managedFields of m-a name no modelpool-operator: $managers"
 
 log "(2) a cold pool over members with default replicas: c-b serves, c-a and c-c wait for the GPU"
+# Created waiting (annotated from the start): annotated afterwards, a Pod could load before it was read.
 for name in c-a c-b c-c; do
+	waiting=true
+	[ "$name" = c-b ] && waiting=false
 	kubectl_admin -n "$ns" apply -f - >/dev/null <<-YAML
 		apiVersion: inference.llmkube.dev/v1alpha1
 		kind: InferenceService
 		metadata:
 		  name: $name
+		  annotations: {sim.modelpool.test/waiting-for-gpu: "$waiting"}
 		spec: {modelRef: $name, runtime: llamacpp}
 	YAML
 done
-kubectl_admin -n "$ns" annotate isvc c-a c-c sim.modelpool.test/waiting-for-gpu=true --overwrite >/dev/null
 wait_for 60 isvc_phase_is c-b Ready
 wait_for 60 isvc_phase_is c-a WaitingForGPU
 wait_for 60 isvc_phase_is c-c WaitingForGPU

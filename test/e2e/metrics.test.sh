@@ -1,8 +1,8 @@
 # Health and metrics as a cluster sees them: /healthz answers, /readyz turns 200 once the caches are
 # synced, and /metrics tells the story of a swap: resident gauges per member, swaps counted, both
 # reaction clocks observed (a request through the pool's annotation starts clock a as a scale-up does),
-# API requests counted by verb and code, no LIST after the initial sync,
-# and a deleted pool's series gone.
+# API requests counted by verb and code, no LIST after the initial sync but the one read of the pool's
+# Pods before each start, and a deleted pool's series gone.
 install_crds_and_samples
 install_operator_rbac
 start_sim --load-ms 300
@@ -31,6 +31,9 @@ expect_eq "qwen-7b's gauge" 0 "$(resident qwen-7b)"
 expect_eq "swaps" 1 "$(metric_value 'modelpool_swaps_total{namespace="default",pool="shared-gpu"}')"
 lists=$(metric_value 'modelpool_api_requests_total{verb="LIST",code="200"}')
 [ "$lists" -ge 3 ] || fail "expected a LIST per informer, the counter says $lists"
+# slot_reads: the reads of a pool's Pods right before a start (each start, or each start held).
+slot_reads() { grep -cE 'reason=SlotFree|start held' "$MP_STATE_DIR/operator.log" || true; }
+reads=$(slot_reads)
 
 log "a swap to qwen-7b: both reaction clocks stop once, the gauges flip, no LIST in steady state"
 kubectl_admin scale isvc qwen-7b --replicas=1 >/dev/null
@@ -46,8 +49,9 @@ expect_eq "reaction b (incumbent's Pod gone -> target scaled up)" 1 \
 	"$(metric_value 'modelpool_reaction_seconds_count{path="b"}')"
 [ "$(metric_value 'modelpool_api_requests_total{verb="PATCH",code="200"}')" -ge 4 ] ||
 	fail "expected status and replicas PATCHes to be counted"
-expect_eq "LISTs after the initial sync" "$lists" \
+expect_eq "LISTs after the initial sync (the reads before a start)" "$((lists + $(slot_reads) - reads))" \
 	"$(metric_value 'modelpool_api_requests_total{verb="LIST",code="200"}')"
+[ "$(slot_reads)" -gt "$reads" ] || fail "qwen-7b was started without a read of the pool's Pods"
 # Each failed reconcile (a 409 when a member changed under a write is routine) is logged once.
 failures=$(grep -cE 'write conflict, will re-plan|write failed|scale refused|status write refused|request refused|write not sent|action failed|plan failed' "$MP_STATE_DIR/operator.log" || true)
 expect_eq "reconcile errors (one per failure logged)" "$failures" "$(metric_value modelpool_reconcile_errors_total)"

@@ -20,7 +20,7 @@ TABLE_BEGIN = "<!-- helm-values:begin -->"
 TABLE_END = "<!-- helm-values:end -->"
 
 # Values that are one entry in the table though they are maps (their content is one setting).
-WHOLE = {"resources", "serviceMonitor.tlsConfig"}
+WHOLE = {"resources", "serviceMonitor.tlsConfig", "router.resources"}
 
 # What the chart adds to config/default's objects on purpose, and nothing else:
 HELM_LABELS = (

@@ -1,7 +1,8 @@
 # helm.dryrun (run by test/helm/run-one.sh against a fresh control plane): the chart's objects, with the
 # defaults and with each example of README's values table, are accepted by a real API server in a server-side
-# dry run, with no warning, in a namespace that enforces the restricted Pod Security Standard; then helm's own
-# `install --dry-run=server` sees the ServiceMonitor kind served (test CRD) and renders one.
+# dry run, with no warning, in a namespace that enforces the restricted Pod Security Standard (the router's
+# objects too, with router.enabled); then helm's own `install --dry-run=server` sees the ServiceMonitor kind
+# served (test CRD) and renders one, and renders the router with its NOTES.
 # shellcheck source=lib.sh
 source "$MP_SOURCE_DIR/test/helm/lib.sh"
 helm_setup
@@ -46,6 +47,19 @@ render "$s/bad.yaml" --set-json 'podLabels={"x":"y"}'
 sed -i 's/allowPrivilegeEscalation: false/allowPrivilegeEscalation: true/' "$s/bad.yaml"
 out=$(kubectl_admin apply --dry-run=server -f "$s/bad.yaml" 2>&1) || true
 grep -q 'would violate PodSecurity "restricted' <<<"$out" || fail "no Pod Security warning for a privileged template:"$'\n'"$out"
+
+log "the router: its objects pass the server's checks, a Pod of its template the restricted standard"
+dry_run router --set router.enabled=true --set serviceMonitor.enabled=true
+check kinds "$s/router.yaml" | grep -qx Deployment/modelpool-router || fail "no router Deployment rendered"
+# Pod Security enforces on Pods: a Pod from the router's template, as no controller-manager makes one here.
+python3 -c 'import sys, yaml, json
+d = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o and o["kind"] == "Deployment" and o["metadata"]["name"] == "modelpool-router"][0]
+print(json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": dict(d["spec"]["template"]["metadata"], name="router-check", namespace=sys.argv[2]),
+	"spec": d["spec"]["template"]["spec"]}))' "$s/router.yaml" "$sys" >"$s/router-pod.json"
+kubectl_admin create --dry-run=server -f "$s/router-pod.json" >/dev/null || fail "a Pod from the chart's router template is refused in $sys"
+out=$(helm install modelpool-operator "$chart" -n "$sys" --dry-run=server --set router.enabled=true 2>&1) ||
+	fail "helm install --dry-run=server with the router:"$'\n'"$out"
+grep -q 'http://modelpool-router.modelpool-system.svc/v1' <<<"$out" || fail "NOTES do not say where the router is:"$'\n'"$out"
 
 log "helm install --dry-run=server: discovery finds the ServiceMonitor kind, so the chart renders one"
 out=$(helm install modelpool-operator "$chart" -n "$sys" --dry-run=server --set serviceMonitor.enabled=true 2>&1) ||

@@ -1,6 +1,8 @@
 # helm.install (run by test/helm/run-one.sh against a fresh control plane): a real `helm install` of the chart,
 # the operator binary run with the flags and environment of the Deployment Helm created (no kubelet runs
 # here) and with only the rights the chart granted its ServiceAccount; it warms and swaps the sample pool.
+# With router.enabled, the router is run the same way (its own ServiceAccount's rights): ready, it lists the
+# pool's models and answers a scrape checked by its review rights.
 # `helm upgrade` to one watched namespace narrows the rights and changes the flags, and the operator run from
 # them still swaps; `helm uninstall` removes the operator and leaves the CRD, the pool and its members.
 # shellcheck source=lib.sh
@@ -23,22 +25,41 @@ mport=$(free_port)
 hport=$(free_port)
 while [ "$hport" == "$mport" ]; do hport=$(free_port); done
 
+# rendered_env DEPLOYMENT_JSON: the container's env as NAME=VALUE lines.
+rendered_env() {
+	# The downward API the kubelet would resolve; any other env form is not known here and fails the test.
+	jq -r --arg ns "$sys" '.spec.template.spec.containers[0].env[] |
+		if .valueFrom.fieldRef.fieldPath == "metadata.namespace" then "\(.name)=\($ns)"
+		elif .valueFrom.fieldRef.fieldPath == "metadata.name" then "\(.name)=modelpool-operator-helm-test"
+		elif .valueFrom.fieldRef.fieldPath == "status.podIP" then "\(.name)=127.0.0.1"
+		elif has("value") then "\(.name)=\(.value)"
+		else error("env \(.name): no stand-in for \(.valueFrom)") end' "$1"
+}
 # run_rendered_operator LOG: the operator with the Deployment's args and env as the API server stores them,
 # as the operator's identity (ServiceAccount modelpool-system/modelpool-operator).
 run_rendered_operator() {
 	kubectl_admin -n "$sys" get deployment modelpool-operator -o json >"$s/deployment.json"
 	mapfile -t op_args < <(jq -r '.spec.template.spec.containers[0].args[]' "$s/deployment.json")
-	# The downward API the kubelet would resolve; any other env form is not known here and fails the test.
-	mapfile -t op_env < <(jq -r --arg ns "$sys" '.spec.template.spec.containers[0].env[] |
-		if .valueFrom.fieldRef.fieldPath == "metadata.namespace" then "\(.name)=\($ns)"
-		elif .valueFrom.fieldRef.fieldPath == "metadata.name" then "\(.name)=modelpool-operator-helm-test"
-		elif .valueFrom.fieldRef.fieldPath == "status.podIP" then "\(.name)=127.0.0.1"
-		elif has("value") then "\(.name)=\(.value)"
-		else error("env \(.name): no stand-in for \(.valueFrom)") end' "$s/deployment.json")
+	mapfile -t op_env < <(rendered_env "$s/deployment.json")
 	echo "operator: ${op_env[*]} modelpool-operator ${op_args[*]}" >&2
 	env "${op_env[@]}" "$MP_BUILD_DIR/modelpool-operator" --kubeconfig "$MP_OPERATOR_KUBECONFIG" "${op_args[@]}" \
 		>>"$MP_STATE_DIR/$1" 2>&1 &
 	MP_OPERATOR_PID=$!
+}
+# run_rendered_router: modelpool-router with the router Deployment's args and env, as the router's identity
+# (ServiceAccount modelpool-system/modelpool-router); its three listen addresses moved to loopback ports the
+# kernel picks (the operator holds the chart's), which router_port reads from router.log.
+run_rendered_router() {
+	kubectl_admin -n "$sys" get deployment modelpool-router -o json >"$s/router-deployment.json"
+	expect_eq "router command" /usr/local/bin/modelpool-router \
+		"$(jq -r '.spec.template.spec.containers[0].command | join(" ")' "$s/router-deployment.json")"
+	mapfile -t rt_args < <(jq -r '.spec.template.spec.containers[0].args[]' "$s/router-deployment.json" |
+		sed -E 's/^(--(bind|metrics-bind|health-probe-bind)-address)=.*/\1=127.0.0.1:0/')
+	mapfile -t rt_env < <(rendered_env "$s/router-deployment.json")
+	echo "router: ${rt_env[*]} modelpool-router ${rt_args[*]}" >&2
+	env "${rt_env[@]}" "$MP_BUILD_DIR/modelpool-router" --kubeconfig "$MP_ROUTER_KUBECONFIG" "${rt_args[@]}" \
+		>>"$MP_STATE_DIR/router.log" 2>&1 &
+	MP_ROUTER_PID=$!
 }
 healthy() { curl -fsS "http://127.0.0.1:$hport/readyz"; }
 # scrape_code: the HTTP status of a scrape over HTTPS with the token of monitoring/prometheus.
@@ -52,7 +73,8 @@ log "members' CRD (their controller's) and the simulator; then helm install, por
 apply_crd "$MP_SOURCE_DIR/test/crds/inferenceservices.inference.llmkube.dev.yaml"
 start_sim --load-ms 100
 out=$(helm install modelpool-operator "$chart" -n "$sys" --create-namespace \
-	--set-json "metrics.port=$mport" --set-json "health.port=$hport" 2>&1) || fail "helm install:"$'\n'"$out"
+	--set-json "metrics.port=$mport" --set-json "health.port=$hport" --set router.enabled=true 2>&1) ||
+	fail "helm install:"$'\n'"$out"
 echo "$out" >&2
 grep -q "kubectl get modelpools --all-namespaces" <<<"$out" || fail "NOTES do not say how to check"
 expect_eq "release" "modelpool-operator deployed 1" \
@@ -64,6 +86,9 @@ kubectl_admin -n "$sys" get serviceaccount/modelpool-operator role/modelpool-ope
 	rolebinding/modelpool-operator-leader-election deployment/modelpool-operator >/dev/null
 kubectl_admin get clusterrole/modelpool-operator clusterrolebinding/modelpool-operator >/dev/null
 wait_for 60 kubectl_operator auth can-i list modelpools.$g -A
+kubectl_admin -n "$sys" get serviceaccount/modelpool-router deployment/modelpool-router service/modelpool-router >/dev/null
+wait_for 60 kubectl_router auth can-i patch modelpools.$g -A
+expect_eq "router can-i patch members" no "$(kubectl_router auth can-i patch inferenceservices.$g -A 2>/dev/null || true)"
 
 log "the operator, run from the rendered flags with the chart's rights, warms and swaps the sample pool"
 run_rendered_operator operator.log
@@ -84,6 +109,20 @@ expect_eq "scrape without a token" 401 "$(curl -sk -o /dev/null -w '%{http_code}
 expect_eq "scrape with metrics-reader's token (the chart's review rights)" 200 "$(scrape_code)"
 grep -Eq '^modelpool_swaps_total\{namespace="default",pool="shared-gpu"\} [1-9]' "$s/metrics.txt" ||
 	fail "no swap in /metrics: $(grep swaps_total "$s/metrics.txt")"
+
+log "the router, run from the rendered flags with the chart's router rights: ready, lists the pool's models, metrics reviewed"
+run_rendered_router
+wait_for 60 router_ready
+rport=$(router_port api)
+expect_eq "models the router fronts" "default/shared-gpu/llama-8b default/shared-gpu/qwen-7b" \
+	"$(curl -fsS "http://127.0.0.1:$rport/v1/models" |
+		jq -r '[.data[] | "\(.modelpool.namespace)/\(.modelpool.pool)/\(.id)"] | sort | join(" ")')"
+rmport=$(router_port metrics)
+expect_eq "router scrape without a token" 401 "$(curl -sk -o /dev/null -w '%{http_code}' "https://127.0.0.1:$rmport/metrics" || true)"
+expect_eq "router scrape with metrics-reader's token (the chart's router review rights)" 200 \
+	"$(curl -sk -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $reader" "https://127.0.0.1:$rmport/metrics" || true)"
+stop_router
+grep -qi forbidden "$MP_STATE_DIR/router.log" && fail "the router was refused something:"$'\n'"$(grep -i forbidden "$MP_STATE_DIR/router.log")"
 expect_eq "Lease holder (leader election from the chart's flag and Role)" modelpool-operator-helm-test \
 	"$(kubectl_admin -n "$sys" get lease modelpool-operator -o 'jsonpath={.spec.holderIdentity}' | cut -c1-28)"
 
@@ -98,6 +137,11 @@ wait_for 60 gone get clusterrolebinding modelpool-operator
 kubectl_admin -n default get role/modelpool-operator rolebinding/modelpool-operator >/dev/null
 wait_for 60 kubectl_operator auth can-i list modelpools.$g -n default
 expect_eq "can-i list pools in every namespace" no "$(kubectl_operator auth can-i list modelpools.$g -A 2>/dev/null || true)"
+wait_for 60 gone get clusterrole modelpool-router
+wait_for 60 kubectl_router auth can-i patch modelpools.$g -n default
+expect_eq "router can-i list pools in every namespace" no "$(kubectl_router auth can-i list modelpools.$g -A 2>/dev/null || true)"
+grep -qx -- --namespace=default <<<"$(kubectl_admin -n "$sys" get deployment modelpool-router -o jsonpath='{range .spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}')" ||
+	fail "no --namespace=default in the router's args after the upgrade"
 expect_eq "can-i patch members in kube-system" no \
 	"$(kubectl_operator auth can-i patch inferenceservices.$g -n kube-system 2>/dev/null || true)"
 run_rendered_operator operator-upgraded.log
@@ -118,6 +162,11 @@ for o in deployment/modelpool-operator serviceaccount/modelpool-operator role/mo
 	wait_for 60 gone -n "$sys" get "$o"
 done
 wait_for 60 gone -n default get role/modelpool-operator
+for o in deployment/modelpool-router serviceaccount/modelpool-router service/modelpool-router \
+	service/modelpool-router-metrics-service poddisruptionbudget/modelpool-router; do
+	wait_for 60 gone -n "$sys" get "$o"
+done
+wait_for 60 gone -n default get role/modelpool-router
 wait_for 60 gone -n default get rolebinding/modelpool-operator
 for o in clusterrole/modelpool-operator-metrics-reader clusterrole/modelpool-operator-metrics-auth \
 	clusterrolebinding/modelpool-operator-metrics-auth; do

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# ctest helm.lint: the chart without a cluster. helm lint clean; the default render holds exactly the expected
-# objects; each example of README's values table renders, changes the render, and (for the values that
-# change what the operator may do or how it runs) does what the table says; wrong values are refused by
-# name; the chart's CRD and appVersion are the repository's.
+# ctest helm.lint: the chart without a cluster. helm lint clean (router off and on); the default render holds
+# exactly the expected objects; each example of README's values table renders, changes the render, and (for
+# the values that change what the operator or the router may do or how it runs) does what the table says;
+# wrong values are refused by name; the chart's CRD and appVersion are the repository's.
 # Usage: MP_SOURCE_DIR=<repo> MP_BUILD_DIR=<build> bash test/helm/lint.sh
 set -euo pipefail
 export MP_SOURCE_DIR=${MP_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -19,6 +19,8 @@ s=$MP_STATE_DIR
 log "helm $("$MP_HELM" version --short): lint --strict is clean"
 out=$(helm lint --strict "$chart" 2>&1) || fail "helm lint --strict:"$'\n'"$out"
 grep -E '^\[(WARNING|ERROR)\]' <<<"$out" && fail "helm lint warned:"$'\n'"$out"
+out=$(helm lint --strict "$chart" --set router.enabled=true 2>&1) || fail "helm lint --strict with the router:"$'\n'"$out"
+grep -E '^\[(WARNING|ERROR)\]' <<<"$out" && fail "helm lint with the router warned:"$'\n'"$out"
 
 log "the chart's CRD is crd/ byte for byte; appVersion is the binary's version"
 cmp "$MP_SOURCE_DIR/crd/modelpools.inference.llmkube.dev.yaml" "$chart/crds/modelpools.inference.llmkube.dev.yaml" ||
@@ -146,6 +148,48 @@ helm template team-b "$chart" -n ops >"$s/team-b.yaml"
 expect_eq "objects of release team-b" "ClusterRole/team-b-modelpool-operator ClusterRole/team-b-modelpool-operator-metrics-reader ClusterRoleBinding/team-b-modelpool-operator Deployment/team-b-modelpool-operator Role/team-b-modelpool-operator-leader-election RoleBinding/team-b-modelpool-operator-leader-election Service/team-b-modelpool-operator-metrics-service ServiceAccount/team-b-modelpool-operator" \
 	"$(check kinds "$s/team-b.yaml" | paste -sd ' ' -)"
 
+log "router.enabled: the router's objects, its own ServiceAccount, rights and flags; the operator's unchanged"
+f=$(example router.enabled)
+expect_eq "objects added" "ClusterRole/modelpool-router ClusterRoleBinding/modelpool-router Deployment/modelpool-router PodDisruptionBudget/modelpool-router Service/modelpool-router Service/modelpool-router-metrics-service ServiceAccount/modelpool-router" \
+	"$(comm -13 <(check kinds "$s/default.yaml") <(check kinds "$f") | paste -sd ' ' -)"
+for o in $(check kinds "$s/default.yaml"); do
+	expect_eq "$o with the router on" "$(check get "$s/default.yaml" "$o" .)" "$(check get "$f" "$o" .)"
+done
+rd=Deployment/modelpool-router
+expect_eq "router image = the operator's" "$(check get "$s/default.yaml" $d $c.image)" "$(check get "$f" $rd $c.image)"
+expect_eq "router command" '["/usr/local/bin/modelpool-router"]' "$(check get "$f" $rd $c.command)"
+expect_eq "router args" '["--bind-address=:8080", "--metrics-bind-address=:8443", "--metrics-secure=true", "--health-probe-bind-address=:8081"]' \
+	"$(check get "$f" $rd $c.args)"
+expect_eq "router ServiceAccount" modelpool-router "$(check get "$f" $rd spec.template.spec.serviceAccountName)"
+expect_eq "router binding subject" '[{"kind": "ServiceAccount", "name": "modelpool-router", "namespace": "modelpool-system"}]' \
+	"$(check get "$f" ClusterRoleBinding/modelpool-router subjects)"
+expect_eq "router rules: read pools, members, Pods; patch pools; reviews" \
+	'inference.llmkube.dev/modelpools:get,list,watch,patch inference.llmkube.dev/inferenceservices:get,list,watch /pods:get,list,watch authentication.k8s.io/tokenreviews:create authorization.k8s.io/subjectaccessreviews:create' \
+	"$(check get "$f" ClusterRole/modelpool-router rules | jq -r 'map("\(.apiGroups | join(","))/\(.resources | join(",")):\(.verbs | join(","))") | join(" ")')"
+expect_eq "router Service: port 80 to http, selecting the router's Pods" "http/80/http $(check get "$f" $rd spec.selector.matchLabels)" \
+	"$(check get "$f" Service/modelpool-router 'spec.ports[0].name')/$(check get "$f" Service/modelpool-router 'spec.ports[0].port')/$(check get "$f" Service/modelpool-router 'spec.ports[0].targetPort') $(check get "$f" Service/modelpool-router spec.selector)"
+[ "$(check get "$f" $rd spec.selector.matchLabels)" != "$(check get "$f" $d spec.selector.matchLabels)" ] ||
+	fail "the router's and the operator's Deployments select the same Pods"
+expect_eq "router.replicas" 3 "$(check get "$(example router.replicas)" $rd spec.replicas)"
+expect_eq "router.service.port" 8000 "$(check get "$(example router.service.port)" Service/modelpool-router 'spec.ports[0].port')"
+expect_eq "router.resources" '{"limits": {"memory": "1Gi"}, "requests": {"cpu": "200m", "memory": "64Mi"}}' \
+	"$(check get "$(example router.resources)" $rd $c.resources)"
+expect_eq "router.extraArgs come last" '"--resident-grace=30s"' \
+	"$(check get "$(example router.extraArgs)" $rd $c.args | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)[-1]))')"
+render "$s/router-ns.yaml" --set router.enabled=true --set watchNamespace=team-a
+expect_eq "router Role namespace" team-a "$(check get "$s/router-ns.yaml" Role/modelpool-router metadata.namespace)"
+expect_eq "the router's Role and metrics-auth rules are its ClusterRole's" "$(check get "$f" ClusterRole/modelpool-router rules)" \
+	"$(python3 -c 'import json, sys; print(json.dumps(json.loads(sys.argv[1]) + json.loads(sys.argv[2]), sort_keys=True))' \
+		"$(check get "$s/router-ns.yaml" Role/modelpool-router rules)" "$(check get "$s/router-ns.yaml" ClusterRole/modelpool-router-metrics-auth rules)")"
+check kinds "$s/router-ns.yaml" | grep -qx ClusterRole/modelpool-router && fail "a router ClusterRole with watchNamespace"
+grep -q -- '"--namespace=team-a"' <<<"$(check get "$s/router-ns.yaml" $rd $c.args)" || fail "no --namespace=team-a for the router"
+render "$s/router-plain.yaml" --set router.enabled=true --set metrics.secure=false
+check get "$s/router-plain.yaml" ClusterRole/modelpool-router rules | grep -q tokenreviews && fail "router review rights with plain HTTP metrics"
+expect_eq "router metrics port name with metrics.secure=false" http "$(check get "$s/router-plain.yaml" $rd "$c.ports[1].name")"
+helm template team-b "$chart" -n ops --set router.enabled=true >"$s/team-b-router.yaml"
+expect_eq "router objects of release team-b" "ClusterRole/team-b-modelpool-router ClusterRoleBinding/team-b-modelpool-router Deployment/team-b-modelpool-router PodDisruptionBudget/team-b-modelpool-router Service/team-b-modelpool-router Service/team-b-modelpool-router-metrics-service ServiceAccount/team-b-modelpool-router" \
+	"$(check kinds "$s/team-b-router.yaml" | grep router | paste -sd ' ' -)"
+
 log "wrong values are refused with the value's name"
 bad() { # PATTERN ARGS...: helm template with ARGS must fail with PATTERN in its message.
 	local pattern=$1
@@ -164,5 +208,9 @@ bad "replicaCount > 1 needs leaderElection.enabled" --set leaderElection.enabled
 bad "metrics.port and health.port must differ" --set metrics.port=8081
 bad "/metrics/certSecret" --set metrics.certSecret=Not_A_Name
 bad "serviceAccount.name is required" --set serviceAccount.create=false
+bad "/router/replicas" --set router.enabled=true --set router.replicas=-1
+bad "/router/service/port" --set router.service.port=0
+bad "additional properties 'port' not allowed" --set router.port=9080
+bad "must not be 8080, the router's API port" --set router.enabled=true --set metrics.port=8080
 
 log "helm.lint: all checks passed"

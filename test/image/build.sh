@@ -2,8 +2,9 @@
 # ctest image.build: builds the operator's image from the Dockerfile with podman (scripts/image-build.sh; base
 # images from debootstrap, cached) and checks it without an API server: it runs as the non-root user the
 # Deployment expects, --help and --version work, every shared library resolves inside it (every symbol too,
-# LD_BIND_NOW), the test tree and compilers stayed in the build stage, and its OCI labels and EXPOSEd ports
-# match the project. Skipped (77) when podman cannot build or run containers here.
+# LD_BIND_NOW), the router's binary is at the command config/router runs and starts too, the test tree and
+# compilers stayed in the build stage, and its OCI labels and EXPOSEd ports match the project.
+# Skipped (77) when podman cannot build or run containers here.
 # Usage: bash test/image/build.sh BUILD_DIR (the tag is derived from it; test/image/run.sh runs the same image)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -55,11 +56,20 @@ expect_eq "--version (every symbol bound at start)" "modelpool-operator $version
 	"$(run -e LD_BIND_NOW=1 -- --version)"
 expect_fail_out=$(run -- --no-such-flag 2>&1) && fail "--no-such-flag succeeded: $expect_fail_out"
 
+echo "--- modelpool-router, at the command config/router's Deployment runs" >&2
+router_cmd=$(awk '/^ *command:/ { on = 1; next } on && /^ *- / { sub(/^ *- */, ""); print; exit }' \
+	"$top/config/router/deployment.yaml")
+[ -n "$router_cmd" ] || fail "no command in config/router/deployment.yaml"
+expect_eq "router --version (every symbol bound at start)" "modelpool-router $version" \
+	"$(run -e LD_BIND_NOW=1 --entrypoint "$router_cmd" -- --version)"
+
 echo "--- every shared library resolves inside the image" >&2
-libs=$(run --entrypoint /usr/bin/ldd -- /usr/local/bin/modelpool-operator) || fail "ldd failed inside: $libs"
-echo "$libs" >&2
-! grep -q 'not found' <<<"$libs" || fail "libraries missing in the image (above)"
-grep -q 'libcurl' <<<"$libs" || fail "ldd lists no libcurl: is this the operator?"
+for bin in /usr/local/bin/modelpool-operator "$router_cmd"; do
+	libs=$(run --entrypoint /usr/bin/ldd -- "$bin") || fail "ldd $bin failed inside: $libs"
+	echo "$bin:"$'\n'"$libs" >&2
+	! grep -q 'not found' <<<"$libs" || fail "libraries of $bin missing in the image (above)"
+	grep -q 'libmicrohttpd' <<<"$libs" || fail "ldd lists no libmicrohttpd for $bin: is this ours?"
+done
 
 echo "--- the build stage's tools and the test tree stayed out" >&2
 for f in /usr/bin/gcc /usr/bin/cmake /src /build; do
@@ -74,7 +84,8 @@ expect_eq "label licenses" "Apache-2.0" "$(label licenses)"
 grep -q 'Apache License' "$top/LICENSE" || fail "LICENSE is not the Apache license the label says"
 expect_eq "label revision" "$(git -C "$top" rev-parse HEAD 2>/dev/null || true)" "$(label revision)"
 expect_eq "label source" "$(git -C "$top" remote get-url origin 2>/dev/null || true)" "$(label source)"
-want_ports=$(sed -n 's/^ *containerPort: *\([0-9]*\).*/\1\/tcp/p' "$top/config/manager/manager.yaml" | sort | paste -sd ' ')
+want_ports=$(sed -n 's/^ *containerPort: *\([0-9]*\).*/\1\/tcp/p' "$top/config/manager/manager.yaml" \
+	"$top/config/router/deployment.yaml" | sort -u | paste -sd ' ')
 got_ports=$(inspect '{{range $p, $v := .Config.ExposedPorts}}{{$p}}{{"\n"}}{{end}}' | sed '/^$/d' | sort | paste -sd ' ')
-expect_eq "EXPOSE (the Deployment's containerPorts)" "$want_ports" "$got_ports"
+expect_eq "EXPOSE (both Deployments' containerPorts)" "$want_ports" "$got_ports"
 echo "image.build: all checks passed" >&2

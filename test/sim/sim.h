@@ -54,6 +54,17 @@
  *   (vllm:num_requests_running, tgi_batch_current_size, sglang:num_running_reqs); generic the path
  *   in inference.llmkube.dev/idle-endpoint (200 idle, 503 busy); all GET /health. Anything else
  *   404. GET /sim/requests answers how many requests the member served (itself not counted).
+ * OpenAI endpoints, every runtime (sim_oai.h has the format): POST /v1/chat/completions,
+ *   /v1/completions, /v1/embeddings read a JSON body (over 32 MiB: 413; not JSON or no model: 400;
+ *   another method: 405) and answer with the body's model and the header X-Sim-Pod: <pod>, after
+ *   max_tokens (default 8; embeddings 1) times sim.modelpool.test/token-ms (default 0) on a timer;
+ *   "stream": true answers SSE, one event per token at that pace, a last event with
+ *   finish_reason, then data: [DONE]. While any such request is in flight on a Pod (headers in,
+ *   answer not yet handed over, client still there), that Pod's idle probe is busy (the gauge
+ *   counts them), whatever the busy annotation says.
+ *   sim.modelpool.test/served-model: <name>  a body naming another model gets vLLM's 404
+ *   A Pod that stops serving drops its requests in flight with their connections (reset). A
+ *   client that leaves ends its request at once, streamed or not (httpd_req_on_close).
  * stdout, one line per change, in the order things happened (each printed right after the write
  *   that caused it, before the operator can see that write):
  *   sim <ns>/<name> pod=<pod> state=<Pending|Running|Failed|Terminating|Gone> ip=<addr|-> busy=<b>

@@ -18,8 +18,12 @@
 #include "util/strmap.h"
 #include "sim_hang.h"
 #include "sim_isvc.h"
+#include "sim_oai.h"
 
 #define SIM_INDEX_MEMBER "member"
+/* A Pod serves its probes and the OpenAI requests of several clients at once (a router's held
+ * requests, a load test). */
+#define SIM_POD_CONNECTIONS 1024
 /* A Pod this process created but the cache never showed is forgotten after this: it was deleted
  * before its ADDED event could arrive (or the watch is far behind, and a relist will bring it). */
 #define SIM_UNSEEN_FORGET_MS 30000
@@ -41,6 +45,7 @@ typedef enum { SIM_POD_RUNNING, SIM_POD_FAILED, SIM_POD_EVICTED } sim_pod_state;
 
 typedef struct sim_member sim_member;
 typedef struct sim_pod sim_pod;
+typedef struct sim_infer sim_infer;
 
 struct sim_pod {
     sim_pod *next;
@@ -56,8 +61,10 @@ struct sim_pod {
      * test can hold a Pod (load-ms or terminate-ms huge) and release it by lowering them. */
     uint64_t born_ms, term_since_ms;
     uint64_t load_timer, load_at, term_timer, term_at;
-    unsigned mark;  /* pass number of the last time it was in the cache */
-    httpd *http;    /* the probe endpoints, answered at once */
+    unsigned mark;     /* pass number of the last time it was in the cache */
+    httpd *http;       /* the probe endpoints (answered at once) and the OpenAI ones */
+    sim_infer *infers; /* OpenAI requests in flight: the probe says busy meanwhile */
+    int inflight;
     sim_hang *hang; /* or, with probe: "hang", a listener that answers nothing */
     int http_port;  /* the port of either */
     char *shown;    /* the last state line printed for it */
@@ -343,10 +350,12 @@ static sim_pod *sim_pod_new(sim_member *m, const char *name)
     return p;
 }
 
+static void sim_pod_http_stop(sim_pod *p);
+
 static void sim_pod_free(sim_pod *p)
 {
     sim *s = p->m->s;
-    httpd_stop(p->http);
+    sim_pod_http_stop(p);
     sim_hang_stop(p->hang, NULL, NULL);
     ev_timer_cancel(s->loop, p->load_timer);
     ev_timer_cancel(s->loop, p->term_timer);
@@ -384,7 +393,7 @@ static void sim_answer(sim_pod *p, const char *method, const char *path, sim_rep
         return;
     }
     m->requests++;
-    sim_isvc_answer(store_get(informer_store(m->s->isvcs), m->key), path, out);
+    sim_isvc_answer(store_get(informer_store(m->s->isvcs), m->key), path, p->inflight, out);
     if (log_enabled(LOG_DEBUG)) {
         char code[8];
         snprintf(code, sizeof(code), "%u", out->code);
@@ -393,16 +402,233 @@ static void sim_answer(sim_pod *p, const char *method, const char *path, sim_rep
     }
 }
 
-static void sim_on_request(void *ud, const char *method, const char *path, httpd_reply *out)
+/* ---- OpenAI requests ---- */
+
+/* One OpenAI request on a Pod, from its headers until its answer is handed to httpd. */
+struct sim_infer {
+    sim_infer *prev, *next; /* the Pod's requests in flight */
+    sim_pod *p;
+    httpd_req *r;
+    sim_oai_kind kind;
+    char *body; /* the request body as read so far */
+    size_t len, cap;
+    sim_oai_req q;
+    int sent;          /* stream: token events written */
+    uint64_t token_ms; /* the member's per-token delay when the body was in */
+    uint64_t timer;
+    char id[48];
+    long created;
+};
+
+static void sim_infer_free(sim_infer *w)
 {
-    sim_reply r;
-    sim_answer(ud, method, path, &r);
-    out->code = r.code;
-    out->content_type = r.content_type;
-    out->len = strlen(r.body);
-    out->body = strdup(r.body);
-    if (!out->body)
-        *out = (httpd_reply){.code = 500};
+    sim_pod *p = w->p;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        p->infers = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    p->inflight--;
+    ev_timer_cancel(p->m->s->loop, w->timer);
+    sim_oai_req_clear(&w->q);
+    free(w->body);
+    free(w);
+}
+
+/* The client left before the answer: the request is no longer in flight. */
+static void sim_infer_on_close(void *ud)
+{
+    sim_infer *w = ud;
+    log_kv(LOG_DEBUG, "client gone", "member", w->p->m->key, "pod", w->p->name, NULL);
+    sim_infer_free(w);
+}
+
+/* Answers w with a whole body (taken; NULL: out of memory, a 500) and forgets it. */
+static void sim_infer_send(sim_infer *w, unsigned code, char *body)
+{
+    if (!body)
+        code = 500;
+    char len[24];
+    snprintf(len, sizeof(len), "%zu", body ? strlen(body) : 0);
+    httpd_header hd[] = {
+        {"Content-Type", "application/json"}, {"X-Sim-Pod", w->p->name}, {"Content-Length", len}};
+    httpd_req *r = w->r;
+    if (httpd_req_stream_begin(r, code, hd, 3) == 0) {
+        int rc = body ? httpd_req_stream_write(r, body, strlen(body)) : 0;
+        httpd_req_stream_end(r, rc >= 0);
+    } else {
+        httpd_reply out = {.code = 500};
+        httpd_req_reply(r, &out);
+    }
+    free(body);
+    sim_infer_free(w);
+}
+
+static void sim_infer_on_token(ev_loop *loop, void *ud)
+{
+    sim_infer *w = ud;
+    w->timer = 0;
+    /* A few hundred bytes a token, a bounded number of tokens: what the client has not read yet
+     * stays in httpd's buffer rather than pausing the simulated generation. */
+    char *event = sim_oai_chunk(&w->q, w->id, w->created, w->sent);
+    int rc = event ? httpd_req_stream_write(w->r, event, strlen(event)) : -1;
+    free(event);
+    if (rc >= 0 && ++w->sent < w->q.tokens) {
+        w->timer = ev_timer_add(loop, w->token_ms, sim_infer_on_token, w);
+        if (w->timer)
+            return;
+        rc = -1;
+    }
+    if (rc >= 0 && (event = sim_oai_chunk_last(&w->q, w->id, w->created))) {
+        rc = httpd_req_stream_write(w->r, event, strlen(event));
+        free(event);
+        if (rc >= 0)
+            rc = httpd_req_stream_write(w->r, SIM_OAI_DONE, strlen(SIM_OAI_DONE));
+    } else {
+        rc = -1;
+    }
+    httpd_req_stream_end(w->r, rc >= 0); /* a failure truncates the stream, as a crash would */
+    sim_infer_free(w);
+}
+
+static void sim_infer_on_done(ev_loop *loop, void *ud)
+{
+    (void)loop;
+    sim_infer *w = ud;
+    w->timer = 0;
+    sim_infer_send(w, 200, sim_oai_response(&w->q, w->id, w->created));
+}
+
+/* The whole body is in: answer as the member's annotations say, after the simulated work. */
+static void sim_infer_start(sim_infer *w)
+{
+    sim_member *m = w->p->m;
+    char *err = NULL;
+    if (sim_oai_parse(w->kind, w->body, w->len, &w->q, &err) < 0) {
+        sim_infer_send(w, 400, err);
+        return;
+    }
+    const cJSON *isvc = store_get(informer_store(m->s->isvcs), m->key);
+    const char *served = sim_isvc_annotation(isvc, "sim.modelpool.test/served-model");
+    if (served && strcmp(served, w->q.model) != 0) {
+        sim_infer_send(w, 404, sim_oai_model_not_found(w->q.model));
+        return;
+    }
+    w->token_ms = sim_isvc_ms(isvc, "sim.modelpool.test/token-ms", 0);
+    w->created = (long)time(NULL);
+    snprintf(w->id, sizeof(w->id), "%s-%s-%llu",
+             w->kind == SIM_OAI_CHAT          ? "chatcmpl"
+             : w->kind == SIM_OAI_COMPLETIONS ? "cmpl"
+                                              : "emb",
+             w->p->name, (unsigned long long)m->requests);
+    if (w->q.stream) {
+        httpd_header hd[] = {{"Content-Type", "text/event-stream"},
+                             {"Cache-Control", "no-cache"},
+                             {"X-Sim-Pod", w->p->name}};
+        if (httpd_req_stream_begin(w->r, 200, hd, 3) < 0) {
+            sim_infer_send(w, 500, NULL);
+            return;
+        }
+        if (!(w->timer = ev_timer_add(m->s->loop, w->token_ms, sim_infer_on_token, w))) {
+            httpd_req_stream_end(w->r, false);
+            sim_infer_free(w);
+        }
+        return;
+    }
+    uint64_t ms = w->token_ms * (uint64_t)w->q.tokens;
+    if (!(w->timer = ev_timer_add(m->s->loop, ms, sim_infer_on_done, w)))
+        sim_infer_send(w, 500, NULL);
+}
+
+static void sim_infer_on_body(void *ud, const char *data, size_t len, bool end)
+{
+    sim_infer *w = ud;
+    if (len > SIM_OAI_BODY_MAX - w->len) {
+        sim_infer_send(
+            w, 413, sim_oai_error("the request body is over 32 MiB", "invalid_request_error", 413));
+        return;
+    }
+    if (w->len + len > w->cap) {
+        size_t cap = w->cap ? w->cap : 4096;
+        while (cap < w->len + len)
+            cap *= 2;
+        char *b = realloc(w->body, cap);
+        if (!b) {
+            sim_infer_send(w, 500, NULL);
+            return;
+        }
+        w->body = b;
+        w->cap = cap;
+    }
+    if (len)
+        memcpy(w->body + w->len, data, len);
+    w->len += len;
+    if (end)
+        sim_infer_start(w);
+}
+
+/* A POST to an OpenAI endpoint: in flight from now until answered. */
+static void sim_infer_new(sim_pod *p, httpd_req *r, sim_oai_kind kind)
+{
+    sim_infer *w = calloc(1, sizeof(*w));
+    if (!w) {
+        httpd_reply out = {.code = 500};
+        httpd_req_reply(r, &out);
+        return;
+    }
+    *w = (sim_infer){.p = p, .r = r, .kind = kind, .next = p->infers};
+    if (p->infers)
+        p->infers->prev = w;
+    p->infers = w;
+    p->inflight++;
+    p->m->requests++;
+    httpd_req_on_close(r, sim_infer_on_close, w);
+    const char *cl = httpd_req_header(r, "Content-Length");
+    if (cl && strtoull(cl, NULL, 10) > SIM_OAI_BODY_MAX) { /* refused before reading it */
+        sim_infer_send(
+            w, 413, sim_oai_error("the request body is over 32 MiB", "invalid_request_error", 413));
+        return;
+    }
+    if (httpd_req_body(r, sim_infer_on_body, w) < 0)
+        sim_infer_send(w, 500, NULL);
+}
+
+/* Drops the requests in flight (httpd forgets them with their connections), then the server. */
+static void sim_pod_http_stop(sim_pod *p)
+{
+    while (p->infers)
+        sim_infer_free(p->infers);
+    httpd_stop(p->http);
+    p->http = NULL;
+}
+
+static void sim_on_request(void *ud, httpd_req *r)
+{
+    sim_pod *p = ud;
+    const char *method = httpd_req_method(r), *path = httpd_req_path(r);
+    sim_oai_kind kind;
+    if (sim_oai_kind_of(path, &kind) == 0) {
+        if (strcmp(method, "POST") == 0) {
+            sim_infer_new(p, r, kind);
+            return;
+        }
+        char *body = sim_oai_error("use POST", "invalid_request_error", 405);
+        httpd_reply out = {.code = 405,
+                           .content_type = "application/json",
+                           .body = body,
+                           .len = body ? strlen(body) : 0};
+        httpd_req_reply(r, &out);
+        return;
+    }
+    sim_reply rep;
+    sim_answer(p, method, path, &rep);
+    httpd_reply out = {
+        .code = rep.code, .content_type = rep.content_type, .body = strdup(rep.body)};
+    out.len = out.body ? strlen(out.body) : 0;
+    if (!out.body)
+        out = (httpd_reply){.code = 500};
+    httpd_req_reply(r, &out);
 }
 
 /* Logged at info level: a test waits for this line to know a probe is in flight and hung. */
@@ -423,8 +649,7 @@ static void sim_pod_unserve(sim_pod *p)
 {
     if (p->http || p->hang)
         log_kv(LOG_DEBUG, "stopped serving", "member", p->m->key, "pod", p->name, NULL);
-    httpd_stop(p->http);
-    p->http = NULL;
+    sim_pod_http_stop(p);
     sim_hang_stop(p->hang, NULL, NULL);
     p->hang = NULL;
 }
@@ -445,8 +670,7 @@ static int sim_pod_serve(sim_pod *p, const cJSON *isvc, bool want, char *err, si
         sim_hang_stop(p->hang, sim_hang_release, p);
         p->hang = NULL;
     } else if (p->http && hang) {
-        httpd_stop(p->http);
-        p->http = NULL;
+        sim_pod_http_stop(p);
     }
     if (!want || p->http || p->hang)
         return 0;
@@ -457,7 +681,11 @@ static int sim_pod_serve(sim_pod *p, const cJSON *isvc, bool want, char *err, si
     } else {
         char bind[40];
         snprintf(bind, sizeof(bind), "%s:%d", ip, port);
-        p->http = httpd_start(p->m->s->loop, bind, sim_on_request, p, err, errlen);
+        httpd_config cfg = {.bind = bind,
+                            .request = sim_on_request,
+                            .ud = p,
+                            .max_connections = SIM_POD_CONNECTIONS};
+        p->http = httpd_start_config(p->m->s->loop, &cfg, err, errlen);
     }
     if (!p->http && !p->hang)
         return -1;

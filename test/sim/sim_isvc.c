@@ -95,7 +95,7 @@ static void sim_reply_set(sim_reply *out, unsigned code, const char *ctype, cons
     snprintf(out->body, sizeof(out->body), "%s", body);
 }
 
-void sim_isvc_answer(const cJSON *isvc, const char *path, sim_reply *out)
+void sim_isvc_answer(const cJSON *isvc, const char *path, int inflight, sim_reply *out)
 {
     static const char text[] = "text/plain; charset=utf-8";
     static const char json[] = "application/json";
@@ -104,7 +104,8 @@ void sim_isvc_answer(const cJSON *isvc, const char *path, sim_reply *out)
         sim_reply_set(out, 500, text, "simulated error\n");
         return;
     }
-    bool busy = sim_isvc_flag(isvc, "sim.modelpool.test/busy");
+    bool busy = inflight > 0 || sim_isvc_flag(isvc, "sim.modelpool.test/busy");
+    int running = inflight > 0 ? inflight : busy; /* the gauge: requests being processed */
     const sim_runtime *rt = sim_runtime_of(isvc);
     const char *idle_path = rt ? rt->path : NULL;
     if (rt && strcmp(rt->name, "generic") == 0)
@@ -118,7 +119,7 @@ void sim_isvc_answer(const cJSON *isvc, const char *path, sim_reply *out)
         out->code = 200;
         out->content_type = "text/plain; version=0.0.4";
         snprintf(out->body, sizeof(out->body), "# TYPE %s gauge\n%s{model_name=\"sim\"} %d\n",
-                 rt->metric, rt->metric, busy ? 1 : 0);
+                 rt->metric, rt->metric, running);
     } else if (rt->path) {
         sim_reply_set(out, 200, json,
                       busy ? "[{\"id\":0,\"is_processing\":true}]"

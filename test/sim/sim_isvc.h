@@ -31,8 +31,9 @@ typedef struct sim_reply {
     char body[256];
 } sim_reply;
 
-/* The answer to GET path from a member whose InferenceService is isvc (NULL: no longer cached,
- * answered as an idle llama.cpp). */
-void sim_isvc_answer(const cJSON *isvc, const char *path, sim_reply *out);
+/* The answer to GET path from a member's Pod whose InferenceService is isvc (NULL: no longer
+ * cached, answered as an idle llama.cpp) with inflight OpenAI requests in progress: busy while
+ * any is, or while the busy annotation says so. */
+void sim_isvc_answer(const cJSON *isvc, const char *path, int inflight, sim_reply *out);
 
 #endif

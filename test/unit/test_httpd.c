@@ -116,7 +116,10 @@ static void on_request(void *ud, httpd_req *r)
         s->held = r;
         assert_true(ev_timer_add(s->loop, 20, on_timer, s) > 0);
     } else {
-        reply(r, 200, httpd_req_path(r));
+        char *target = httpd_req_target(r); /* the path, and the query re-encoded */
+        assert_non_null(target);
+        reply(r, 200, target);
+        free(target);
     }
 }
 
@@ -139,6 +142,10 @@ static void test_async(void **state)
     assert_true(c.closed);
     assert_non_null(strstr(c.resp, " 200 "));
     assert_non_null(strstr(c.resp, "\r\n\r\n/now"));
+    client_send(loop, &c, httpd_port(h), "/now?api-version=2024-02&x=a%20b%2F&flag", NULL);
+    run(loop);
+    close(c.fd);
+    assert_non_null(strstr(c.resp, "\r\n\r\n/now?api-version=2024-02&x=a%20b%2F&flag"));
 
     /* Later, from a timer, after the connection was suspended; two in a row on fresh connections.
      */
@@ -156,7 +163,7 @@ static void test_async(void **state)
     close(c.fd);
     assert_non_null(strstr(c.resp, " 401 "));
     assert_non_null(strstr(c.resp, "WWW-Authenticate: Bearer"));
-    assert_int_equal(s.calls, 4);
+    assert_int_equal(s.calls, 5);
 
     /* Stopped while a request waits: the request goes with its connection. */
     s.never = true;

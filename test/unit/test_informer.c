@@ -1,6 +1,9 @@
-/* Unit tests for the informer's pure parts: the relist diff (what a 410 relist delivers), the
- * reflector-style backoff, the watch timeout and what a caller waiting for a sync is told. The
- * list/watch machinery itself is tested end to end against a real kube-apiserver. */
+/* Unit tests for the informer: its pure parts (the relist diff, what a 410 relist delivers; the
+ * reflector-style backoff; the watch timeout; what a caller waiting for a sync is told), and its
+ * list/watch machine against a scripted HTTP responder for what a real API server will not do on
+ * demand: a watch resumed from the last resourceVersion after a normal end and after a cut, a
+ * relist on 410 (as an ERROR event and as an answer), a 429 with Retry-After on a watch. The
+ * same machine runs end to end against a real kube-apiserver in the e2e suite. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +15,8 @@
 #include <string.h>
 
 #include "informer/informer.h"
+#include "kube/client.h"
+#include "scripted_http.h"
 
 static cJSON *obj_new(const char *ns, const char *name, const char *rv)
 {
@@ -269,6 +274,289 @@ static void test_names_and_waiting(void **state)
     ev_free(loop);
 }
 
+/* ---- the list/watch machine against the scripted responder ---- */
+
+typedef struct ti {
+    ev_loop *loop;
+    kube_client *client;
+    informer *inf;
+    int adds, updates, deletes, listed;
+    int nerrors;
+    char errors[8][256];
+    long error_codes[8];
+    bool timed_out;
+} ti;
+
+static void ti_add(void *ud, const void *o)
+{
+    (void)o;
+    ((ti *)ud)->adds++;
+}
+static void ti_update(void *ud, const void *a, const void *b)
+{
+    (void)a;
+    (void)b;
+    ((ti *)ud)->updates++;
+}
+static void ti_delete(void *ud, const void *o)
+{
+    (void)o;
+    ((ti *)ud)->deletes++;
+}
+static void ti_listed(void *ud)
+{
+    ((ti *)ud)->listed++;
+}
+static void ti_error(void *ud, const kube_error *err)
+{
+    ti *t = ud;
+    assert_true(t->nerrors < 8);
+    snprintf(t->errors[t->nerrors], sizeof(t->errors[0]), "%s", err->message);
+    t->error_codes[t->nerrors++] = err->http_code;
+}
+static void ti_guard(ev_loop *loop, void *ud)
+{
+    ((ti *)ud)->timed_out = true;
+    ev_stop(loop);
+}
+
+/* An informer of pods (whole JSON records) through a client of the responder on port. */
+static void ti_start(ti *t, ev_loop *loop, int port)
+{
+    kube_config cfg = {0};
+    kube_error err = {0};
+    assert_true(asprintf(&cfg.server, "http://127.0.0.1:%d", port) > 0);
+    t->loop = loop;
+    t->client = kube_client_new(loop, &cfg, &err);
+    kube_config_clear(&cfg);
+    assert_non_null(t->client);
+    informer_config ic = {.group = "", .version = "v1", .resource = "pods", .seed = 42};
+    informer_handlers h = {.on_add = ti_add,
+                           .on_update = ti_update,
+                           .on_delete = ti_delete,
+                           .on_error = ti_error,
+                           .on_listed = ti_listed,
+                           .ud = t};
+    t->inf = informer_new(loop, t->client, &ic, &h);
+    assert_non_null(t->inf);
+    assert_int_equal(informer_start(t->inf), 0);
+}
+
+/* Runs until the responder has seen the requests it waits for (srv.stop_at). */
+static void ti_run(ti *t)
+{
+    uint64_t guard = ev_timer_add(t->loop, 20000, ti_guard, t);
+    ev_run(t->loop);
+    ev_timer_cancel(t->loop, guard);
+    assert_false(t->timed_out);
+}
+
+static void ti_finish(ti *t, srv *s, ev_loop *loop)
+{
+    informer_free(t->inf);
+    kube_client_free(t->client);
+    srv_stop(s);
+    ev_free(loop);
+}
+
+/* A pod list at resourceVersion rv with the named pods (resourceVersion 1 each). */
+static char *ti_list(const char *rv, const char *names)
+{
+    char items[512] = "";
+    char copy[64];
+    snprintf(copy, sizeof(copy), "%s", names);
+    for (char *save = NULL, *n = strtok_r(copy, " ", &save); n; n = strtok_r(NULL, " ", &save)) {
+        size_t len = strlen(items);
+        snprintf(items + len, sizeof(items) - len,
+                 "%s{\"metadata\":{\"namespace\":\"ns\",\"name\":\"%s\",\"resourceVersion\":"
+                 "\"1\"}}",
+                 len ? "," : "", n);
+    }
+    char *body;
+    assert_true(asprintf(&body,
+                         "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{"
+                         "\"resourceVersion\":\"%s\"},\"items\":[%s]}",
+                         rv, items) > 0);
+    char *http = srv_http("200 OK", "", body);
+    free(body);
+    return http;
+}
+
+static const char ti_watch_head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                    "Transfer-Encoding: chunked\r\n\r\n";
+
+/* One watch event line as a chunk. */
+static char *ti_event(const char *type, const char *name, const char *rv)
+{
+    char line[256];
+    if (name)
+        snprintf(line, sizeof(line),
+                 "{\"type\":\"%s\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\","
+                 "\"metadata\":{\"namespace\":\"ns\",\"name\":\"%s\",\"resourceVersion\":"
+                 "\"%s\"}}}\n",
+                 type, name, rv);
+    else
+        snprintf(line, sizeof(line),
+                 "{\"type\":\"%s\",\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\","
+                 "\"metadata\":{\"resourceVersion\":\"%s\"}}}\n",
+                 type, rv);
+    return srv_chunk(line, strlen(line));
+}
+
+/* The request line of request i, for the failure message. */
+static bool ti_request_has(const srv *s, int i, const char *what)
+{
+    assert_true(i < s->nrequests);
+    const char *r = s->requests[i];
+    const char *hit = strstr(r, what);
+    if (!hit || hit > strstr(r, "\r\n"))
+        fail_msg("request %d: no \"%s\" in %.*s", i, what, (int)strcspn(r, "\r"), r);
+    return true;
+}
+
+/* A watch that ends normally (the server's timeoutSeconds) resumes from the last resourceVersion,
+ * a bookmark's included; one cut mid-stream resumes from the last event's, after the backoff,
+ * without a relist. */
+static void test_watch_resumes_from_last_version(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    srv_reply replies[] = {
+        {.match = "GET /api/v1/pods?limit=500 "},
+        {.match = "watch=1&resourceVersion=10&"},
+        {.match = "watch=1&resourceVersion=12&", .then = SRV_RESET},
+        {.match = "watch=1&resourceVersion=13&", .delay_ms = 60000},
+    };
+    srv_start(&s, loop, replies, 4);
+    s.stop_at = 4;
+    replies[0].pieces[0] = srv_own(&s, ti_list("10", "a"));
+    replies[1].pieces[0] = ti_watch_head;
+    replies[1].pieces[1] = srv_own(&s, ti_event("ADDED", "b", "11"));
+    replies[1].pieces[2] = srv_own(&s, ti_event("BOOKMARK", NULL, "12"));
+    replies[1].pieces[3] = "0\r\n\r\n";
+    replies[2].pieces[0] = ti_watch_head;
+    replies[2].pieces[1] = srv_own(&s, ti_event("MODIFIED", "a", "13"));
+    replies[3].pieces[0] = ti_watch_head;
+    ti t = {0};
+    ti_start(&t, loop, s.port);
+    ti_run(&t);
+    ti_request_has(&s, 0, "GET /api/v1/pods?limit=500 ");
+    ti_request_has(&s, 1, "watch=1&resourceVersion=10&allowWatchBookmarks=true&");
+    ti_request_has(&s, 2, "watch=1&resourceVersion=12&"); /* the bookmark's */
+    ti_request_has(&s, 3, "watch=1&resourceVersion=13&"); /* the last event's, after the cut */
+    assert_int_equal(t.listed, 1);                        /* never listed again */
+    assert_int_equal(t.adds, 2);
+    assert_int_equal(t.updates, 1);
+    assert_int_equal(t.nerrors, 1); /* the cut */
+    assert_int_equal(t.error_codes[0], 0);
+    assert_string_equal(informer_resource_version(t.inf), "13");
+    informer_stats st;
+    informer_stats_get(t.inf, &st);
+    assert_int_equal(st.relists, 0);
+    ti_finish(&t, &s, loop);
+}
+
+/* 410 Gone, as an ERROR event in the stream and as the answer to a watch: the informer lists
+ * again (no resourceVersion: the current state) and the relist's diff takes back what was deleted
+ * meanwhile; then it watches from the new list's resourceVersion. */
+static void test_relist_on_410(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    srv_reply replies[] = {
+        {.match = "GET /api/v1/pods?limit=500 "},
+        {.match = "watch=1&resourceVersion=10&"},
+        {.match = "GET /api/v1/pods?limit=500 "},
+        {.match = "watch=1&resourceVersion=20&"},
+        {.match = "GET /api/v1/pods?limit=500 "},
+        {.match = "watch=1&resourceVersion=30&", .delay_ms = 60000},
+    };
+    srv_start(&s, loop, replies, 6);
+    s.stop_at = 6;
+    replies[0].pieces[0] = srv_own(&s, ti_list("10", "a b"));
+    replies[1].pieces[0] = ti_watch_head;
+    static const char gone[] =
+        "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,\"reason\":"
+        "\"Expired\",\"message\":\"too old resource version: 10 (15)\"}}\n";
+    replies[1].pieces[1] = srv_own(&s, srv_chunk(gone, strlen(gone)));
+    replies[2].pieces[0] = srv_own(&s, ti_list("20", "a"));
+    replies[3].pieces[0] =
+        srv_own(&s, srv_http("410 Gone", "",
+                             "{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\","
+                             "\"message\":\"too old resource version: 20 (25)\"}"));
+    replies[4].pieces[0] = srv_own(&s, ti_list("30", "a c"));
+    replies[5].pieces[0] = ti_watch_head;
+    ti t = {0};
+    ti_start(&t, loop, s.port);
+    ti_run(&t);
+    ti_request_has(&s, 1, "watch=1&resourceVersion=10&");
+    ti_request_has(&s, 2, "GET /api/v1/pods?limit=500 "); /* relist after the ERROR event */
+    ti_request_has(&s, 3, "watch=1&resourceVersion=20&");
+    ti_request_has(&s, 4, "GET /api/v1/pods?limit=500 "); /* relist after the 410 answer */
+    ti_request_has(&s, 5, "watch=1&resourceVersion=30&");
+    assert_int_equal(t.listed, 3);
+    assert_int_equal(t.nerrors, 2);
+    assert_int_equal(t.error_codes[0], 410);
+    assert_int_equal(t.error_codes[1], 410);
+    assert_int_equal(t.adds, 3);    /* a, b, then c */
+    assert_int_equal(t.deletes, 1); /* b, gone by the first relist */
+    store *st = informer_store(t.inf);
+    assert_int_equal(store_count(st), 2);
+    assert_non_null(store_get(st, "ns/a"));
+    assert_non_null(store_get(st, "ns/c"));
+    informer_stats stats;
+    informer_stats_get(t.inf, &stats);
+    assert_int_equal(stats.relists, 2);
+    ti_finish(&t, &s, loop);
+}
+
+/* The wait an error message announces ("... (next try in N ms)"). */
+static long ti_next_try_ms(const char *msg)
+{
+    const char *p = strstr(msg, "(next try in ");
+    if (!p)
+        fail_msg("no next try in \"%s\"", msg);
+    return strtol(p + strlen("(next try in "), NULL, 10);
+}
+
+/* A watch answered 429 with Retry-After waits what the server asked (the backoff alone is
+ * 0.8-1.6 s), then resumes from the same resourceVersion; a 503 without one waits the next
+ * backoff step, twice as long as the first, with jitter. */
+static void test_watch_429_honours_retry_after(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    srv_reply replies[] = {
+        {.match = "GET /api/v1/pods?limit=500 "},
+        {.match = "watch=1&resourceVersion=10&"},
+        {.match = "watch=1&resourceVersion=10&"},
+        {.match = "watch=1&resourceVersion=10&", .delay_ms = 60000},
+    };
+    srv_start(&s, loop, replies, 4);
+    s.stop_at = 4;
+    replies[0].pieces[0] = srv_own(&s, ti_list("10", "a"));
+    replies[1].pieces[0] =
+        srv_own(&s, srv_http("429 Too Many Requests", "Retry-After: 2\r\n",
+                             "{\"kind\":\"Status\",\"code\":429,\"reason\":\"TooManyRequests\","
+                             "\"message\":\"too many requests, please try again later\"}"));
+    replies[2].pieces[0] = srv_own(&s, srv_http("503 Service Unavailable", "", "unavailable"));
+    replies[3].pieces[0] = ti_watch_head;
+    ti t = {0};
+    ti_start(&t, loop, s.port);
+    ti_run(&t);
+    assert_int_equal(t.nerrors, 2);
+    assert_int_equal(t.error_codes[0], 429);
+    assert_int_equal(ti_next_try_ms(t.errors[0]), 2000);
+    assert_int_equal(t.error_codes[1], 503);
+    long second = ti_next_try_ms(t.errors[1]);
+    assert_true(second >= 1600 && second < 3200);
+    assert_int_equal(t.listed, 1); /* resumed, never relisted */
+    ti_finish(&t, &s, loop);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -280,6 +568,9 @@ int main(void)
         cmocka_unit_test(test_backoff),
         cmocka_unit_test(test_watch_timeout),
         cmocka_unit_test(test_names_and_waiting),
+        cmocka_unit_test(test_watch_resumes_from_last_version),
+        cmocka_unit_test(test_relist_on_410),
+        cmocka_unit_test(test_watch_429_honours_retry_after),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "loopback.h"
+#include "scripted_http.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,209 +24,6 @@
 
 #include "kube/client.h"
 #include "util/scratch.h"
-
-/* ---- the scripted responder ---- */
-
-#define SRV_GAP_MS 30 /* between pieces, so each reaches the client on its own */
-#define SRV_MAX 16
-
-typedef enum { SRV_KEEP, SRV_CLOSE, SRV_RESET } srv_then;
-
-typedef struct {
-    const char *match;      /* substring of the request line that picks this reply */
-    const char *pieces[12]; /* raw bytes written in turn; NULL ends */
-    srv_then then;          /* after the last piece */
-    int delay_ms;           /* before the first piece */
-    bool used;
-} srv_reply;
-
-typedef struct srv srv;
-
-typedef struct {
-    srv *s;
-    int fd;
-    char *in;
-    size_t inlen;
-    srv_reply *reply; /* being written */
-    int piece;
-    uint64_t timer;
-} srv_conn;
-
-struct srv {
-    ev_loop *loop;
-    int lfd, port;
-    srv_reply *replies;
-    size_t nreplies;
-    char *requests[SRV_MAX];
-    int nrequests, naccepts;
-    srv_conn conns[SRV_MAX];
-    char *owned[SRV_MAX]; /* strings built for replies */
-    int nowned;
-};
-
-static void srv_close(srv_conn *k, bool reset)
-{
-    if (k->fd < 0)
-        return;
-    if (reset) {
-        struct linger lg = {1, 0}; /* close with RST */
-        setsockopt(k->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-    }
-    ev_fd_clear(k->s->loop, k->fd);
-    ev_timer_cancel(k->s->loop, k->timer);
-    close(k->fd);
-    free(k->in);
-    *k = (srv_conn){.s = k->s, .fd = -1};
-}
-
-static void srv_try_request(srv_conn *k);
-
-static void srv_write_next(ev_loop *loop, void *ud)
-{
-    srv_conn *k = ud;
-    k->timer = 0;
-    const char *p = k->reply->pieces[k->piece];
-    if (p) {
-        size_t len = strlen(p);
-        assert_int_equal(send(k->fd, p, len, MSG_NOSIGNAL), (ssize_t)len);
-        k->piece++;
-    }
-    if (k->reply->pieces[k->piece]) {
-        k->timer = ev_timer_add(loop, SRV_GAP_MS, srv_write_next, k);
-        return;
-    }
-    srv_then then = k->reply->then;
-    k->reply = NULL;
-    if (then == SRV_KEEP)
-        srv_try_request(k);
-    else
-        srv_close(k, then == SRV_RESET);
-}
-
-/* Answers the next complete request in the connection's buffer, if any. */
-static void srv_try_request(srv_conn *k)
-{
-    srv *s = k->s;
-    if (!k->in)
-        return;
-    char *end = strstr(k->in, "\r\n\r\n");
-    if (!end)
-        return;
-    size_t head = (size_t)(end - k->in) + 4, body = 0;
-    const char *cl = strcasestr(k->in, "\r\nContent-Length:");
-    if (cl && cl < end)
-        body = strtoul(cl + 17, NULL, 10);
-    if (k->inlen < head + body)
-        return;
-    assert_true(s->nrequests < SRV_MAX);
-    char *req = strndup(k->in, head + body);
-    s->requests[s->nrequests++] = req;
-    memmove(k->in, k->in + head + body, k->inlen - head - body + 1);
-    k->inlen -= head + body;
-    size_t line = strcspn(req, "\r");
-    for (size_t i = 0; i < s->nreplies && !k->reply; i++) {
-        srv_reply *r = &s->replies[i];
-        char *hit = strstr(req, r->match);
-        if (!r->used && hit && (size_t)(hit - req) < line) {
-            r->used = true;
-            k->reply = r;
-        }
-    }
-    if (!k->reply)
-        fail_msg("no scripted reply for %.*s", (int)line, req);
-    k->piece = 0;
-    k->timer = ev_timer_add(s->loop, (uint64_t)k->reply->delay_ms, srv_write_next, k);
-}
-
-static void srv_on_read(ev_loop *loop, int fd, int events, void *ud)
-{
-    (void)loop;
-    (void)fd;
-    (void)events;
-    srv_conn *k = ud;
-    char tmp[4096];
-    ssize_t n = recv(k->fd, tmp, sizeof(tmp), 0);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
-        return;
-    if (n <= 0) {
-        srv_close(k, false);
-        return;
-    }
-    k->in = realloc(k->in, k->inlen + (size_t)n + 1);
-    assert_non_null(k->in);
-    memcpy(k->in + k->inlen, tmp, (size_t)n);
-    k->inlen += (size_t)n;
-    k->in[k->inlen] = '\0';
-    if (!k->reply)
-        srv_try_request(k);
-}
-
-static void srv_on_accept(ev_loop *loop, int fd, int events, void *ud)
-{
-    (void)events;
-    srv *s = ud;
-    int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (c < 0)
-        return;
-    int one = 1;
-    setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    for (int i = 0; i < SRV_MAX; i++) {
-        if (s->conns[i].fd < 0) {
-            s->conns[i] = (srv_conn){.s = s, .fd = c};
-            s->naccepts++;
-            assert_int_equal(ev_fd_set(loop, c, EV_READ, srv_on_read, &s->conns[i]), 0);
-            return;
-        }
-    }
-    fail_msg("too many connections");
-}
-
-static void srv_start(srv *s, ev_loop *loop, srv_reply *replies, size_t n)
-{
-    *s = (srv){.loop = loop, .replies = replies, .nreplies = n};
-    for (int i = 0; i < SRV_MAX; i++)
-        s->conns[i] = (srv_conn){.s = s, .fd = -1};
-    s->lfd = test_listen_loopback(16, &s->port);
-    assert_int_equal(ev_fd_set(loop, s->lfd, EV_READ, srv_on_accept, s), 0);
-}
-
-static void srv_stop(srv *s)
-{
-    for (int i = 0; i < SRV_MAX; i++)
-        srv_close(&s->conns[i], false);
-    ev_fd_clear(s->loop, s->lfd);
-    close(s->lfd);
-    for (int i = 0; i < s->nrequests; i++)
-        free(s->requests[i]);
-    for (int i = 0; i < s->nowned; i++)
-        free(s->owned[i]);
-}
-
-static const char *srv_own(srv *s, char *str)
-{
-    assert_non_null(str);
-    assert_true(s->nowned < SRV_MAX);
-    s->owned[s->nowned++] = str;
-    return str;
-}
-
-/* A whole HTTP/1.1 answer with its Content-Length. */
-static char *srv_http(const char *status, const char *headers, const char *body)
-{
-    char *r;
-    assert_true(asprintf(&r,
-                         "HTTP/1.1 %s\r\nContent-Type: application/json\r\n%sContent-Length: "
-                         "%zu\r\n\r\n%s",
-                         status, headers, strlen(body), body) > 0);
-    return r;
-}
-
-static char *srv_chunk(const char *data, size_t len)
-{
-    char *r;
-    assert_true(asprintf(&r, "%zx\r\n%.*s\r\n", len, (int)len, data) > 0);
-    return r;
-}
 
 /* ---- the client side ---- */
 
@@ -876,6 +673,171 @@ static void test_free_in_flight(void **state)
     ev_free(loop);
 }
 
+/* What the client's retry hook was told, retry by retry. */
+typedef struct {
+    int n;
+    int retry[8];
+    long code[8];
+    uint64_t delay[8];
+    kube_errkind kind[8];
+    char message[8][160];
+} tc_retries;
+
+static void tc_on_retry(void *ud, const char *verb, const char *path, const kube_error *err,
+                        int retry, uint64_t delay_ms)
+{
+    tc_retries *r = ud;
+    assert_string_equal(verb, "GET");
+    assert_string_equal(path, "/x");
+    assert_true(r->n < 8);
+    r->retry[r->n] = retry;
+    r->code[r->n] = err->http_code;
+    r->kind[r->n] = err->kind;
+    r->delay[r->n] = delay_ms;
+    snprintf(r->message[r->n], sizeof(r->message[0]), "%s", err->message ? err->message : "");
+    r->n++;
+}
+
+/* A 429 with Retry-After: the retry waits what the server asked, not the (shorter) backoff. */
+static void test_429_retry_after_honoured(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    srv_reply replies[] = {{.match = "/x"}, {.match = "/x"}};
+    srv_start(&s, loop, replies, 2);
+    replies[0].pieces[0] =
+        srv_own(&s, srv_http("429 Too Many Requests", "Retry-After: 1\r\n",
+                             "{\"kind\":\"Status\",\"reason\":\"TooManyRequests\",\"code\":429}"));
+    replies[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{}"));
+    tc t = {0};
+    tc_retries r = {0};
+    kube_client *c = tc_client(&t, loop, s.port);
+    kube_client_on_retry(c, tc_on_retry, &r);
+    kube_request req = tc_get("/x");
+    kube_error err = {0};
+    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
+    tc_run(&t);
+    assert_int_equal(t.done, 1);
+    assert_int_equal(t.err.kind, KUBE_OK);
+    assert_int_equal(s.nrequests, 2);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.retry[0], 1);
+    assert_int_equal(r.code[0], 429);
+    assert_int_equal(r.delay[0], 1000); /* the backoff alone would be 100-200 ms */
+    kube_client_free(c);
+    srv_stop(&s);
+    tc_clear(&t);
+    ev_free(loop);
+}
+
+/* 5xx answers without Retry-After: each wait is the backoff with jitter, within a range that
+ * doubles from retry to retry (the pure function's bounds are test_retry_delay's). A call that
+ * uses up its retries reports the last answer, its Retry-After included. */
+static void test_5xx_backoff_grows(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    srv_reply replies[] = {{.match = "/x"}, {.match = "/x"}, {.match = "/x"}, {.match = "/x"}};
+    srv_start(&s, loop, replies, 4);
+    replies[0].pieces[0] = srv_own(&s, srv_http("500 Internal Server Error", "", "boom"));
+    replies[1].pieces[0] = srv_own(&s, srv_http("502 Bad Gateway", "", "proxy"));
+    replies[2].pieces[0] = srv_own(&s, srv_http("503 Service Unavailable", "", "later"));
+    replies[3].pieces[0] =
+        srv_own(&s, srv_http("503 Service Unavailable", "Retry-After: 7\r\n", "still later"));
+    tc t = {0};
+    tc_retries r = {0};
+    kube_client *c = tc_client(&t, loop, s.port);
+    kube_client_on_retry(c, tc_on_retry, &r);
+    kube_request req = tc_get("/x");
+    req.max_retries = 3;
+    kube_error err = {0};
+    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
+    tc_run(&t);
+    assert_int_equal(r.n, 3);
+    const long codes[] = {500, 502, 503};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(r.retry[i], i + 1);
+        assert_int_equal(r.code[i], codes[i]);
+        uint64_t top = 200u << i; /* 200, 400, 800 ms; the lower half is fixed */
+        assert_true(r.delay[i] >= top / 2 && r.delay[i] <= top);
+    }
+    assert_int_equal(t.done, 1);
+    assert_int_equal(t.err.http_code, 503);
+    assert_int_equal(t.err.retry_after_s, 7);
+    assert_int_equal(s.nrequests, 4);
+    kube_client_free(c);
+    srv_stop(&s);
+    tc_clear(&t);
+    ev_free(loop);
+}
+
+/* An attempt that times out (the server answers too late) is a transport error, retried after
+ * the backoff like a 5xx. */
+static void test_timeout_retried(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    srv_reply replies[] = {{.match = "/x", .delay_ms = 5000}, {.match = "/x"}};
+    srv_start(&s, loop, replies, 2);
+    replies[0].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{\"late\":true}"));
+    replies[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{\"in\":\"time\"}"));
+    tc t = {0};
+    tc_retries r = {0};
+    kube_client *c = tc_client(&t, loop, s.port);
+    kube_client_on_retry(c, tc_on_retry, &r);
+    kube_request req = tc_get("/x");
+    req.timeout_ms = 300;
+    kube_error err = {0};
+    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
+    tc_run(&t);
+    assert_int_equal(t.done, 1);
+    assert_int_equal(t.err.kind, KUBE_OK);
+    assert_string_equal(t.body, "{\"in\":\"time\"}");
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.kind[0], KUBE_ERR_TRANSPORT);
+    assert_int_equal(r.code[0], 0);
+    assert_non_null(strstr(r.message[0], "timed out"));
+    assert_true(r.delay[0] >= 100 && r.delay[0] <= 200);
+    assert_int_equal(s.nrequests, 2);
+    kube_client_free(c);
+    srv_stop(&s);
+    tc_clear(&t);
+    ev_free(loop);
+}
+
+/* A watch is never retried by the client: an error answer ends it, with its Retry-After in the
+ * error for the informer to honour. */
+static void test_watch_429_retry_after_in_error(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    srv_reply replies[] = {{.match = "/w?"}};
+    srv_start(&s, loop, replies, 1);
+    replies[0].pieces[0] =
+        srv_own(&s, srv_http("429 Too Many Requests", "Retry-After: 4\r\n",
+                             "{\"kind\":\"Status\",\"reason\":\"TooManyRequests\",\"code\":429}"));
+    tc t = {0};
+    tc_retries r = {0};
+    kube_client *c = tc_client(&t, loop, s.port);
+    kube_client_on_retry(c, tc_on_retry, &r);
+    kube_error err = {0};
+    assert_non_null(kube_watch_start(c, "/w", NULL, tc_event, tc_end, &t, &err));
+    tc_run(&t);
+    assert_int_equal(t.ends, 1);
+    assert_int_equal(t.end_err.http_code, 429);
+    assert_int_equal(t.end_err.retry_after_s, 4);
+    assert_int_equal(r.n, 0);
+    assert_int_equal(s.nrequests, 1);
+    kube_client_free(c);
+    srv_stop(&s);
+    tc_clear(&t);
+    ev_free(loop);
+}
+
 static void test_retry_delay(void **state)
 {
     (void)state;
@@ -939,6 +901,10 @@ int main(void)
         cmocka_unit_test(test_cancel_inside_callbacks),
         cmocka_unit_test(test_done_cancels_sibling),
         cmocka_unit_test(test_free_in_flight),
+        cmocka_unit_test(test_429_retry_after_honoured),
+        cmocka_unit_test(test_5xx_backoff_grows),
+        cmocka_unit_test(test_timeout_retried),
+        cmocka_unit_test(test_watch_429_retry_after_in_error),
         cmocka_unit_test(test_retry_delay),
         cmocka_unit_test(test_path),
     };

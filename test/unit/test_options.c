@@ -31,6 +31,17 @@ static int parse(app_options *o, char *err, size_t n, int argc, ...)
     return app_options_parse(o, argc, argv, test_getenv, err, n);
 }
 
+static int parse_router(app_options *o, char *err, size_t n, int argc, ...)
+{
+    char *argv[16] = {"modelpool-router"};
+    va_list ap;
+    va_start(ap, argc);
+    for (int i = 1; i < argc; i++)
+        argv[i] = va_arg(ap, char *);
+    va_end(ap);
+    return app_options_parse_for(APP_ROUTER, o, argc, argv, test_getenv, err, n);
+}
+
 static void test_defaults(void **state)
 {
     (void)state;
@@ -248,6 +259,53 @@ static void test_bad_input(void **state)
     assert_non_null(strstr(err, "stray"));
 }
 
+/* The router's flags: its own, the shared ones, and the operator's refused. */
+static void test_router_flags(void **state)
+{
+    (void)state;
+    memset(test_env_kv, 0, sizeof(test_env_kv));
+    app_options o;
+    char err[160];
+    assert_int_equal(parse_router(&o, err, sizeof(err), 1), 0);
+    assert_int_equal(o.program, APP_ROUTER);
+    assert_string_equal(o.bind_addr, ":8080");
+    assert_string_equal(o.metrics_addr, ":8443");
+    assert_null(o.label_selector);
+    assert_int_equal(o.max_body_bytes, 32LL << 20);
+    assert_int_equal(o.resident_grace_ms, 10000);
+    assert_int_equal(o.upstream_timeout_ms, 600000);
+    assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--upstream-timeout=90s"), 0);
+    assert_int_equal(o.upstream_timeout_ms, 90000);
+    assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--upstream-timeout=0s"), -1);
+    assert_non_null(strstr(err, "--upstream-timeout 0s"));
+    assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--metrics-secure=false"), 0);
+    assert_string_equal(o.metrics_addr, ":9090");
+    assert_int_equal(parse_router(&o, err, sizeof(err), 7, "--bind-address=127.0.0.1:0",
+                                  "--label-selector", "team=a", "--max-body-size=1Ki",
+                                  "--resident-grace=250ms", "--namespace=ml"),
+                     0);
+    assert_string_equal(o.bind_addr, "127.0.0.1:0");
+    assert_string_equal(o.label_selector, "team=a");
+    assert_int_equal(o.max_body_bytes, 1024);
+    assert_int_equal(o.resident_grace_ms, 250);
+    assert_string_equal(o.namespace_, "ml");
+    assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--max-body-size=2Ti"), -1);
+    assert_non_null(strstr(err, "--max-body-size 2Ti"));
+    assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--max-body-size=0"), -1);
+    assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--resident-grace=soon"), -1);
+    assert_non_null(strstr(err, "--resident-grace soon"));
+    assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--bind-address=0"), -1);
+    assert_non_null(strstr(err, "--bind-address"));
+    assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--bind-address=:8081"), -1);
+    assert_non_null(strstr(err, "need different ports"));
+    /* the operator's flags are not the router's, and the other way round */
+    assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--leader-elect"), -1);
+    assert_non_null(strstr(err, "unknown flag --leader-elect"));
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "--bind-address=:9000"), -1);
+    assert_non_null(strstr(err, "unknown flag --bind-address"));
+    assert_non_null(strstr(app_options_usage_for(APP_ROUTER), "--resident-grace"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -259,6 +317,7 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_metrics_security_flags),
         cmocka_unit_test(test_reconcile_flags),
+        cmocka_unit_test(test_router_flags),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

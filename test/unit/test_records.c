@@ -74,6 +74,17 @@ static void test_pod_fixture(void **state)
     assert_int_equal(p->phase, PLAN_POD_RUNNING);
     assert_true(p->running); /* the server runs; the sidecar waits */
     assert_true(p->terminating);
+    assert_false(p->ready); /* no Ready condition */
+    free(p);
+    set_path(o, "status.conditions",
+             cJSON_Parse("[{\"type\":\"Initialized\",\"status\":\"True\"},"
+                         "{\"type\":\"Ready\",\"status\":\"True\"}]"));
+    assert_non_null(p = pool_pod_decode(o, &err));
+    assert_true(p->ready);
+    free(p);
+    set_path(o, "status.conditions", cJSON_Parse("[{\"type\":\"Ready\",\"status\":\"False\"}]"));
+    assert_non_null(p = pool_pod_decode(o, &err));
+    assert_false(p->ready);
     free(p);
     cJSON_Delete(o);
 }
@@ -96,6 +107,17 @@ static void test_isvc_fixture(void **state)
     assert_int_equal(m->endpoint_port, 8081);
     assert_int_equal(m->container_port, 0);
     assert_null(m->phase);
+    assert_null(m->served_model);
+    assert_null(m->aliases);
+    free(m);
+    cJSON *ann = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"),
+                                                  "annotations");
+    assert_non_null(ann);
+    cJSON_AddStringToObject(ann, POOL_SERVED_ANNOTATION, "Org/M");
+    cJSON_AddStringToObject(ann, POOL_ALIASES_ANNOTATION, "m1, m2");
+    assert_non_null(m = pool_isvc_decode(o, &err));
+    assert_string_equal(m->served_model, "Org/M");
+    assert_string_equal(m->aliases, "m1, m2");
     free(m);
     cJSON_Delete(o);
 }
@@ -364,6 +386,15 @@ static void test_patches(void **state)
         b, "[{\"op\":\"test\",\"path\":\"/metadata/annotations/modelpool-operator.dev~1request\","
            "\"value\":\"qwen-\\\"7b\\\"\"},{\"op\":\"remove\",\"path\":\"/metadata/annotations/"
            "modelpool-operator.dev~1request\"}]");
+    free(b);
+    b = pool_request_set_patch("b\"1", NULL);
+    assert_string_equal(
+        b, "{\"metadata\":{\"annotations\":{\"modelpool-operator.dev/request\":\"b\\\"1\"}}}");
+    free(b);
+    b = pool_request_set_patch("b", "42");
+    assert_string_equal(b,
+                        "{\"metadata\":{\"annotations\":{\"modelpool-operator.dev/request\":\"b\"},"
+                        "\"resourceVersion\":\"42\"}}");
     free(b);
     cJSON *answer = cJSON_Parse("{\"metadata\":{\"resourceVersion\":\"77\"}}");
     assert_string_equal(pool_answer_version(answer), "77");

@@ -102,3 +102,27 @@ of their own, <release>-metrics-auth.
 {{- define "modelpool-operator.metricsService" -}}
 {{- if and .Values.metrics.enabled (or .Values.metrics.service.enabled (and .Values.serviceMonitor.enabled (include "modelpool-operator.serviceMonitorServed" .))) }}true{{ end }}
 {{- end }}
+
+{{/*
+The router (config/router): its objects' name, modelpool-router with the default release name (the full
+name with "-operator" made "-router"), its Pods' selector, and its rights (config/router/role.yaml: read
+pools, members and Pods; patch pools for the request annotation; nothing on members' writes).
+*/}}
+{{- define "modelpool-operator.routerName" -}}
+{{- printf "%s-router" (include "modelpool-operator.fullname" . | trimSuffix "-operator") | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- define "modelpool-operator.routerSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "modelpool-operator.name" . }}
+app.kubernetes.io/component: router
+{{- end }}
+{{- define "modelpool-operator.routerRules" -}}
+- apiGroups: ["inference.llmkube.dev"]
+  resources: ["modelpools"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["inference.llmkube.dev"]
+  resources: ["inferenceservices"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch"]
+{{- end }}

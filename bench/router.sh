@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# bench/router.sh: what modelpool-router costs in front of a resident member, against a real kube-apiserver
+# + etcd (test/controlplane), the operator and the member simulator (test/sim) on loopback. One pool of two
+# members (m-a resident, m-b not); the load client is test/tools/oai-load. In one run, router and direct to
+# m-a's Pod alternating, BENCH_ROUNDS rounds of: added latency (concurrency 1, not streamed, max_tokens 1),
+# requests per second at 64 concurrent clients, streamed tokens per second (concurrency 8, max_tokens 256;
+# token-ms 0, then paced at token-ms 5);
+# the router's RSS and CPU idle (before and after the traffic); then BENCH_HOLD clients at once for m-b,
+# which cannot load within the run, and the router's RSS while it holds them all. The raw JSON goes to
+# $BENCH_OUT/raw/router-<UTC time>.json; bench/router-report.py turns it into router-results.md.
+#
+# Environment: BENCH_BUILD (build/bench, a Release build made here), BENCH_OUT (bench/), BENCH_ROUNDS (5),
+# BENCH_LAT_REQUESTS (2000 per target per round), BENCH_RPS_S (8 seconds per target per round),
+# BENCH_STREAM_REQUESTS (48 per target per round), BENCH_HOLD (10000 held clients; 0 skips), BENCH_IDLE_S
+# (60, each idle window), BENCH_KEEP (keep the temp dir with the logs).
+# Needs: cmake and the project's build dependencies, python3, kubectl, curl. Heavy: run nothing else
+# alongside (2 cores). Everything it starts it stops, also on Ctrl-C.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+src=$(cd "$here/.." && pwd)
+out=${BENCH_OUT:-$here}
+build=${BENCH_BUILD:-$src/build/bench}
+rounds=${BENCH_ROUNDS:-5}
+lat_n=${BENCH_LAT_REQUESTS:-2000}
+rps_s=${BENCH_RPS_S:-8}
+stream_n=${BENCH_STREAM_REQUESTS:-48}
+hold=${BENCH_HOLD:-10000}
+idle_s=${BENCH_IDLE_S:-60}
+export MP_SOURCE_DIR=$src MP_BUILD_DIR=$build
+[ $# -eq 0 ] || { echo "usage: bench/router.sh  (settings in the environment: see its header)" >&2; exit 2; }
+
+say() { echo "bench-router: $(date +%T) $*" >&2; }
+
+commit=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git -C "$src" diff --quiet HEAD -- src include test/sim test/tools 2>/dev/null || commit+="+changes"
+say "building (Release) in $build"
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DMP_TESTS=ON >/dev/null
+cmake --build "$build" -j2 --target modelpool-operator modelpool-router member-sim oai-load >/dev/null
+
+# Every held client is a socket in the router and in the load client: as many fds as allowed.
+ulimit -n "$(ulimit -Hn)"
+[ "$(ulimit -n)" -gt $((hold + 100)) ] || { say "ulimit -n $(ulimit -n) is too low for $hold held clients"; exit 1; }
+
+# shellcheck source=../test/controlplane/start.sh
+source "$src/test/controlplane/start.sh"
+# shellcheck source=../test/e2e/lib.sh
+source "$src/test/e2e/lib.sh"
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/mp-bench-router.XXXXXX")
+state=$dir/cp pids=() loader=""
+cleanup() {
+	local p
+	[ -z "$loader" ] || kill -TERM "$loader" 2>/dev/null || true
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	[ ! -f "$state/env" ] || bash "$src/test/controlplane/stop.sh" "$state" || true
+	[ -n "${BENCH_KEEP:-}" ] || rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# As run-one.sh: the machine's kubectl can be a dispatcher that runs an old bundled client; use the newest.
+mkdir -p "$dir/bin"
+kubectl_bin=$(ls -1 "$(readlink -f "$(command -v kubectl)")".1.* 2>/dev/null | sort -V | tail -n 1 || true)
+if [ -n "$kubectl_bin" ]; then
+	ln -s "$kubectl_bin" "$dir/bin/kubectl"
+	export PATH=$dir/bin:$PATH
+fi
+
+ticks=$(getconf CLK_TCK)
+# cpu_ticks PID: utime+stime in clock ticks; cpu_ns PID: time on CPU in ns (schedstat, finer).
+cpu_ticks() { awk '{ s = $0; sub(/^.*\) /, "", s); split(s, f, " "); print f[12] + f[13] }' "/proc/$1/stat"; }
+cpu_ns() { awk '{ print $1 }' "/proc/$1/schedstat"; }
+# kib PID FIELD: a /proc/PID/status field in KiB (VmRSS, VmHWM, RssAnon, ...).
+kib() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
+fds() { ls "/proc/$1/fd" | wc -l; }
+now_ns() { date +%s%N; }
+# mem PID: the memory fields as a JSON object.
+mem() {
+	printf '{"rss_kib": %s, "hwm_kib": %s, "anon_kib": %s, "file_kib": %s, "fds": %s}' \
+		"$(kib "$1" VmRSS)" "$(kib "$1" VmHWM)" "$(kib "$1" RssAnon)" "$(kib "$1" RssFile)" "$(fds "$1")"
+}
+
+say "control plane in $state"
+cp_start "$state"
+# shellcheck disable=SC1091
+source "$state/env"
+export MP_STATE_DIR=$state HOME=$state/home KUBECACHEDIR=$state/home/.kube/cache
+mkdir -p "$KUBECACHEDIR"
+install_crds
+install_operator_rbac
+ns=rbench
+# 127.2.0.0 and up: clear of the e2e tests' 127.0.0.x and bench/run.sh's 127.1.x.x.
+"$build/member-sim" --kubeconfig "$KUBECONFIG" --namespace "$ns" --load-ms 200 --ip-first $((2 * 65536 + 2)) \
+	--ip-count 256 >"$dir/sim.out" 2>"$dir/sim.log" &
+sim=$!
+pids+=("$sim")
+"$build/modelpool-operator" --kubeconfig "$MP_OPERATOR_KUBECONFIG" --metrics-bind-address 0 \
+	--health-probe-bind-address 127.0.0.1:0 >"$dir/operator.log" 2>&1 &
+pids+=("$!")
+create_members "$ns" m-a m-b
+create_pool "$ns" pool m-a m-a m-b
+kubectl_admin -n "$ns" patch modelpool pool --type=merge -p '{"spec":{"swapBudget":"900s"}}' >/dev/null
+wait_for 120 pool_is pool Ready m-a "$ns"
+pod_ip=$(kubectl_admin -n "$ns" get pods -l inference.llmkube.dev/service=m-a -o 'jsonpath={.items[0].status.podIP}')
+[ -n "$pod_ip" ] || { say "m-a has no Pod IP"; exit 1; }
+
+# The router at log level 0 (info), as it runs in a cluster: debug lines per request are not its cost.
+"$build/modelpool-router" --kubeconfig "$KUBECONFIG" --namespace "$ns" --metrics-secure=false \
+	--bind-address 127.0.0.1:0 --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
+	>"$MP_STATE_DIR/router.log" 2>&1 &
+router=$!
+pids+=("$router")
+wait_for 60 router_ready
+router_url="http://127.0.0.1:$(router_port api)/v1/chat/completions"
+direct_url="http://$pod_ip:8080/v1/chat/completions"
+metrics_url="http://127.0.0.1:$(router_port metrics)/metrics"
+say "router pid $router at $router_url; m-a's Pod at $direct_url"
+curl -fsS -X POST -H 'Content-Type: application/json' --data-binary '{"model":"m-a","messages":[]}' "$router_url" >/dev/null
+curl -fsS -X POST -H 'Content-Type: application/json' --data-binary '{"model":"m-a","messages":[]}' "$direct_url" >/dev/null
+
+# idle NAME: the router's CPU over idle_s seconds with nothing sent, and its memory after.
+idle() {
+	local t0 t1 c0 c1 n0 n1
+	sleep 5 # the last requests' and watches' aftermath
+	t0=$(now_ns) c0=$(cpu_ticks "$router") n0=$(cpu_ns "$router")
+	sleep "$idle_s"
+	t1=$(now_ns) c1=$(cpu_ticks "$router") n1=$(cpu_ns "$router")
+	printf '{"name": "%s", "seconds": %s, "cpu_ticks": %s, "cpu_s": %s, "cpu_ns": %s, "mem": %s}' "$1" \
+		"$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')" $((c1 - c0)) \
+		"$(awk -v t=$((c1 - c0)) -v h="$ticks" 'BEGIN { printf "%.2f", t / h }')" $((n1 - n0)) "$(mem "$router")"
+}
+
+# load NAME TARGET ARGS...: one oai-load run against TARGET (router or direct) for m-a; prints its summary
+# with the router's and the simulator's CPU during the run added (ns).
+load() {
+	local name=$1 target=$2 url r0 s0 r1 s1 sum
+	shift 2
+	url=$router_url
+	[ "$target" = direct ] && url=$direct_url
+	r0=$(cpu_ns "$router") s0=$(cpu_ns "$sim")
+	times >"$dir/times0"
+	"$build/oai-load" --url "$url" --model m-a --timeout 60 "$@" >"$dir/sum"
+	times >"$dir/times1"
+	r1=$(cpu_ns "$router") s1=$(cpu_ns "$sim")
+	printf '{"phase": "%s", "target": "%s", "args": "%s", "router_cpu_ns": %s, "sim_cpu_ns": %s, "client_cpu_s": %s, "summary": %s}' \
+		"$name" "$target" "$*" $((r1 - r0)) $((s1 - s0)) \
+		"$(awk 'FNR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); print u[1] * 60 + u[2] + s[1] * 60 + s[2] }' \
+			"$dir/times1" "$dir/times0" | paste -sd' ' | awk '{ printf "%.3f", $1 - $2 }')" "$(cat "$dir/sum")"
+}
+
+say "idle ($idle_s s)"
+mem_idle=$(mem "$router")
+idle_before=$(idle before)
+
+runs=()
+# Warm-up, not reported: connections, caches, the allocator.
+load warmup direct --concurrency 64 --duration 2 >/dev/null
+load warmup router --concurrency 64 --duration 2 >/dev/null
+for ((r = 1; r <= rounds; r++)); do
+	# Which target goes first alternates, so a drift in the machine's load favours neither.
+	order="direct router"
+	((r % 2)) || order="router direct"
+	say "round $r/$rounds ($order)"
+	for t in $order; do runs+=("$(load latency "$t" --concurrency 1 --requests "$lat_n" --max-tokens 1)"); done
+	for t in $order; do runs+=("$(load rps "$t" --concurrency 64 --duration "$rps_s" --max-tokens 1)"); done
+	for t in $order; do
+		runs+=("$(load stream "$t" --concurrency 8 --requests "$stream_n" --stream --max-tokens 256)")
+	done
+done
+# The same streams at a member's pace (token-ms 5, 200 tokens/s per stream): the router must deliver them
+# at the rate the member makes them, which token-ms 0 (a race for the same 2 cores) cannot show.
+kubectl_admin -n "$ns" annotate --overwrite inferenceservice m-a sim.modelpool.test/token-ms=5 >/dev/null
+sleep 1 # the simulator's watch
+for ((r = 1; r <= rounds; r++)); do
+	order="direct router"
+	((r % 2)) || order="router direct"
+	say "paced streams, round $r/$rounds ($order)"
+	for t in $order; do
+		runs+=("$(load stream-paced "$t" --concurrency 8 --requests 16 --stream --max-tokens 256)")
+	done
+done
+kubectl_admin -n "$ns" annotate --overwrite inferenceservice m-a sim.modelpool.test/token-ms=0 >/dev/null
+mem_after_load=$(mem "$router")
+say "idle after the traffic ($idle_s s)"
+idle_after=$(idle after)
+
+hold_json=null
+if [ "$hold" -gt 0 ]; then
+	say "$hold clients at once for m-b, which cannot load within the run"
+	kubectl_admin -n "$ns" annotate --overwrite inferenceservice m-b sim.modelpool.test/load-ms=3600000 >/dev/null
+	held() { curl -fsS "$metrics_url" | awk '/^modelpool_router_held_requests\{/ { s += $2 } END { print s + 0 }'; }
+	mem_before_hold=$(mem "$router")
+	t0=$(now_ns)
+	"$build/oai-load" --url "$router_url" --model m-b --concurrency "$hold" --requests "$hold" --timeout 900 \
+		--out "$dir/hold.jsonl" >"$dir/hold.summary" 2>"$dir/hold.err" &
+	loader=$!
+	peak=0 t_all=0 deadline=$((SECONDS + 300))
+	while [ "$SECONDS" -lt "$deadline" ]; do
+		n=$(held || echo 0)
+		[ "$n" -le "$peak" ] || peak=$n
+		if [ "$n" -ge "$hold" ]; then
+			t_all=$(now_ns)
+			break
+		fi
+		kill -0 "$loader" 2>/dev/null || break
+		sleep 1
+	done
+	sleep 2 # settled: nothing more arrives
+	n=$(held || echo 0)
+	mem_held=$(mem "$router")
+	phase=$(pool_get pool '{.status.phase}/{.status.residentMember}/{.status.pendingMember}' "$ns")
+	kill -TERM "$loader" 2>/dev/null || true
+	wait "$loader" 2>/dev/null || true
+	loader=""
+	# A held (suspended) connection is not polled by libmicrohttpd, so a client that left is only noticed
+	# when its request is answered: what the router still holds 10 s after every client closed.
+	sleep 10
+	left=$(held || echo null)
+	mem_left=$(mem "$router")
+	hold_json=$(printf '{"clients": %s, "held_peak": %s, "held_at_measure": %s, "seconds_to_all": %s, "pool": "%s", "mem_before": %s, "mem_held": %s, "held_after_clients_left": %s, "mem_after_clients_left": %s}' \
+		"$hold" "$((peak > n ? peak : n))" "$n" \
+		"$(awk -v a="$t0" -v b="$t_all" 'BEGIN { print b ? sprintf("%.2f", (b - a) / 1e9) : "null" }')" \
+		"$phase" "$mem_before_hold" "$mem_held" "$left" "$mem_left")
+fi
+
+mkdir -p "$out/raw"
+raw=$out/raw/router-$(date -u +%Y%m%dT%H%M%SZ).json
+loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
+printf '%s\n' "${runs[@]}" >"$dir/runs.jsonl"
+python3 - "$raw" "$dir/runs.jsonl" <<EOF
+import json, sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, "$here")
+from report import machine
+runs = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+json.dump({
+  "commit": "$commit", "measured": "$(date -u +%FT%TZ)", "machine": machine(), "loadavg_end": "$loadavg",
+  "rounds": $rounds, "mem_idle": json.loads('''$mem_idle'''), "mem_after_load": json.loads('''$mem_after_load'''),
+  "idle": [json.loads('''$idle_before'''), json.loads('''$idle_after''')], "runs": runs,
+  "hold": json.loads('''$hold_json'''),
+}, open(sys.argv[1], "w"), indent=1)
+EOF
+say "done: $raw"
+python3 "$here/router-report.py" "$raw" "$out/router-results.md"

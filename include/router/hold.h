@@ -1,0 +1,78 @@
+/* hold: the router's decision core for one pool, pure. From what the watch caches say of the pool
+ * and its members, and the requests this router holds for them, it decides which members' requests
+ * go to a Pod now, which wait, which are answered 503 at once, and which member the router asks the
+ * pool for. No I/O and no clock of its own: issue 14's rules of activation and fairness live here
+ * and are unit-tested as tables; the router applies the decision. */
+#ifndef MP_ROUTER_HOLD_H
+#define MP_ROUTER_HOLD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One member of the pool (spec order), as the caches and this router see it. */
+typedef struct rt_hold_member {
+    const char *name;
+    bool exists;            /* its InferenceService is cached */
+    const char *phase;      /* the InferenceService's status.phase */
+    bool up;                /* spec.replicas (its default applied) is at least 1 */
+    size_t ready_pods;      /* Pods Ready, running, not terminating, with an IP and a port */
+    size_t waiting;         /* requests this router holds for it */
+    uint64_t first_wait_ms; /* when the oldest of them arrived (monotonic); when waiting > 0 */
+    size_t in_flight;       /* requests this router is forwarding to it now */
+} rt_hold_member;
+
+typedef struct rt_hold_pool {
+    const char *phase;     /* status.phase */
+    const char *resident;  /* status.residentMember */
+    const char *pending;   /* status.pendingMember */
+    const char *requested; /* the request annotation, someone's request not yet taken */
+    /* This router's own request write has not shown in the cache yet: ask nothing more. */
+    bool request_unseen;
+    const rt_hold_member *members;
+    size_t n_members;
+    /* How long a busy resident keeps taking new requests while another member's requests wait. */
+    uint64_t grace_ms;
+    uint64_t now_ms; /* the clock of first_wait_ms */
+} rt_hold_pool;
+
+typedef enum {
+    RT_HOLD_WAIT = 0, /* hold its requests (new ones too) */
+    RT_HOLD_SERVE,    /* forward its requests to its ready Pods (see serve_before_ms) */
+    RT_HOLD_REJECT,   /* answer its held requests, and new ones, 503 now */
+} rt_hold_verdict;
+
+/* Why a REJECT: the pool is Degraded, or the member cannot load (Failed, Suspended, or
+ * WaitingForGPU as the swap's target). */
+typedef enum {
+    RT_REJECT_NONE = 0,
+    RT_REJECT_DEGRADED,
+    RT_REJECT_MEMBER_PHASE,
+} rt_hold_reject;
+
+typedef struct rt_hold_decision {
+    /* Member index to request through the pool, or -1: the member whose requests waited longest
+     * and that cannot be served, once no swap is in flight and nobody else's request waits in the
+     * annotation, and the resident is idle here or the grace is over. Never the resident while it
+     * is up (it is starting: the pool would only clear such a request, and it would be asked
+     * again and again). */
+    ptrdiff_t activate;
+    /* For the member that serves: only its requests that arrived before this time go to it, the
+     * later ones wait behind the member asked for next (the grace of a busy resident); 0 all. */
+    uint64_t serve_before_ms;
+    /* Decide again at this time even without an event (a grace ends); 0 none. */
+    uint64_t wake_at_ms;
+} rt_hold_decision;
+
+/* Fills verdicts[i] (and reasons[i]) for each of pool->n_members members and *out. Members
+ * without waiters get a verdict too: the one a new request for them would get. */
+void rt_hold_decide(const rt_hold_pool *pool, rt_hold_verdict *verdicts, rt_hold_reject *reasons,
+                    rt_hold_decision *out);
+
+/* Retry-After for a request whose hold ran out, in whole seconds, at least 1: what is left of
+ * this pool's typical swap (estimate_ms, 0 when none was seen) since the swap began
+ * (swap_started_ms, 0 when none is in flight), else a tenth of the budget, at most 30 s. */
+uint32_t rt_hold_retry_after_s(uint64_t estimate_ms, uint64_t swap_started_ms, uint64_t now_ms,
+                               uint64_t budget_ms);
+
+#endif

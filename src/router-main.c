@@ -1,0 +1,185 @@
+/* modelpool-router: parses flags, loads the API configuration, and serves the OpenAI endpoint of
+ * the pools it fronts on one event loop until SIGTERM/SIGINT; then held requests are answered 503
+ * (Retry-After 1: another replica takes them), requests being forwarded finish (up to 25 s, within
+ * the Pod's default 30 s grace), and it exits 0. Replicas are all active: no leader. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "app/log.h"
+#include "app/options.h"
+#include "app/telemetry.h"
+#include "kube/client.h"
+#include "kube/config.h"
+#include "loop/ev.h"
+#include "router/router.h"
+
+#define ROUTER_DRAIN_MS 25000
+
+typedef struct router_main {
+    ev_loop *loop;
+    rt_router *rt;
+    int sigfd;
+    bool stopping;
+    char unready[1024];
+} router_main;
+
+static const char *router_getenv(const char *name)
+{
+    return getenv(name);
+}
+
+static const char *router_unready(void *ud)
+{
+    router_main *m = ud;
+    if (rt_router_synced(m->rt))
+        return NULL;
+    char what[sizeof(m->unready) - 32];
+    rt_router_waiting(m->rt, what, sizeof(what));
+    snprintf(m->unready, sizeof(m->unready), "not ready: waiting for %s",
+             *what ? what : "the caches");
+    return m->unready;
+}
+
+static void router_drained(void *ud)
+{
+    router_main *m = ud;
+    ev_stop(m->loop);
+}
+
+static void router_on_signal(ev_loop *loop, int fd, int events, void *ud)
+{
+    (void)loop;
+    (void)events;
+    router_main *m = ud;
+    struct signalfd_siginfo si;
+    if (read(fd, &si, sizeof(si)) != sizeof(si))
+        return;
+    if (m->stopping) {
+        log_kv(LOG_INFO, "second signal, exiting now", NULL);
+        ev_stop(m->loop);
+        return;
+    }
+    m->stopping = true;
+    log_kv(LOG_INFO, "shutting down", "signal", si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT",
+           NULL);
+    rt_router_shutdown(m->rt, ROUTER_DRAIN_MS, router_drained, m);
+}
+
+static int router_signals(router_main *m)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+        return -1;
+    signal(SIGPIPE, SIG_IGN); /* a client closing its socket is an error value */
+    m->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (m->sigfd < 0)
+        return -1;
+    return ev_fd_set(m->loop, m->sigfd, EV_READ, router_on_signal, m);
+}
+
+int main(int argc, char **argv)
+{
+    app_options opts;
+    char msg[256];
+    if (app_options_parse_for(APP_ROUTER, &opts, argc, argv, router_getenv, msg, sizeof(msg)) < 0) {
+        fprintf(stderr, "modelpool-router: %s\n", msg);
+        return 2;
+    }
+    if (opts.help) {
+        fputs(app_options_usage_for(APP_ROUTER), stdout);
+        return 0;
+    }
+    if (opts.version) {
+        printf("modelpool-router %s\n", MP_VERSION);
+        return 0;
+    }
+    log_setup(stderr,
+              opts.log_level == 0   ? LOG_INFO
+              : opts.log_level == 1 ? LOG_DEBUG
+                                    : LOG_TRACE,
+              opts.log_json ? LOG_JSON : LOG_TEXT);
+    kube_config cfg = {0};
+    kube_error err = {0};
+    kube_config_opts copts = {.kubeconfig = opts.kubeconfig, .context = opts.context};
+    if (kube_config_resolve(&cfg, &copts, &err) < 0) {
+        fprintf(stderr, "modelpool-router: %s\n", err.message);
+        kube_error_clear(&err);
+        return 2;
+    }
+    free(cfg.user_agent);
+    if (!(cfg.user_agent = strdup("modelpool-router/" MP_VERSION))) {
+        fprintf(stderr, "modelpool-router: out of memory\n");
+        kube_config_clear(&cfg);
+        return 1;
+    }
+    int rc = 1;
+    router_main m = {.sigfd = -1};
+    kube_client *client = NULL;
+    telemetry *tm = NULL;
+    if (!(m.loop = ev_new()) || router_signals(&m) < 0) {
+        fprintf(stderr, "modelpool-router: cannot set up the event loop or signals\n");
+        goto out;
+    }
+    if (!(client = kube_client_new(m.loop, &cfg, &err))) {
+        fprintf(stderr, "modelpool-router: %s\n", err.message);
+        goto out;
+    }
+    if (!(tm = telemetry_new())) {
+        fprintf(stderr, "modelpool-router: out of memory\n");
+        goto out;
+    }
+    kube_client_observe(client, telemetry_api_request, tm);
+    rt_router_opts ro = {.bind = opts.bind_addr,
+                         .namespace_ = opts.namespace_,
+                         .label_selector = opts.label_selector,
+                         .max_body_bytes = opts.max_body_bytes,
+                         .resident_grace_ms = opts.resident_grace_ms,
+                         .upstream_timeout_ms = opts.upstream_timeout_ms,
+                         .metrics = telemetry_registry(tm)};
+    if (!(m.rt = rt_router_new(m.loop, client, &ro, msg, sizeof(msg))) ||
+        rt_router_start(m.rt, msg, sizeof(msg)) < 0) {
+        fprintf(stderr, "modelpool-router: %s\n", msg);
+        goto out;
+    }
+    telemetry_secure_opts mso = {.client = client,
+                                 .cert_dir = opts.metrics_cert_path,
+                                 .cert_name = opts.metrics_cert_name,
+                                 .key_name = opts.metrics_cert_key};
+    if (opts.metrics_secure && strcmp(opts.metrics_addr, "0") != 0 &&
+        telemetry_secure(tm, &mso, msg, sizeof(msg)) < 0) {
+        fprintf(stderr, "modelpool-router: %s\n", msg);
+        rc = 2;
+        goto out;
+    }
+    if (telemetry_serve(tm, m.loop, opts.metrics_addr, opts.health_addr, router_unready, &m, msg,
+                        sizeof(msg)) < 0) {
+        fprintf(stderr, "modelpool-router: %s\n", msg);
+        goto out;
+    }
+    char port[8], mport[8], hport[8];
+    snprintf(port, sizeof(port), "%d", rt_router_port(m.rt));
+    snprintf(mport, sizeof(mport), "%d", telemetry_metrics_port(tm));
+    snprintf(hport, sizeof(hport), "%d", telemetry_health_port(tm));
+    log_kv(LOG_INFO, "started", "version", MP_VERSION, "server", cfg.server, "config", cfg.origin,
+           "namespace", opts.namespace_ ? opts.namespace_ : "(all)", "port", port, "metrics_port",
+           mport, "health_port", hport, NULL);
+    rc = ev_run(m.loop) < 0 ? 1 : 0;
+    log_kv(LOG_INFO, "stopped", NULL);
+out:
+    rt_router_free(m.rt);
+    telemetry_free(tm);
+    kube_client_free(client);
+    if (m.sigfd >= 0)
+        close(m.sigfd);
+    ev_free(m.loop);
+    kube_config_clear(&cfg);
+    kube_error_clear(&err);
+    return rc;
+}

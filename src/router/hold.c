@@ -1,0 +1,109 @@
+/* hold: which requests of a pool go now, wait or are refused, and which member the router asks
+ * for. The order of service is the order of arrival: members are taken in the order their oldest
+ * held request arrived (A A B B C C, never A B A B), so every member gets its turn within the
+ * budget. A busy resident keeps its new requests only for grace_ms once another member waits. */
+#include "router/hold.h"
+
+#include <string.h>
+
+static bool str_eq(const char *a, const char *b)
+{
+    if (a == NULL || *a == '\0' || b == NULL || *b == '\0')
+        return false;
+    return strcmp(a, b) == 0;
+}
+
+static bool is_empty(const char *s)
+{
+    return s == NULL || *s == '\0';
+}
+
+/* A member that cannot load: its own controller says so. WaitingForGPU only counts for the
+ * swap's target (a member at 0 may still carry the phase of its last run). */
+static bool cannot_load(const rt_hold_pool *p, const rt_hold_member *m)
+{
+    if (!m->exists)
+        return true;
+    if (str_eq(m->phase, "Failed") || str_eq(m->phase, "Suspended"))
+        return true;
+    return str_eq(m->phase, "WaitingForGPU") && str_eq(m->name, p->pending);
+}
+
+static bool servable(const rt_hold_pool *p, const rt_hold_member *m)
+{
+    return str_eq(m->name, p->resident) && is_empty(p->pending) && m->ready_pods > 0;
+}
+
+void rt_hold_decide(const rt_hold_pool *p, rt_hold_verdict *verdicts, rt_hold_reject *reasons,
+                    rt_hold_decision *out)
+{
+    *out = (rt_hold_decision){.activate = -1, .wake_at_ms = 0};
+    bool degraded = str_eq(p->phase, "Degraded");
+
+    /* The next member to bring in: the one whose oldest held request is the oldest of all. */
+    ptrdiff_t head = -1;
+    for (size_t i = 0; i < p->n_members; i++) {
+        const rt_hold_member *m = &p->members[i];
+        reasons[i] = RT_REJECT_NONE;
+        if (degraded) {
+            verdicts[i] = RT_HOLD_REJECT;
+            reasons[i] = RT_REJECT_DEGRADED;
+        } else if (servable(p, m)) {
+            verdicts[i] = RT_HOLD_SERVE;
+        } else if (cannot_load(p, m)) {
+            verdicts[i] = RT_HOLD_REJECT;
+            reasons[i] = RT_REJECT_MEMBER_PHASE;
+        } else {
+            verdicts[i] = RT_HOLD_WAIT;
+            if (m->waiting > 0 && (head < 0 || m->first_wait_ms < p->members[head].first_wait_ms))
+                head = (ptrdiff_t)i;
+        }
+    }
+    if (head < 0)
+        return;
+
+    const rt_hold_member *h = &p->members[head];
+    uint64_t grace_end = h->first_wait_ms + p->grace_ms;
+    bool grace_over = p->now_ms >= grace_end;
+
+    /* The resident, if it serves: requests for it that arrived within the grace go to it (those
+     * held for its activation included), later ones wait behind the head, so it drains and the
+     * swap can happen. It is busy while it serves any. */
+    bool resident_busy = false;
+    for (size_t i = 0; i < p->n_members; i++) {
+        const rt_hold_member *m = &p->members[i];
+        if (verdicts[i] != RT_HOLD_SERVE)
+            continue;
+        out->serve_before_ms = grace_end;
+        resident_busy = m->in_flight > 0 || (m->waiting > 0 && m->first_wait_ms < grace_end);
+    }
+
+    /* Ask only when no swap is in flight and no request waits to be taken, ours or another's:
+     * the operator takes the newest request, so a second one would cut a swap short. */
+    if (!is_empty(p->pending) || !is_empty(p->requested) || p->request_unseen)
+        return;
+    if (str_eq(h->name, p->resident) && h->up)
+        return;
+    if (resident_busy && !grace_over) {
+        out->wake_at_ms = grace_end;
+        return;
+    }
+    out->activate = head;
+}
+
+uint32_t rt_hold_retry_after_s(uint64_t estimate_ms, uint64_t swap_started_ms, uint64_t now_ms,
+                               uint64_t budget_ms)
+{
+    uint64_t left_ms;
+    if (estimate_ms > 0) {
+        uint64_t elapsed =
+            swap_started_ms > 0 && now_ms > swap_started_ms ? now_ms - swap_started_ms : 0;
+        left_ms = elapsed < estimate_ms ? estimate_ms - elapsed : 0;
+    } else {
+        left_ms = budget_ms / 10;
+        if (left_ms > 30000)
+            left_ms = 30000;
+    }
+    uint64_t s = (left_ms + 999) / 1000;
+    return s < 1 ? 1 : (uint32_t)(s > UINT32_MAX ? UINT32_MAX : s);
+}

@@ -1,0 +1,1393 @@
+/* router: the request's life. httpd hands over a request once its headers are in; the body is
+ * read only until the model is known (rt_model), and the request waits in its pool's queue for
+ * its member (one queue a member, in arrival order). The pool's decision (rt_hold, from the
+ * caches) then forwards it (fwd, streaming both ways with backpressure), answers it, or keeps it
+ * held until the cache changes, a grace ends or its swapBudget runs out. Cache events mark pools
+ * dirty; one zero-delay timer decides for every dirty pool, so a burst of events costs one pass.
+ * The only write is the pool's request annotation, once per swap: the write's resourceVersion is
+ * remembered until the cache shows it, so no second request goes out meanwhile. */
+#include "router/router.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/log.h"
+#include "httpd/httpd.h"
+#include "informer/expect.h"
+#include "informer/informer.h"
+#include "pool/plan.h"
+#include "pool/probe.h"
+#include "pool/records.h"
+#include "router/forward.h"
+#include "router/hold.h"
+#include "router/model.h"
+#include "router/oai.h"
+#include "router/router_metrics.h"
+#include "router/routes.h"
+#include "util/strmap.h"
+
+#define RT_MAX_TARGETS 2
+/* A forward refused before any response byte (the Pod went away before the caches said so) puts
+ * the request back in its queue this many times, then it is answered 502. */
+#define RT_MAX_REFUSED 5
+#define RT_REFUSED_WAIT_MS 250
+/* The request write: short, and not retried by the client (the decision retries it). */
+#define RT_PATCH_TIMEOUT_MS 5000
+
+typedef struct rt_pool rt_pool;
+typedef struct rt_mq rt_mq;
+
+typedef enum { RQ_READING, RQ_HELD, RQ_FORWARDING } rq_state;
+
+typedef struct rt_req {
+    rt_router *rt;
+    httpd_req *hr;
+    rq_state state;
+    rt_model_scan scan;
+    char *buf; /* the body read so far, until it is handed to the forwarder */
+    size_t len, cap;
+    bool body_end;
+    bool body_paused;
+    int64_t content_length; /* the client's, -1 when it sent none */
+    uint64_t body_total;    /* bytes of body received */
+    bool head_sent;         /* the member's status and headers went to the client */
+    bool was_held;          /* it waited (not forwarded when it arrived) */
+    rt_pool *pool;          /* HELD, FORWARDING */
+    rt_mq *mq;
+    struct rt_req *prev, *next;         /* in mq's queue while HELD */
+    struct rt_req *all_prev, *all_next; /* every live request, for rt_router_free */
+    uint64_t arrived_ms;
+    uint64_t budget_timer;
+    unsigned refused;  /* forwards that failed before any response byte */
+    uint64_t retry_at; /* put back after one: not forwarded again before this */
+    fwd_call *call;
+} rt_req;
+
+/* One member's requests in a pool. */
+struct rt_mq {
+    char *member;
+    rt_req *head, *tail;
+    size_t waiting;
+    size_t in_flight;
+    unsigned rr; /* round-robin over its ready Pods */
+};
+
+struct rt_pool {
+    strmap_node node;
+    char *key; /* "namespace/name" */
+    char *ns, *name;
+    rt_router *rt;
+    rt_mq **mqs; /* each its own allocation: requests point at theirs */
+    size_t nmq;
+    bool dirty;
+    rt_pool *next_dirty;
+    /* Our request write: in flight, then its answer's version until the cache shows it. */
+    kube_call *patch;
+    char *patch_member;
+    uint64_t patch_backoff_ms, patch_not_before; /* after a refused write */
+    /* After a write (done or refused as a conflict): the version it was made at and the one it
+     * answered (NULL after a conflict: any newer version); asked nothing more until the cache
+     * shows it. */
+    bool awaiting;
+    char *request_rv, *request_old_rv;
+    uint64_t wake_timer;
+    uint64_t wake_at;
+    /* Swap timing from the status as this router saw it change (monotonic ms). */
+    uint64_t swap_seen_ms;
+    uint64_t swap_estimate_ms;
+};
+
+struct rt_router {
+    ev_loop *loop;
+    kube_client *client;
+    rt_router_opts o;
+    char *ns_copy, *selector_copy;
+    informer *pools, *isvcs, *pods;
+    rt_routes *routes;
+    fwd *fwd;
+    httpd *front;
+    rt_metrics m;
+    strmap pool_map;
+    rt_pool *dirty;
+    uint64_t tick;
+    rt_req *arriving; /* the request rt_enqueue decides for: forwarded at once, not held */
+    rt_req *reqs;     /* every live request */
+    bool stopping;
+    size_t in_flight; /* forwards running, all pools */
+    void (*stopped)(void *ud);
+    void *stopped_ud;
+    uint64_t stop_deadline, stop_timer;
+};
+
+/* ---- small helpers ---- */
+
+static bool rt_str_eq(const char *a, const char *b)
+{
+    return a && b && strcmp(a, b) == 0;
+}
+
+/* Equal strings, or both absent. */
+static bool rt_same(const char *a, const char *b)
+{
+    return (!a && !b) || rt_str_eq(a, b);
+}
+
+static const pool_obj *rt_pool_rec(const rt_pool *p)
+{
+    return store_get(informer_store(p->rt->pools), p->key);
+}
+
+static uint64_t rt_budget_ms(const pool_obj *o)
+{
+    int64_t ms = PLAN_DEFAULT_SWAP_BUDGET_MS;
+    if (o && o->swap_budget && *o->swap_budget &&
+        (plan_parse_duration_ms(o->swap_budget, &ms) < 0 || ms < 1))
+        ms = PLAN_DEFAULT_SWAP_BUDGET_MS;
+    return (uint64_t)ms;
+}
+
+/* The message of the pool's condition that says why it cannot serve: SlotAllocated when False,
+ * else the phase. */
+static void rt_pool_reason(const pool_obj *o, char *buf, size_t len)
+{
+    const char *msg = NULL;
+    for (size_t i = 0; o && i < o->status.n_conditions; i++) {
+        const plan_condition *c = &o->status.conditions[i];
+        if (rt_str_eq(c->type, "SlotAllocated") && rt_str_eq(c->status, "False") && c->message)
+            msg = c->message;
+    }
+    snprintf(buf, len, "pool %s/%s is %s%s%s", o && o->ns ? o->ns : "", o ? o->name : "",
+             o && o->status.phase ? o->status.phase : "unavailable", msg ? ": " : "",
+             msg ? msg : "");
+}
+
+/* ---- answers the router writes itself ---- */
+
+static void rt_req_free(rt_req *q)
+{
+    rt_router *rt = q->rt;
+    if (q->all_prev)
+        q->all_prev->all_next = q->all_next;
+    else
+        rt->reqs = q->all_next;
+    if (q->all_next)
+        q->all_next->all_prev = q->all_prev;
+    if (q->budget_timer)
+        ev_timer_cancel(q->rt->loop, q->budget_timer);
+    free(q->buf);
+    free(q);
+}
+
+/* Answers q with an OpenAI error (and Retry-After when retry_s > 0) and frees it. */
+static void rt_answer(rt_req *q, rt_oai_err err, const char *message, uint32_t retry_s)
+{
+    rt_router *rt = q->rt;
+    unsigned code = rt_oai_status(err);
+    const char *ns = q->pool ? q->pool->ns : "", *pool = q->pool ? q->pool->name : "";
+    rt_metrics_request(&rt->m, ns, pool, q->mq ? q->mq->member : "", code);
+    char *body = rt_oai_error(err, message);
+    if (retry_s == 0 || !body) {
+        httpd_reply rep = {.code = body ? code : 500,
+                           .content_type = "application/json",
+                           .body = body,
+                           .len = body ? strlen(body) : 0};
+        httpd_req_reply(q->hr, &rep);
+    } else {
+        char ra[16], cl[24];
+        snprintf(ra, sizeof(ra), "%u", retry_s);
+        snprintf(cl, sizeof(cl), "%zu", strlen(body));
+        httpd_header h[] = {
+            {"Content-Type", "application/json"}, {"Retry-After", ra}, {"Content-Length", cl}};
+        if (httpd_req_stream_begin(q->hr, code, h, 3) == 0) {
+            httpd_req_stream_write(q->hr, body, strlen(body));
+            httpd_req_stream_end(q->hr, true);
+        } else {
+            httpd_reply rep = {.code = code,
+                               .content_type = "application/json",
+                               .body = body,
+                               .len = strlen(body)};
+            body = NULL;
+            httpd_req_reply(q->hr, &rep);
+        }
+        free(body);
+    }
+    rt_req_free(q);
+}
+
+/* ---- pools and their member queues ---- */
+
+static void rt_mark(rt_pool *p);
+
+static rt_pool *rt_pool_find(rt_router *rt, const char *key)
+{
+    strmap_node *n = strmap_get(&rt->pool_map, key);
+    return n ? STRMAP_OWNER(n, rt_pool, node) : NULL;
+}
+
+static rt_pool *rt_pool_get(rt_router *rt, const char *ns, const char *name)
+{
+    char *key = NULL;
+    if (asprintf(&key, "%s/%s", ns ? ns : "", name) < 0)
+        return NULL;
+    rt_pool *p = rt_pool_find(rt, key);
+    if (p) {
+        free(key);
+        return p;
+    }
+    p = calloc(1, sizeof(*p));
+    if (!p || !(p->ns = strdup(ns ? ns : "")) || !(p->name = strdup(name))) {
+        if (p) {
+            free(p->ns);
+            free(p);
+        }
+        free(key);
+        return NULL;
+    }
+    p->key = key;
+    p->rt = rt;
+    strmap_insert(&rt->pool_map, &p->node, p->key);
+    return p;
+}
+
+static rt_mq *rt_mq_get(rt_pool *p, const char *member)
+{
+    for (size_t i = 0; i < p->nmq; i++)
+        if (strcmp(p->mqs[i]->member, member) == 0)
+            return p->mqs[i];
+    rt_mq **v = realloc(p->mqs, (p->nmq + 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    p->mqs = v;
+    rt_mq *m = calloc(1, sizeof(*m));
+    if (!m || !(m->member = strdup(member))) {
+        free(m);
+        return NULL;
+    }
+    v[p->nmq++] = m;
+    return m;
+}
+
+static void rt_mq_free_all(rt_pool *p)
+{
+    for (size_t i = 0; i < p->nmq; i++) {
+        free(p->mqs[i]->member);
+        free(p->mqs[i]);
+    }
+    free(p->mqs);
+    p->mqs = NULL;
+    p->nmq = 0;
+}
+
+/* Queues q in its member's queue by arrival (new requests go last; one put back goes where it
+ * arrived, usually first). */
+static void rt_mq_insert(rt_req *q)
+{
+    rt_mq *m = q->mq;
+    rt_req *after = m->tail;
+    while (after && after->arrived_ms > q->arrived_ms)
+        after = after->prev;
+    q->prev = after;
+    q->next = after ? after->next : m->head;
+    if (q->next)
+        q->next->prev = q;
+    else
+        m->tail = q;
+    if (after)
+        after->next = q;
+    else
+        m->head = q;
+    m->waiting++;
+    rt_metrics_held(&q->rt->m, q->pool->ns, q->pool->name, 1);
+}
+
+static void rt_mq_unlink(rt_req *q)
+{
+    rt_mq *m = q->mq;
+    if (q->prev)
+        q->prev->next = q->next;
+    else
+        m->head = q->next;
+    if (q->next)
+        q->next->prev = q->prev;
+    else
+        m->tail = q->prev;
+    q->prev = q->next = NULL;
+    m->waiting--;
+    rt_metrics_held(&q->rt->m, q->pool->ns, q->pool->name, -1);
+    if (q != q->rt->arriving)
+        rt_metrics_hold_ended(&q->rt->m, q->pool->ns, q->pool->name, ev_now_ms() - q->arrived_ms);
+}
+
+static void rt_pool_free(rt_pool *p)
+{
+    if (p->patch)
+        kube_call_cancel(p->patch);
+    if (p->wake_timer)
+        ev_timer_cancel(p->rt->loop, p->wake_timer);
+    strmap_remove(&p->rt->pool_map, &p->node);
+    rt_mq_free_all(p);
+    free(p->patch_member);
+    free(p->request_rv);
+    free(p->request_old_rv);
+    free(p->key);
+    free(p->ns);
+    free(p->name);
+    free(p);
+}
+
+/* Frees a pool's state once nothing refers to it: no request, no write, no timer, and nothing
+ * learnt of a pool that still exists. */
+static void rt_pool_maybe_free(rt_pool *p)
+{
+    if (p->dirty || p->patch || p->wake_timer || p->awaiting)
+        return;
+    for (size_t i = 0; i < p->nmq; i++)
+        if (p->mqs[i]->waiting || p->mqs[i]->in_flight)
+            return;
+    if (rt_pool_rec(p) && (p->swap_estimate_ms || p->swap_seen_ms || p->patch_not_before))
+        return;
+    rt_pool_free(p);
+}
+
+/* ---- forwarding ---- */
+
+static void rt_forward_ended(rt_req *q)
+{
+    rt_router *rt = q->rt;
+    q->mq->in_flight--;
+    rt->in_flight--;
+    rt_mark(q->pool);
+}
+
+/* Gives up a forward: the call ends without done; the client gets err (502 or 413) if nothing of
+ * the answer went out yet, else a cut reply. */
+static void rt_forward_abort(rt_req *q, rt_oai_err err, const char *msg)
+{
+    fwd_cancel(q->call);
+    q->call = NULL;
+    rt_forward_ended(q);
+    if (!q->head_sent) {
+        rt_answer(q, err, msg, 0);
+        return;
+    }
+    rt_metrics_request(&q->rt->m, q->pool->ns, q->pool->name, q->mq->member, rt_oai_status(err));
+    httpd_req_stream_end(q->hr, false);
+    rt_req_free(q);
+}
+
+#define RT_MAX_HEADERS 128
+
+static void rt_fwd_head(void *ud, int status, const fwd_header *headers, size_t n)
+{
+    rt_req *q = ud;
+    free(q->buf); /* answered: never put back */
+    q->buf = NULL;
+    q->len = q->cap = 0;
+    httpd_header h[RT_MAX_HEADERS];
+    if (n > RT_MAX_HEADERS) {
+        rt_forward_abort(q, RT_OAI_BAD_GATEWAY, "the member answered with too many headers");
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        h[i] = (httpd_header){headers[i].name, headers[i].value};
+    if (httpd_req_stream_begin(q->hr, (unsigned)status, h, n) < 0) {
+        rt_forward_abort(q, RT_OAI_BAD_GATEWAY, "the member's answer cannot be relayed");
+        return;
+    }
+    q->head_sent = true;
+}
+
+static void rt_fwd_client_drained(void *ud)
+{
+    rt_req *q = ud;
+    if (q->call)
+        fwd_resume(q->call);
+}
+
+static int rt_fwd_data(void *ud, const char *bytes, size_t len)
+{
+    rt_req *q = ud;
+    int rc = httpd_req_stream_write(q->hr, bytes, len);
+    if (rc < 0) {
+        rt_forward_abort(q, RT_OAI_BAD_GATEWAY, "the member's answer cannot be relayed");
+        return 1;
+    }
+    if (rc == 1) {
+        httpd_req_stream_on_drain(q->hr, rt_fwd_client_drained, q);
+        return 1;
+    }
+    return 0;
+}
+
+static void rt_fwd_body_drained(void *ud)
+{
+    rt_req *q = ud;
+    if (q->body_paused) {
+        q->body_paused = false;
+        httpd_req_body_resume(q->hr);
+    }
+}
+
+static void rt_budget_over(ev_loop *loop, void *ud);
+
+/* A forward that failed before any response byte, with the whole body still here: the request
+ * was never taken, so it waits in its queue again (in its place, with what is left of its budget)
+ * and the pool is decided again a little later, once the caches have caught up. False when its
+ * budget is over. */
+static bool rt_rehold(rt_req *q)
+{
+    rt_router *rt = q->rt;
+    rt_pool *p = q->pool;
+    uint64_t budget = rt_budget_ms(rt_pool_rec(p)), now = ev_now_ms();
+    if (now >= q->arrived_ms + budget || rt->stopping)
+        return false;
+    q->state = RQ_HELD;
+    rt_mq_insert(q);
+    q->budget_timer = ev_timer_add(rt->loop, q->arrived_ms + budget - now, rt_budget_over, q);
+    q->retry_at = now + RT_REFUSED_WAIT_MS;
+    return true;
+}
+
+static void rt_fwd_done(void *ud, const fwd_result *r)
+{
+    rt_req *q = ud;
+    rt_router *rt = q->rt;
+    q->call = NULL;
+    rt_forward_ended(q);
+    if (r->first_byte_us)
+        rt_metrics_upstream(&rt->m, q->pool->ns, q->pool->name, q->mq->member, r->first_byte_us);
+    /* Put back only when no byte of it reached a member (refused, reset on connect): one that
+     * took the request may have worked on it, and a request that crashes members must not go
+     * round them all. */
+    if (r->outcome == FWD_UPSTREAM_FAILED_BEFORE_RESPONSE && r->bytes_up == 0 && q->buf &&
+        q->body_end && ++q->refused < RT_MAX_REFUSED && rt_rehold(q))
+        return;
+    if (r->outcome == FWD_UPSTREAM_FAILED_BEFORE_RESPONSE) {
+        char msg[512];
+        snprintf(msg, sizeof(msg), "member %s of pool %s/%s failed before answering: %s",
+                 q->mq->member, q->pool->ns, q->pool->name, r->error ? r->error : "");
+        log_kv(LOG_INFO, "upstream failed", "pool", q->pool->key, "member", q->mq->member, "error",
+               r->error ? r->error : "", NULL);
+        rt_answer(q, RT_OAI_BAD_GATEWAY, msg, 0);
+        return;
+    }
+    rt_metrics_request(&rt->m, q->pool->ns, q->pool->name, q->mq->member,
+                       r->status > 0 ? (unsigned)r->status : 502);
+    httpd_req_stream_end(q->hr, r->outcome == FWD_OK);
+    rt_req_free(q);
+}
+
+static const fwd_client rt_fwd_client = {.head = rt_fwd_head,
+                                         .data = rt_fwd_data,
+                                         .body_drained = rt_fwd_body_drained,
+                                         .done = rt_fwd_done};
+
+typedef struct rt_targets {
+    const pool_isvc *isvc;
+    const pool_pod *pods[64];
+    size_t n;
+} rt_targets;
+
+static int rt_pod_port(const pool_pod *pod, const pool_isvc *isvc)
+{
+    if (pod->port > 0)
+        return pod->port;
+    return isvc ? probe_port(isvc->runtime, isvc->endpoint_port, isvc->container_port) : 0;
+}
+
+static bool rt_pod_ready(const pool_pod *pod, const pool_isvc *isvc)
+{
+    return pod->ready && pod->running && !pod->terminating && pod->ip && *pod->ip &&
+           rt_pod_port(pod, isvc) > 0;
+}
+
+static bool rt_collect_pod(const char *key, const void *rec, void *ud)
+{
+    (void)key;
+    rt_targets *t = ud;
+    const pool_pod *pod = rec;
+    if (rt_pod_ready(pod, t->isvc) && t->n < sizeof(t->pods) / sizeof(t->pods[0]))
+        t->pods[t->n++] = pod;
+    return true;
+}
+
+static int rt_pod_cmp(const void *a, const void *b)
+{
+    return strcmp((*(const pool_pod *const *)a)->name, (*(const pool_pod *const *)b)->name);
+}
+
+/* The member's ready Pods, in name order (so round-robin is stable across events). */
+static void rt_ready_pods(rt_router *rt, const char *ns, const char *member, rt_targets *t)
+{
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", ns, member);
+    t->isvc = store_get(informer_store(rt->isvcs), key);
+    t->n = 0;
+    store_index_each(informer_store(rt->pods), POOL_INDEX_SERVICE, key, rt_collect_pod, t);
+    qsort(t->pods, t->n, sizeof(t->pods[0]), rt_pod_cmp);
+}
+
+typedef struct rt_hdrs {
+    fwd_header v[128];
+    size_t n;
+} rt_hdrs;
+
+static bool rt_copy_header(void *ud, const char *name, const char *value)
+{
+    rt_hdrs *h = ud;
+    if (h->n < sizeof(h->v) / sizeof(h->v[0]))
+        h->v[h->n++] = (fwd_header){name, value};
+    return true;
+}
+
+static void rt_forward(rt_req *q)
+{
+    rt_router *rt = q->rt;
+    rt_targets t;
+    rt_ready_pods(rt, q->pool->ns, q->mq->member, &t);
+    if (t.n == 0) { /* the decision saw one; the cache cannot have changed since, but be sure */
+        rt_answer(q, RT_OAI_BAD_GATEWAY, "no ready Pod of the member", 0);
+        return;
+    }
+    char ips[RT_MAX_TARGETS][64];
+    fwd_target tg[RT_MAX_TARGETS];
+    size_t nt = t.n < RT_MAX_TARGETS ? t.n : RT_MAX_TARGETS;
+    for (size_t i = 0; i < nt; i++) {
+        const pool_pod *pod = t.pods[(q->mq->rr + i) % t.n];
+        snprintf(ips[i], sizeof(ips[i]), "%s", pod->ip);
+        tg[i] = (fwd_target){ips[i], rt_pod_port(pod, t.isvc)};
+    }
+    q->mq->rr++;
+
+    /* The member's server may answer only to its own name: rewrite the body's model. */
+    char *body = q->buf;
+    size_t blen = q->len;
+    char *rewritten = NULL;
+    const char *served = t.isvc ? t.isvc->served_model : NULL;
+    if (served && *served && strcmp(served, q->scan.name) != 0) {
+        if (rt_model_rewrite(q->buf, q->len, q->scan.tok_start, q->scan.tok_end, served,
+                             strlen(served), &rewritten, &blen) < 0) {
+            rt_answer(q, RT_OAI_BAD_REQUEST, "cannot rewrite the model name", 0);
+            return;
+        }
+        body = rewritten;
+    }
+    rt_hdrs h = {.n = 0};
+    httpd_req_headers(q->hr, rt_copy_header, &h);
+    char addr[64];
+    int64_t cl = q->content_length >= 0 ? q->content_length - (int64_t)q->len + (int64_t)blen : -1;
+    char *target = httpd_req_target(q->hr);
+    fwd_request fr = {.method = httpd_req_method(q->hr),
+                      .path = target ? target : httpd_req_path(q->hr),
+                      .headers = h.v,
+                      .nheaders = h.n,
+                      .client_addr =
+                          httpd_req_client_addr(q->hr, addr, sizeof(addr)) == 0 ? addr : NULL,
+                      .targets = tg,
+                      .ntargets = nt,
+                      .body = body,
+                      .body_len = blen,
+                      .more = !q->body_end,
+                      .content_length = cl};
+    const char *why = NULL;
+    q->state = RQ_FORWARDING;
+    q->mq->in_flight++;
+    rt->in_flight++;
+    q->call = fwd_start(rt->fwd, &fr, &rt_fwd_client, q, &why);
+    free(rewritten);
+    free(target);
+    if (!q->call) {
+        rt_forward_ended(q);
+        rt_answer(q, RT_OAI_BAD_GATEWAY, why ? why : "cannot forward", 0);
+        return;
+    }
+    if (!q->body_end) { /* the rest streams: the start is the forwarder's to replay now */
+        free(q->buf);
+        q->buf = NULL;
+        q->len = q->cap = 0;
+    }
+    if (!q->body_end && q->body_paused) {
+        q->body_paused = false;
+        httpd_req_body_resume(q->hr);
+    }
+}
+
+/* ---- the request through the pool ---- */
+
+static void rt_wake(ev_loop *loop, void *ud)
+{
+    (void)loop;
+    rt_pool *p = ud;
+    p->wake_timer = 0;
+    p->wake_at = 0;
+    rt_mark(p);
+}
+
+/* Decides the pool again at time t (monotonic ms) at the latest: one timer a pool, moved only
+ * earlier, so no reason to decide again is lost to another. */
+static void rt_wake_at(rt_pool *p, uint64_t t)
+{
+    if (p->wake_timer && p->wake_at <= t)
+        return;
+    if (p->wake_timer)
+        ev_timer_cancel(p->rt->loop, p->wake_timer);
+    uint64_t now = ev_now_ms();
+    p->wake_at = t;
+    p->wake_timer = ev_timer_add(p->rt->loop, t > now ? t - now : 0, rt_wake, p);
+}
+
+static void rt_patch_done(void *ud, const kube_error *err, long code, const cJSON *body)
+{
+    rt_pool *p = ud;
+    p->patch = NULL;
+    free(p->request_rv);
+    p->request_rv = NULL;
+    if (err->kind == KUBE_OK || code == 409) {
+        /* 409: the pool changed since this router's cache saw it (another replica asked, the
+         * operator wrote its status): nothing is asked until the cache has caught up, and then
+         * only if it still needs asking. */
+        const char *rv = err->kind == KUBE_OK ? pool_answer_version(body) : NULL;
+        p->request_rv = rv ? strdup(rv) : NULL;
+        p->awaiting = true;
+        p->patch_backoff_ms = 0;
+        p->patch_not_before = 0;
+        if (err->kind == KUBE_OK) {
+            log_kv(LOG_INFO, "requested member through the pool", "pool", p->key, "member",
+                   p->patch_member, NULL);
+            rt_metrics_activation(&p->rt->m, p->ns, p->name, p->patch_member);
+        } else {
+            log_kv(LOG_DEBUG, "request through the pool lost a race; waiting for the cache", "pool",
+                   p->key, "member", p->patch_member, NULL);
+        }
+    } else {
+        /* Not again before a backoff (RBAC missing would otherwise be a write a turn). */
+        p->patch_backoff_ms = p->patch_backoff_ms ? p->patch_backoff_ms * 2 : 500;
+        if (p->patch_backoff_ms > 30000)
+            p->patch_backoff_ms = 30000;
+        p->patch_not_before = ev_now_ms() + p->patch_backoff_ms;
+        rt_wake_at(p, p->patch_not_before);
+        char c[8];
+        snprintf(c, sizeof(c), "%ld", code);
+        log_kv(LOG_ERROR, "request through the pool failed", "pool", p->key, "member",
+               p->patch_member, "code", c, "error", err->message ? err->message : "", NULL);
+    }
+    rt_mark(p);
+}
+
+static void rt_activate(rt_pool *p, const pool_obj *o, const char *member)
+{
+    rt_router *rt = p->rt;
+    char *path = kube_path(POOL_GROUP, POOL_VERSION, p->ns, "modelpools", p->name, NULL);
+    char *body = pool_request_set_patch(member, o->rv);
+    free(p->patch_member);
+    p->patch_member = strdup(member);
+    free(p->request_old_rv);
+    p->request_old_rv = o->rv ? strdup(o->rv) : NULL;
+    kube_request req = {.method = KUBE_PATCH_MERGE,
+                        .path = path,
+                        .body = body,
+                        .timeout_ms = RT_PATCH_TIMEOUT_MS,
+                        .max_retries = 0};
+    kube_error err = {0};
+    if (path && body && p->patch_member)
+        p->patch = kube_call_start(rt->client, &req, rt_patch_done, p, &err);
+    if (!p->patch) {
+        log_kv(LOG_ERROR, "cannot request member through the pool", "pool", p->key, "member",
+               member, "error", err.message ? err.message : "out of memory", NULL);
+        p->patch_not_before = ev_now_ms() + 1000;
+        rt_wake_at(p, p->patch_not_before);
+    }
+    kube_error_clear(&err);
+    free(path);
+    free(body);
+}
+
+/* ---- the decision ---- */
+
+static void rt_reject_all(rt_mq *m, rt_oai_err err, const char *msg, const char *reason)
+{
+    while (m->head) {
+        rt_req *q = m->head;
+        rt_mq_unlink(q);
+        if (reason)
+            rt_metrics_unavailable(&q->rt->m, q->pool->ns, q->pool->name, reason);
+        rt_answer(q, err, msg, 0);
+    }
+}
+
+static size_t rt_count_ready(rt_router *rt, const char *ns, const char *member)
+{
+    rt_targets t;
+    rt_ready_pods(rt, ns, member, &t);
+    return t.n;
+}
+
+/* Learns how long this pool's swaps take, from its status as seen here. */
+static void rt_swap_clock(rt_pool *p, const pool_obj *o)
+{
+    bool swapping = o && o->status.pending_member && *o->status.pending_member;
+    uint64_t now = ev_now_ms();
+    if (swapping && !p->swap_seen_ms)
+        p->swap_seen_ms = now;
+    else if (!swapping && p->swap_seen_ms) {
+        uint64_t d = now - p->swap_seen_ms;
+        p->swap_estimate_ms = p->swap_estimate_ms ? (p->swap_estimate_ms + d) / 2 : d;
+        p->swap_seen_ms = 0;
+    }
+}
+
+static void rt_decide(rt_pool *p)
+{
+    rt_router *rt = p->rt;
+    const pool_obj *o = rt_pool_rec(p);
+    if (!o) { /* deleted: its requests are answered, its series and its wait forgotten */
+        for (size_t i = 0; i < p->nmq; i++)
+            rt_reject_all(p->mqs[i], RT_OAI_MODEL_NOT_FOUND, "the model's pool was deleted", NULL);
+        rt_metrics_forget_pool(rt->o.metrics, p->ns, p->name);
+        free(p->request_rv);
+        p->request_rv = NULL;
+        p->awaiting = false;
+        p->patch_not_before = 0;
+        return;
+    }
+    rt_swap_clock(p, o);
+    if (p->awaiting && expect_rv_shows(o->rv, p->request_old_rv, p->request_rv)) {
+        free(p->request_rv);
+        p->request_rv = NULL;
+        p->awaiting = false;
+    }
+    /* Queues of names no longer in the pool: their model is gone. */
+    for (size_t i = 0; i < p->nmq; i++) {
+        bool listed = false;
+        for (size_t k = 0; k < o->n_members; k++)
+            listed |= rt_str_eq(o->members[k], p->mqs[i]->member);
+        if (!listed)
+            rt_reject_all(p->mqs[i], RT_OAI_MODEL_NOT_FOUND, "the member is no longer in its pool",
+                          NULL);
+    }
+
+    size_t n = o->n_members;
+    rt_hold_member *hm = calloc(n ? n : 1, sizeof(*hm));
+    rt_hold_verdict *v = calloc(n ? n : 1, sizeof(*v));
+    rt_hold_reject *why = calloc(n ? n : 1, sizeof(*why));
+    rt_mq **mq = calloc(n ? n : 1, sizeof(*mq));
+    if (!hm || !v || !why || !mq) {
+        free(hm), free(v), free(why), free(mq);
+        rt_mark(p); /* try again on the next turn */
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *name = o->members[i] ? o->members[i] : "";
+        char key[512];
+        snprintf(key, sizeof(key), "%s/%s", p->ns, name);
+        const pool_isvc *isvc = store_get(informer_store(rt->isvcs), key);
+        for (size_t k = 0; k < p->nmq; k++)
+            if (strcmp(p->mqs[k]->member, name) == 0)
+                mq[i] = p->mqs[k];
+        hm[i] = (rt_hold_member){
+            .name = name,
+            .exists = isvc != NULL,
+            .phase = isvc ? isvc->phase : NULL,
+            .up = isvc && pool_isvc_replicas(isvc) >= 1,
+            .ready_pods = isvc ? rt_count_ready(rt, p->ns, name) : 0,
+            .waiting = mq[i] ? mq[i]->waiting : 0,
+            .first_wait_ms = mq[i] && mq[i]->head ? mq[i]->head->arrived_ms : 0,
+            .in_flight = mq[i] ? mq[i]->in_flight : 0,
+        };
+    }
+    rt_hold_pool hp = {.phase = o->status.phase,
+                       .resident = o->status.resident_member,
+                       .pending = o->status.pending_member,
+                       .requested = o->requested,
+                       .request_unseen =
+                           p->patch != NULL || p->awaiting || ev_now_ms() < p->patch_not_before,
+                       .members = hm,
+                       .n_members = n,
+                       .grace_ms = (uint64_t)rt->o.resident_grace_ms,
+                       .now_ms = ev_now_ms()};
+    rt_hold_decision d;
+    rt_hold_decide(&hp, v, why, &d);
+    uint64_t wake = 0; /* the first request put back that waits for its retry */
+
+    char reason[768];
+    for (size_t i = 0; i < n; i++) {
+        if (!mq[i])
+            continue;
+        if (v[i] == RT_HOLD_REJECT) {
+            if (why[i] == RT_REJECT_DEGRADED)
+                rt_pool_reason(o, reason, sizeof(reason));
+            else
+                snprintf(reason, sizeof(reason), "member %s of pool %s is %s", hm[i].name, p->key,
+                         !hm[i].exists ? "missing" : hm[i].phase);
+            rt_reject_all(mq[i], RT_OAI_POOL_UNAVAILABLE, reason,
+                          why[i] == RT_REJECT_DEGRADED ? "degraded" : "member_unavailable");
+        } else if (v[i] == RT_HOLD_SERVE) {
+            while (mq[i]->head &&
+                   (d.serve_before_ms == 0 || mq[i]->head->arrived_ms < d.serve_before_ms)) {
+                rt_req *q = mq[i]->head;
+                if (q->retry_at > hp.now_ms) { /* put back: its turn comes a little later */
+                    if (!wake || q->retry_at < wake)
+                        wake = q->retry_at;
+                    break;
+                }
+                rt_mq_unlink(q);
+                if (q->budget_timer) {
+                    ev_timer_cancel(rt->loop, q->budget_timer);
+                    q->budget_timer = 0;
+                }
+                rt_forward(q);
+            }
+        }
+    }
+    if (d.activate >= 0 && !rt->stopping) /* a stopping router asks nothing more */
+        rt_activate(p, o, hm[d.activate].name);
+    if (d.wake_at_ms)
+        rt_wake_at(p, d.wake_at_ms);
+    if (wake)
+        rt_wake_at(p, wake);
+    if (p->patch_not_before > hp.now_ms)
+        rt_wake_at(p, p->patch_not_before);
+    free(hm), free(v), free(why), free(mq);
+}
+
+static void rt_tick(ev_loop *loop, void *ud)
+{
+    (void)loop;
+    rt_router *rt = ud;
+    rt->tick = 0;
+    /* Decisions may mark pools again (a forward ending): those wait for the next tick. */
+    rt_pool *list = rt->dirty;
+    rt->dirty = NULL;
+    while (list) {
+        rt_pool *p = list;
+        list = p->next_dirty;
+        p->dirty = false;
+        p->next_dirty = NULL;
+        rt_decide(p);
+        rt_pool_maybe_free(p);
+    }
+}
+
+static void rt_mark(rt_pool *p)
+{
+    rt_router *rt = p->rt;
+    if (p->dirty)
+        return;
+    p->dirty = true;
+    p->next_dirty = rt->dirty;
+    rt->dirty = p;
+    if (!rt->tick)
+        rt->tick = ev_timer_add(rt->loop, 0, rt_tick, rt);
+}
+
+/* ---- requests ---- */
+
+static void rt_budget_over(ev_loop *loop, void *ud)
+{
+    (void)loop;
+    rt_req *q = ud;
+    q->budget_timer = 0;
+    rt_pool *p = q->pool;
+    const pool_obj *o = rt_pool_rec(p);
+    uint64_t budget = rt_budget_ms(o);
+    rt_mq_unlink(q);
+    uint32_t retry =
+        rt_hold_retry_after_s(p->swap_estimate_ms, p->swap_seen_ms, ev_now_ms(), budget);
+    char msg[512];
+    snprintf(msg, sizeof(msg),
+             "model %s (member %s of pool %s) is still loading: not resident within the pool's "
+             "swapBudget (%llu ms); retry in %u s",
+             q->scan.name, q->mq->member, p->key, (unsigned long long)budget, retry);
+    rt_metrics_unavailable(&q->rt->m, p->ns, p->name, "swap_budget");
+    rt_answer(q, RT_OAI_MODEL_LOADING, msg, retry);
+    rt_mark(p);
+}
+
+/* The model is known: find its member and queue the request; the decision does the rest. */
+static void rt_enqueue(rt_req *q)
+{
+    rt_router *rt = q->rt;
+    rt_route r;
+    const char *other = NULL;
+    int rc = rt_routes_lookup(rt->routes, q->scan.name, &r, &other);
+    char msg[768];
+    if (rc == -ENOENT) {
+        snprintf(msg, sizeof(msg), "The model '%s' does not exist", q->scan.name);
+        rt_answer(q, RT_OAI_MODEL_NOT_FOUND, msg, 0);
+        return;
+    }
+    if (rc == -EEXIST) {
+        snprintf(msg, sizeof(msg), "The model '%s' is ambiguous: served by pools %s and %s",
+                 q->scan.name, r.pool, other);
+        rt_answer(q, RT_OAI_BAD_REQUEST, msg, 0);
+        return;
+    }
+    if (rt->stopping) {
+        rt_answer(q, RT_OAI_POOL_UNAVAILABLE,
+                  "the router is shutting down; another replica can take the request", 1);
+        return;
+    }
+    rt_pool *p = rc == 0 ? rt_pool_get(rt, r.ns, r.pool) : NULL;
+    rt_mq *m = p ? rt_mq_get(p, r.member) : NULL;
+    if (!m) {
+        rt_answer(q, RT_OAI_BAD_GATEWAY, "out of memory", 0);
+        return;
+    }
+    const pool_obj *o = rt_pool_rec(p);
+    q->pool = p;
+    q->mq = m;
+    q->state = RQ_HELD;
+    q->arrived_ms = ev_now_ms();
+    if (o && (m->waiting > 0 || rt_str_eq(o->status.pending_member, m->member) ||
+              rt_str_eq(o->requested, m->member)))
+        rt_metrics_coalesced(&rt->m, p->ns, p->name, m->member);
+    rt_mq_insert(q);
+    q->budget_timer = ev_timer_add(rt->loop, rt_budget_ms(o), rt_budget_over, q);
+    /* Decide now: a request for the resident goes out without waiting for a loop turn. q may be
+     * gone afterwards; the pool is marked so its state is freed once nothing refers to it. */
+    rt->arriving = q;
+    rt_decide(p);
+    rt->arriving = NULL;
+    rt_mark(p);
+}
+
+static int rt_buf_add(rt_req *q, const char *data, size_t len)
+{
+    if (len == 0)
+        return 0;
+    if (q->len + len > q->cap) {
+        size_t c = rt_model_buf_cap(q->cap, q->content_length, q->len + len);
+        char *b = realloc(q->buf, c);
+        if (!b)
+            return -ENOMEM;
+        q->buf = b;
+        q->cap = c;
+    }
+    memcpy(q->buf + q->len, data, len);
+    q->len += len;
+    return 0;
+}
+
+static void rt_body(void *ud, const char *data, size_t len, bool end)
+{
+    rt_req *q = ud;
+    rt_router *rt = q->rt;
+    q->body_total += len;
+    if (q->body_total > (uint64_t)rt->o.max_body_bytes) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "request body larger than %lld bytes", rt->o.max_body_bytes);
+        if (q->state == RQ_FORWARDING) {
+            rt_forward_abort(q, RT_OAI_TOO_LARGE, msg);
+            return;
+        }
+        if (q->state == RQ_HELD) {
+            rt_mq_unlink(q);
+            rt_mark(q->pool);
+        }
+        rt_answer(q, RT_OAI_TOO_LARGE, msg, 0);
+        return;
+    }
+    if (end)
+        q->body_end = true;
+    if (q->state == RQ_FORWARDING) {
+        if (fwd_body(q->call, data, len, end) == 1 && !end) {
+            q->body_paused = true;
+            httpd_req_body_pause(q->hr);
+        }
+        return;
+    }
+    if (rt_buf_add(q, data, len) < 0) {
+        if (q->state == RQ_HELD) {
+            rt_mq_unlink(q);
+            rt_mark(q->pool);
+        }
+        rt_answer(q, RT_OAI_BAD_GATEWAY, "out of memory", 0);
+        return;
+    }
+    if (q->state == RQ_HELD)
+        return; /* bytes that came with the pause: kept for the forward */
+    rt_model_status st = rt_model_feed(&q->scan, data, len);
+    if (st == RT_MODEL_MORE && end)
+        st = rt_model_finish(&q->scan);
+    if (st == RT_MODEL_MORE)
+        return;
+    if (st != RT_MODEL_FOUND) {
+        rt_answer(q, RT_OAI_BAD_REQUEST,
+                  q->scan.reason ? q->scan.reason : "the body names no model", 0);
+        return;
+    }
+    if (!end) { /* hold the rest of the body until the request goes out */
+        q->body_paused = true;
+        httpd_req_body_pause(q->hr);
+    }
+    rt_enqueue(q);
+}
+
+static void rt_closed(void *ud)
+{
+    rt_req *q = ud;
+    rt_router *rt = q->rt;
+    if (q->state == RQ_HELD) {
+        rt_mq_unlink(q);
+        rt_mark(q->pool); /* only its place is lost: an activation it caused goes on */
+    } else if (q->state == RQ_FORWARDING && q->call) {
+        fwd_cancel(q->call);
+        q->call = NULL;
+        rt_forward_ended(q);
+    }
+    if (q->pool)
+        rt_metrics_request(&rt->m, q->pool->ns, q->pool->name, q->mq ? q->mq->member : "", 499);
+    rt_req_free(q);
+}
+
+static void rt_models(rt_router *rt, httpd_req *hr)
+{
+    rt_oai_model *v = NULL;
+    size_t n = 0;
+    char *body = rt_routes_models(rt->routes, &v, &n) == 0 ? rt_oai_models(v, n) : NULL;
+    free(v);
+    httpd_reply rep = {.code = body ? 200 : 500,
+                       .content_type = "application/json",
+                       .body = body,
+                       .len = body ? strlen(body) : 0};
+    httpd_req_reply(hr, &rep);
+}
+
+static void rt_error_now(httpd_req *hr, rt_oai_err err, const char *msg)
+{
+    char *body = rt_oai_error(err, msg);
+    httpd_reply rep = {.code = body ? rt_oai_status(err) : 500,
+                       .content_type = "application/json",
+                       .body = body,
+                       .len = body ? strlen(body) : 0};
+    httpd_req_reply(hr, &rep);
+}
+
+static void rt_request(void *ud, httpd_req *hr)
+{
+    rt_router *rt = ud;
+    const char *method = httpd_req_method(hr), *path = httpd_req_path(hr);
+    if (strcmp(path, "/v1/models") == 0) {
+        if (strcmp(method, "GET") != 0)
+            rt_error_now(hr, RT_OAI_METHOD_NOT_ALLOWED, "use GET for /v1/models");
+        else
+            rt_models(rt, hr);
+        return;
+    }
+    if (strncmp(path, "/v1/", 4) != 0) {
+        rt_error_now(hr, RT_OAI_NOT_FOUND, "no such path: the router serves /v1/...");
+        return;
+    }
+    if (strcmp(method, "POST") != 0) {
+        rt_error_now(hr, RT_OAI_METHOD_NOT_ALLOWED, "use POST with a JSON body naming a model");
+        return;
+    }
+    if (rt->stopping || !rt_router_synced(rt)) {
+        char *body =
+            rt_oai_error(RT_OAI_POOL_UNAVAILABLE,
+                         rt->stopping ? "the router is shutting down" : "the router is starting");
+        httpd_header h[] = {{"Content-Type", "application/json"}, {"Retry-After", "1"}};
+        if (body && httpd_req_stream_begin(hr, 503, h, 2) == 0) {
+            httpd_req_stream_write(hr, body, strlen(body));
+            httpd_req_stream_end(hr, true);
+        }
+        free(body);
+        return;
+    }
+    int64_t cl = -1;
+    const char *cls = httpd_req_header(hr, "Content-Length");
+    if (cls) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(cls, &end, 10);
+        if (errno || end == cls || *end || v < 0) {
+            rt_error_now(hr, RT_OAI_BAD_REQUEST, "bad Content-Length");
+            return;
+        }
+        cl = v;
+        if (v > rt->o.max_body_bytes) {
+            char msg[128];
+            snprintf(msg, sizeof(msg), "request body larger than %lld bytes", rt->o.max_body_bytes);
+            rt_error_now(hr, RT_OAI_TOO_LARGE, msg);
+            return;
+        }
+    }
+    rt_req *q = calloc(1, sizeof(*q));
+    if (!q) {
+        rt_error_now(hr, RT_OAI_BAD_GATEWAY, "out of memory");
+        return;
+    }
+    q->rt = rt;
+    q->hr = hr;
+    q->content_length = cl;
+    q->all_next = rt->reqs;
+    if (rt->reqs)
+        rt->reqs->all_prev = q;
+    rt->reqs = q;
+    rt_model_init(&q->scan);
+    httpd_req_on_close(hr, rt_closed, q);
+    if (httpd_req_body(hr, rt_body, q) < 0)
+        rt_answer(q, RT_OAI_BAD_REQUEST, "cannot read the body", 0);
+}
+
+/* ---- caches ---- */
+
+static void rt_mark_key(rt_router *rt, const char *ns, const char *name)
+{
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", name);
+    rt_pool *p = rt_pool_find(rt, key);
+    if (p)
+        rt_mark(p);
+}
+
+typedef struct rt_mark_ctx {
+    rt_router *rt;
+} rt_mark_ctx;
+
+static bool rt_mark_pool_rec(const char *key, const void *rec, void *ud)
+{
+    (void)key;
+    rt_mark_ctx *c = ud;
+    const pool_obj *o = rec;
+    rt_mark_key(c->rt, o->ns, o->name);
+    return true;
+}
+
+/* Marks the pools listing member ns/name. */
+static void rt_mark_member(rt_router *rt, const char *ns, const char *name)
+{
+    if (!name)
+        return;
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", name);
+    rt_mark_ctx c = {rt};
+    store_index_each(informer_store(rt->pools), POOL_INDEX_MEMBER, key, rt_mark_pool_rec, &c);
+}
+
+static void rt_pool_changed(void *ud, const void *old_rec, const void *rec)
+{
+    rt_router *rt = ud;
+    const pool_obj *o = rec ? rec : old_rec;
+    rt_routes_invalidate(rt->routes);
+    rt_mark_key(rt, o->ns, o->name);
+}
+
+static void rt_pool_added(void *ud, const void *rec)
+{
+    rt_pool_changed(ud, NULL, rec);
+}
+
+static void rt_pool_deleted(void *ud, const void *rec)
+{
+    rt_router *rt = ud;
+    const pool_obj *o = rec;
+    rt_routes_invalidate(rt->routes);
+    rt_mark_key(rt, o->ns, o->name);
+    rt_metrics_forget_pool(rt->o.metrics, o->ns ? o->ns : "", o->name);
+}
+
+static void rt_isvc_changed(void *ud, const void *old_rec, const void *rec)
+{
+    rt_router *rt = ud;
+    const pool_isvc *a = old_rec, *b = rec ? rec : old_rec;
+    if (!a || !rec || !rt_same(a->served_model, b->served_model) ||
+        !rt_same(a->aliases, b->aliases))
+        rt_routes_invalidate(rt->routes);
+    rt_mark_member(rt, b->ns, b->name);
+}
+
+static void rt_isvc_added(void *ud, const void *rec)
+{
+    rt_isvc_changed(ud, NULL, rec);
+}
+
+static void rt_isvc_deleted(void *ud, const void *rec)
+{
+    rt_isvc_changed(ud, rec, NULL);
+}
+
+static void rt_pod_changed(void *ud, const void *old_rec, const void *rec)
+{
+    rt_router *rt = ud;
+    const pool_pod *p = rec ? rec : old_rec;
+    rt_mark_member(rt, p->ns, p->member);
+}
+
+static void rt_pod_added(void *ud, const void *rec)
+{
+    rt_pod_changed(ud, NULL, rec);
+}
+
+static void rt_pod_deleted(void *ud, const void *rec)
+{
+    rt_pod_changed(ud, rec, NULL);
+}
+
+static void rt_cache_error(void *ud, const kube_error *err)
+{
+    (void)ud;
+    log_kv(LOG_ERROR, "watch failed, retrying", "error", err->message ? err->message : "", NULL);
+}
+
+static informer *rt_informer(rt_router *rt, const char *group, const char *resource,
+                             const char *selector, const store_codec *codec,
+                             const informer_handlers *h)
+{
+    informer_config cfg = {.group = group,
+                           .version = *group ? POOL_VERSION : "v1",
+                           .resource = resource,
+                           .namespace_ = rt->ns_copy,
+                           .label_selector = selector,
+                           .codec = codec};
+    return informer_new(rt->loop, rt->client, &cfg, h);
+}
+
+rt_router *rt_router_new(ev_loop *loop, kube_client *client, const rt_router_opts *o, char *err,
+                         size_t errlen)
+{
+    rt_router *rt = calloc(1, sizeof(*rt));
+    if (!rt)
+        goto oom;
+    rt->loop = loop;
+    rt->client = client;
+    rt->o = *o;
+    if (strmap_init(&rt->pool_map) < 0)
+        goto oom;
+    if ((o->namespace_ && !(rt->ns_copy = strdup(o->namespace_))) ||
+        (o->label_selector && !(rt->selector_copy = strdup(o->label_selector))))
+        goto oom;
+    informer_handlers hp = {.on_add = rt_pool_added,
+                            .on_update = rt_pool_changed,
+                            .on_delete = rt_pool_deleted,
+                            .on_error = rt_cache_error,
+                            .ud = rt};
+    informer_handlers hi = {.on_add = rt_isvc_added,
+                            .on_update = rt_isvc_changed,
+                            .on_delete = rt_isvc_deleted,
+                            .on_error = rt_cache_error,
+                            .ud = rt};
+    informer_handlers hd = {.on_add = rt_pod_added,
+                            .on_update = rt_pod_changed,
+                            .on_delete = rt_pod_deleted,
+                            .on_error = rt_cache_error,
+                            .ud = rt};
+    rt->pools = rt_informer(rt, POOL_GROUP, "modelpools", rt->selector_copy, &pool_obj_codec, &hp);
+    rt->isvcs = rt_informer(rt, POOL_GROUP, "inferenceservices", NULL, &pool_isvc_codec, &hi);
+    rt->pods = rt_informer(rt, "", "pods", POOL_SERVICE_LABEL, &pool_pod_codec, &hd);
+    if (!rt->pools || !rt->isvcs || !rt->pods ||
+        store_add_index(informer_store(rt->pools), POOL_INDEX_MEMBER, pool_index_pool_members,
+                        NULL) < 0 ||
+        store_add_index(informer_store(rt->pods), POOL_INDEX_SERVICE, pool_index_pod_service,
+                        NULL) < 0)
+        goto oom;
+    if (!(rt->routes = rt_routes_new(informer_store(rt->pools), informer_store(rt->isvcs))) ||
+        !(rt->fwd =
+              fwd_new(loop, &(fwd_config){.first_byte_timeout_ms = o->upstream_timeout_ms})) ||
+        rt_metrics_init(&rt->m, o->metrics) < 0)
+        goto oom;
+    return rt;
+oom:
+    snprintf(err, errlen, "out of memory");
+    rt_router_free(rt);
+    return NULL;
+}
+
+int rt_router_start(rt_router *rt, char *err, size_t errlen)
+{
+    httpd_config hc = {.bind = rt->o.bind,
+                       .request = rt_request,
+                       .ud = rt,
+                       .max_connections = 65536,
+                       .idle_timeout_s = 300};
+    if (!(rt->front = httpd_start_config(rt->loop, &hc, err, errlen)))
+        return -1;
+    if (informer_start(rt->pools) < 0 || informer_start(rt->isvcs) < 0 ||
+        informer_start(rt->pods) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+int rt_router_port(const rt_router *rt)
+{
+    return rt->front ? httpd_port(rt->front) : 0;
+}
+
+bool rt_router_synced(const rt_router *rt)
+{
+    return informer_synced(rt->pools) && informer_synced(rt->isvcs) && informer_synced(rt->pods);
+}
+
+void rt_router_waiting(const rt_router *rt, char *buf, size_t len)
+{
+    const informer *v[] = {rt->pools, rt->isvcs, rt->pods};
+    informer_waiting(v, 3, buf, len);
+}
+
+static void rt_stop_check(ev_loop *loop, void *ud)
+{
+    (void)loop;
+    rt_router *rt = ud;
+    rt->stop_timer = 0;
+    /* Done once no forward runs and every answer given has been sent. */
+    if ((rt->in_flight == 0 && httpd_pending(rt->front) == 0) || ev_now_ms() >= rt->stop_deadline) {
+        if (rt->stopped)
+            rt->stopped(rt->stopped_ud);
+        return;
+    }
+    rt->stop_timer = ev_timer_add(rt->loop, 50, rt_stop_check, rt);
+}
+
+void rt_router_shutdown(rt_router *rt, uint64_t grace_ms, void (*done)(void *ud), void *ud)
+{
+    rt->stopping = true;
+    rt->stopped = done;
+    rt->stopped_ud = ud;
+    rt->stop_deadline = ev_now_ms() + grace_ms;
+    for (strmap_node *n = strmap_first(&rt->pool_map); n; n = strmap_next(&rt->pool_map, n)) {
+        rt_pool *p = STRMAP_OWNER(n, rt_pool, node);
+        for (size_t i = 0; i < p->nmq; i++)
+            while (p->mqs[i]->head) {
+                rt_req *q = p->mqs[i]->head;
+                rt_mq_unlink(q);
+                rt_metrics_unavailable(&rt->m, p->ns, p->name, "shutdown");
+                rt_answer(q, RT_OAI_POOL_UNAVAILABLE,
+                          "the router is shutting down; another replica can take the request", 1);
+            }
+    }
+    rt->stop_timer = ev_timer_add(rt->loop, 0, rt_stop_check, rt);
+}
+
+void rt_router_free(rt_router *rt)
+{
+    if (!rt)
+        return;
+    /* Calls and connections go first, without callbacks (fwd_free and httpd_stop call nothing),
+     * then the requests they carried and the pools. */
+    fwd_free(rt->fwd);
+    httpd_stop(rt->front);
+    while (rt->reqs)
+        rt_req_free(rt->reqs);
+    strmap_node *n = strmap_first(&rt->pool_map);
+    while (n) {
+        rt_pool *p = STRMAP_OWNER(n, rt_pool, node);
+        n = strmap_next(&rt->pool_map, n);
+        rt_pool_free(p);
+    }
+    if (rt->tick)
+        ev_timer_cancel(rt->loop, rt->tick);
+    if (rt->stop_timer)
+        ev_timer_cancel(rt->loop, rt->stop_timer);
+    rt_routes_free(rt->routes);
+    informer_free(rt->pools);
+    informer_free(rt->isvcs);
+    informer_free(rt->pods);
+    strmap_fini(&rt->pool_map);
+    free(rt->ns_copy);
+    free(rt->selector_copy);
+    free(rt);
+}

@@ -1,0 +1,106 @@
+/* router_metrics: the router's series. Hold durations get buckets past 300 s (the default
+ * swapBudget), upstream latency buckets from a millisecond (a loopback member) to minutes (a long
+ * generation before its first byte). */
+#include "router/router_metrics.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+#define RT_N(a) (sizeof(a) / sizeof((a)[0]))
+
+static const double rt_hold_buckets[] = {0.01, 0.05, 0.1, 0.5, 1,   2.5, 5,   10,  20,
+                                         30,   60,   120, 180, 300, 450, 600, 900, 1800};
+static const double rt_upstream_buckets[] = {
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
+
+int rt_metrics_init(rt_metrics *m, metrics *reg)
+{
+    static const char *const pmc[] = {"namespace", "pool", "member", "code", NULL};
+    static const char *const pm[] = {"namespace", "pool", "member", NULL};
+    static const char *const p[] = {"namespace", "pool", NULL};
+    static const char *const pr[] = {"namespace", "pool", "reason", NULL};
+    m->requests = metrics_family_new(
+        reg, METRICS_COUNTER, "modelpool_router_requests_total",
+        "Requests answered, by pool, member and HTTP status (502 and 503 the router's own).", pmc,
+        NULL, 0);
+    m->held = metrics_family_new(reg, METRICS_GAUGE, "modelpool_router_held_requests",
+                                 "Requests held now, waiting for their member to be resident.", p,
+                                 NULL, 0);
+    m->hold = metrics_family_new(reg, METRICS_HISTOGRAM, "modelpool_router_hold_duration_seconds",
+                                 "How long held requests waited (until forwarded, refused or the "
+                                 "client left).",
+                                 p, rt_hold_buckets, RT_N(rt_hold_buckets));
+    m->activations = metrics_family_new(
+        reg, METRICS_COUNTER, "modelpool_router_activations_total",
+        "Requests for a member made through its pool (the request annotation written).", pm, NULL,
+        0);
+    m->coalesced = metrics_family_new(
+        reg, METRICS_COUNTER, "modelpool_router_coalesced_requests_total",
+        "Requests that waited on an activation already asked for (no write of their own).", pm,
+        NULL, 0);
+    m->unavailable = metrics_family_new(
+        reg, METRICS_COUNTER, "modelpool_router_unavailable_total",
+        "503 answers, by reason (swap_budget, degraded, member_unavailable, shutdown).", pr, NULL,
+        0);
+    m->upstream =
+        metrics_family_new(reg, METRICS_HISTOGRAM, "modelpool_router_upstream_first_byte_seconds",
+                           "From forwarding a request to a member until its first response byte.",
+                           pm, rt_upstream_buckets, RT_N(rt_upstream_buckets));
+    return m->requests && m->held && m->hold && m->activations && m->coalesced && m->unavailable &&
+                   m->upstream
+               ? 0
+               : -ENOMEM;
+}
+
+void rt_metrics_request(rt_metrics *m, const char *ns, const char *pool, const char *member,
+                        unsigned code)
+{
+    char c[8];
+    snprintf(c, sizeof(c), "%u", code);
+    const char *v[] = {ns ? ns : "", pool ? pool : "", member ? member : "", c};
+    metrics_add(m->requests, v, 1);
+}
+
+void rt_metrics_held(rt_metrics *m, const char *ns, const char *pool, int delta)
+{
+    const char *v[] = {ns, pool};
+    metrics_add(m->held, v, delta);
+}
+
+void rt_metrics_hold_ended(rt_metrics *m, const char *ns, const char *pool, uint64_t ms)
+{
+    const char *v[] = {ns, pool};
+    metrics_observe(m->hold, v, (double)ms / 1000.0);
+}
+
+void rt_metrics_activation(rt_metrics *m, const char *ns, const char *pool, const char *member)
+{
+    const char *v[] = {ns, pool, member};
+    metrics_add(m->activations, v, 1);
+}
+
+void rt_metrics_coalesced(rt_metrics *m, const char *ns, const char *pool, const char *member)
+{
+    const char *v[] = {ns, pool, member};
+    metrics_add(m->coalesced, v, 1);
+}
+
+void rt_metrics_unavailable(rt_metrics *m, const char *ns, const char *pool, const char *reason)
+{
+    const char *v[] = {ns, pool, reason};
+    metrics_add(m->unavailable, v, 1);
+}
+
+void rt_metrics_upstream(rt_metrics *m, const char *ns, const char *pool, const char *member,
+                         uint64_t us)
+{
+    const char *v[] = {ns, pool, member};
+    metrics_observe(m->upstream, v, (double)us / 1e6);
+}
+
+void rt_metrics_forget_pool(metrics *reg, const char *ns, const char *pool)
+{
+    static const char *const names[] = {"namespace", "pool"};
+    const char *values[] = {ns, pool};
+    metrics_remove(reg, names, values, 2);
+}

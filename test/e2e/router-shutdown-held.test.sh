@@ -1,0 +1,35 @@
+# Issue 14's router, SIGTERM while a request is held whose body is only partly read (the router pauses
+# the body once the model is known): the held client must get its answer, 503 in OpenAI's format with
+# Retry-After ("another replica can take the request"), before the router exits. httpd must first read and
+# discard the rest of the body (several loop turns); the router stops as soon as nothing is in flight.
+ns=routershut
+router_setup --terminate-ms 200 --load-ms 200
+
+create_members "$ns" m-a m-b
+create_pool "$ns" pool m-a m-a m-b
+wait_for 60 pool_is pool Ready m-a "$ns"
+start_router
+wait_for 30 router_ready
+url="http://127.0.0.1:$(router_port api)"
+router_metric() {
+	curl -fsS "http://127.0.0.1:$(router_port metrics)/metrics" |
+		awk -v s="$1" '$1 == s {print $2; found=1} END {exit !found}'
+}
+
+log "a request held for m-b (slow to load), then SIGTERM"
+kubectl_admin -n "$ns" annotate --overwrite inferenceservice m-b sim.modelpool.test/load-ms=600000 >/dev/null
+{
+	printf '{"model":"m-b","messages":[],"pad":"'
+	head -c $((600 * 1024)) /dev/zero | tr '\0' x
+	printf '"}'
+} >"$MP_STATE_DIR/big"
+curl -sS --max-time 60 -o "$MP_STATE_DIR/held.body" -D "$MP_STATE_DIR/held.headers" -w '%{http_code}' -X POST \
+	-H 'Content-Type: application/json' --data-binary "@$MP_STATE_DIR/big" \
+	"$url/v1/chat/completions" >"$MP_STATE_DIR/held.code" 2>"$MP_STATE_DIR/held.err" &
+client=$!
+wait_for 60 [ "$(router_metric "modelpool_router_held_requests{namespace=\"$ns\",pool=\"pool\"}")" = 1 ]
+stop_router
+wait "$client" || true
+log "held client: code $(cat "$MP_STATE_DIR/held.code") $(cat "$MP_STATE_DIR/held.err")"
+expect_eq "held request at shutdown" 503 "$(cat "$MP_STATE_DIR/held.code")"
+grep -qi '^retry-after: ' "$MP_STATE_DIR/held.headers" || fail "no Retry-After on the shutdown 503"

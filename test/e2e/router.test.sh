@@ -1,0 +1,97 @@
+# Issue 14: modelpool-router in front of a pool, against the real API server and the simulator's members.
+# Bad requests are answered at once in OpenAI's error format (404 unknown model, 400 no model, 413 too large,
+# 405 wrong method); a request for a member that is not resident is held while the pool swaps it in (asked
+# through the pool's annotation, never by scaling), then forwarded; 50 concurrent requests for one model
+# cause exactly one activation; a held client that leaves changes nothing; a Degraded pool answers 503 with
+# its condition's message at once. slot-check watches throughout.
+ns=router
+router_setup --terminate-ms 200 --load-ms 200
+
+create_members "$ns" m-a m-b m-c
+create_pool "$ns" pool m-a m-a m-b m-c
+wait_for 60 pool_is pool Ready m-a "$ns"
+start_router
+wait_for 30 router_ready
+port=$(router_port api)
+url="http://127.0.0.1:$port"
+
+# post PATH BODY [CURL ARGS...]: prints the status code; the answer's body goes to $MP_STATE_DIR/body,
+# its headers to $MP_STATE_DIR/headers.
+post() {
+	local path=$1 body=$2
+	shift 2
+	curl -sS -o "$MP_STATE_DIR/body" -D "$MP_STATE_DIR/headers" -w '%{http_code}' -X POST \
+		-H 'Content-Type: application/json' --data-binary "$body" "$@" "$url$path"
+}
+error_code() { jq -r '.error.code // "null"' "$MP_STATE_DIR/body"; }
+error_message() { jq -r '.error.message' "$MP_STATE_DIR/body"; }
+activations() { grep -c '"requested member through the pool"' "$MP_STATE_DIR/router.log" || true; }
+created() { grep -c "\"created pod\" member=$ns/$1 " "$MP_STATE_DIR/sim.log" || true; }
+router_metric() {
+	curl -fsS "http://127.0.0.1:$(router_port metrics)/metrics" |
+		awk -v s="$1" '$1 == s {print $2; found=1} END {exit !found}'
+}
+
+log "GET /v1/models lists every member with its residency"
+curl -fsS "$url/v1/models" >"$MP_STATE_DIR/models"
+expect_eq "models" "m-a:true m-b:false m-c:false" \
+	"$(jq -r '[.data[] | "\(.id):\(.modelpool.resident)"] | join(" ")' "$MP_STATE_DIR/models")"
+
+log "bad requests: answered at once in OpenAI's format, nothing else happens"
+expect_eq "unknown model" 404 "$(post /v1/chat/completions '{"model":"no-such","messages":[]}')"
+expect_eq "unknown model code" model_not_found "$(error_code)"
+expect_eq "no model" 400 "$(post /v1/chat/completions '{"messages":[]}')"
+expect_eq "not JSON" 400 "$(post /v1/chat/completions 'model=m-b')"
+expect_eq "wrong method" 405 "$(curl -sS -o /dev/null -w '%{http_code}' "$url/v1/chat/completions")"
+head -c $((33 * 1024 * 1024)) /dev/zero | tr '\0' ' ' >"$MP_STATE_DIR/big"
+expect_eq "body over 32 MiB" 413 "$(curl -sS -o "$MP_STATE_DIR/body" -w '%{http_code}' -X POST \
+	--data-binary "@$MP_STATE_DIR/big" "$url/v1/chat/completions")"
+expect_eq "413 code" request_too_large "$(error_code)"
+expect_eq "activations after bad requests" 0 "$(activations)"
+
+log "a request for the resident is forwarded to its Pod"
+expect_eq "m-a answers" 200 "$(post /v1/chat/completions '{"model":"m-a","messages":[{"role":"user","content":"hi"}]}')"
+expect_eq "answered by" m-a "$(jq -r .model "$MP_STATE_DIR/body")"
+
+log "a request for m-b: held while the pool swaps it in, then answered by m-b"
+expect_eq "m-b answers" 200 "$(post /v1/completions '{"model":"m-b","prompt":"hi"}')"
+expect_eq "answered by" m-b "$(jq -r .model "$MP_STATE_DIR/body")"
+expect_sole_resident pool m-b "$ns"
+expect_eq "activations" 1 "$(activations)"
+expect_eq "Pods created for m-b" 1 "$(created m-b)"
+
+log "50 concurrent requests for m-c: one activation, all answered by m-c"
+kubectl_admin -n "$ns" annotate --overwrite inferenceservice m-c sim.modelpool.test/load-ms=1500 >/dev/null
+clients=()
+for i in $(seq 1 50); do
+	curl -sS -o "$MP_STATE_DIR/c$i" -w '%{http_code}\n' -X POST -H 'Content-Type: application/json' \
+		--data-binary '{"model":"m-c","messages":[]}' "$url/v1/chat/completions" >"$MP_STATE_DIR/c$i.code" &
+	clients+=($!)
+done
+wait "${clients[@]}"
+expect_eq "codes" "50 200" "$(cat "$MP_STATE_DIR"/c*.code | sort | uniq -c | awk '{print $1, $2}')"
+expect_eq "answered by m-c" 50 "$(cat "$MP_STATE_DIR"/c? "$MP_STATE_DIR"/c?? | jq -r .model | grep -cx m-c)"
+expect_eq "activations" 2 "$(activations)"
+expect_eq "coalesced requests" 49 "$(router_metric 'modelpool_router_coalesced_requests_total{namespace="router",pool="pool",member="m-c"}')"
+expect_eq "Pods created for m-c" 1 "$(created m-c)"
+expect_sole_resident pool m-c "$ns"
+
+log "a held client that leaves: the swap goes on, nothing else changes"
+kubectl_admin -n "$ns" annotate --overwrite inferenceservice m-a sim.modelpool.test/load-ms=2000 >/dev/null
+expect_eq "client gave up" 000 "$(post /v1/chat/completions '{"model":"m-a","messages":[]}' --max-time 1 2>/dev/null || true)"
+wait_for 60 pool_is pool Ready m-a "$ns"
+expect_eq "activations" 3 "$(activations)"
+wait_for 30 [ "$(router_metric 'modelpool_router_held_requests{namespace="router",pool="pool"}')" = 0 ]
+expect_sole_resident pool m-a "$ns"
+
+log "a Degraded pool: 503 at once with the condition's message, never an activation"
+create_pool "$ns" broken m-x m-x
+wait_for 30 [ "$(pool_get broken '{.status.phase}' "$ns")" = Degraded ]
+expect_eq "Degraded pool" 503 "$(post /v1/chat/completions '{"model":"m-x","messages":[]}')"
+expect_eq "503 code" pool_unavailable "$(error_code)"
+case "$(error_message)" in *"is Degraded"*) ;; *) fail "503 message without the pool's state: $(error_message)" ;; esac
+expect_eq "activations" 3 "$(activations)"
+
+stop_router
+stop_operator
+stop_slot_check

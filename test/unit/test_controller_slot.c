@@ -1,0 +1,161 @@
+/* The controller reads the pool's Pods from the API server right before it starts a member, and
+ * starts it only when none is live there, whatever its Pod cache says: the chaos run (seed
+ * 178053688) saw a target started beside a member whose Pod the operator's cache had not seen (a
+ * watch cut and waiting out its backoff). Against the scripted responder: the caches show a pool
+ * swapping to m0 with no Pod anywhere; the API server shows a Pod of m1 live twice (Running, then
+ * Running and terminating), then none live (a Succeeded one): m0 is scaled to 1 only after the
+ * third read. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "scripted_http.h"
+
+#include "kube/client.h"
+#include "pool/controller.h"
+
+static const char list_pools[] =
+    "{\"kind\":\"ModelPoolList\",\"apiVersion\":\"inference.llmkube.dev/v1alpha1\",\"metadata\":{"
+    "\"resourceVersion\":\"100\"},\"items\":[{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\","
+    "\"uid\":\"u-p\",\"resourceVersion\":\"90\",\"generation\":1},\"spec\":{\"default\":\"m0\","
+    "\"members\":[{\"inferenceServiceRef\":{\"name\":\"m0\"}},{\"inferenceServiceRef\":{\"name\":"
+    "\"m1\"}}]},\"status\":{\"phase\":\"Swapping\",\"pendingMember\":\"m0\",\"observedGeneration\":"
+    "1}}]}";
+
+static const char list_isvcs[] =
+    "{\"kind\":\"InferenceServiceList\",\"apiVersion\":\"inference.llmkube.dev/v1alpha1\","
+    "\"metadata\":{\"resourceVersion\":\"100\"},\"items\":[{\"metadata\":{\"name\":\"m0\","
+    "\"namespace\":\"ns\",\"uid\":\"u-m0\",\"resourceVersion\":\"91\"},\"spec\":{\"replicas\":0,"
+    "\"runtime\":\"llamacpp\"},\"status\":{\"phase\":\"Stopped\"}},{\"metadata\":{\"name\":\"m1\","
+    "\"namespace\":\"ns\",\"uid\":\"u-m1\",\"resourceVersion\":\"92\"},\"spec\":{\"replicas\":0,"
+    "\"runtime\":\"llamacpp\"},\"status\":{\"phase\":\"Stopped\"}}]}";
+
+static const char list_no_pods[] = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{"
+                                   "\"resourceVersion\":\"100\"},\"items\":[]}";
+
+/* The API server's answer to the read before the start: a Pod of m1 in phase, terminating or not.
+ */
+static char *pods_of_m1(const char *phase, bool terminating)
+{
+    char *body;
+    assert_true(asprintf(&body,
+                         "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{"
+                         "\"resourceVersion\":\"120\"},\"items\":[{\"metadata\":{\"name\":\"m1-x\","
+                         "\"namespace\":\"ns\",\"uid\":\"u-x\",\"resourceVersion\":\"110\",%s"
+                         "\"labels\":{\"app\":\"m1\",\"inference.llmkube.dev/service\":\"m1\"}},"
+                         "\"status\":{\"phase\":\"%s\"}}]}",
+                         terminating ? "\"deletionTimestamp\":\"2026-01-01T00:00:00Z\"," : "",
+                         phase) > 0);
+    char *http = srv_http("200 OK", "", body);
+    free(body);
+    return http;
+}
+
+static bool timed_out;
+
+static void guard(ev_loop *loop, void *ud)
+{
+    (void)ud;
+    timed_out = true;
+    ev_stop(loop);
+}
+
+static bool request_is(const char *req, const char *what)
+{
+    const char *hit = strstr(req, what);
+    return hit && hit < strstr(req, "\r\n");
+}
+
+static void test_start_waits_for_the_api_servers_pods(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    enum { STATUS = 6, EVENTS = 6 };
+    srv_reply r[9 + STATUS + EVENTS + 4] = {
+        {.match = "GET /apis/inference.llmkube.dev/v1alpha1/modelpools?limit="},
+        {.match = "GET /apis/inference.llmkube.dev/v1alpha1/inferenceservices?limit="},
+        {.match = "GET /api/v1/pods?limit="},
+        {.match = "/modelpools?watch=1", .delay_ms = 60000},
+        {.match = "/inferenceservices?watch=1", .delay_ms = 60000},
+        {.match = "/api/v1/pods?watch=1", .delay_ms = 60000},
+        {.match = "GET /api/v1/namespaces/ns/pods?labelSelector="},
+        {.match = "GET /api/v1/namespaces/ns/pods?labelSelector="},
+        {.match = "GET /api/v1/namespaces/ns/pods?labelSelector="},
+    };
+    size_t n = 9;
+    for (int i = 0; i < STATUS; i++)
+        r[n++] = (srv_reply){.match = "PATCH /apis/inference.llmkube.dev/v1alpha1/namespaces/ns/"
+                                      "modelpools/p/status "};
+    for (int i = 0; i < EVENTS; i++)
+        r[n++] = (srv_reply){.match = "POST /api/v1/namespaces/ns/events "};
+    r[n++] = (srv_reply){
+        .match = "PATCH /apis/inference.llmkube.dev/v1alpha1/namespaces/ns/inferenceservices/m0 ",
+        .stop = true};
+    srv_start(&s, loop, r, n);
+    r[0].pieces[0] = srv_own(&s, srv_http("200 OK", "", list_pools));
+    r[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", list_isvcs));
+    r[2].pieces[0] = srv_own(&s, srv_http("200 OK", "", list_no_pods));
+    r[6].pieces[0] = srv_own(&s, pods_of_m1("Running", false));
+    r[7].pieces[0] = srv_own(&s, pods_of_m1("Running", true));
+    r[8].pieces[0] = srv_own(&s, pods_of_m1("Succeeded", false));
+    /* The status write's answer has the version the cache has: nothing to wait for. */
+    const char *status_ok =
+        srv_own(&s, srv_http("200 OK", "", "{\"metadata\":{\"resourceVersion\":\"90\"}}"));
+    const char *created = srv_own(&s, srv_http("201 Created", "", "{}"));
+    for (size_t i = 9; i < 9 + STATUS; i++)
+        r[i].pieces[0] = status_ok;
+    for (size_t i = 9 + STATUS; i < 9 + STATUS + EVENTS; i++)
+        r[i].pieces[0] = created;
+    r[n - 1].pieces[0] =
+        srv_own(&s, srv_http("200 OK", "", "{\"metadata\":{\"resourceVersion\":\"130\"}}"));
+
+    kube_config cfg = {0};
+    kube_error err = {0};
+    assert_true(asprintf(&cfg.server, "http://127.0.0.1:%d", s.port) > 0);
+    kube_client *client = kube_client_new(loop, &cfg, &err);
+    kube_config_clear(&cfg);
+    assert_non_null(client);
+    pool_controller_opts opts = {.instance = "test"};
+    pool_controller *pc = pool_controller_new(loop, client, &opts);
+    assert_non_null(pc);
+    assert_int_equal(pool_controller_start(pc), 0);
+    pool_controller_lead(pc);
+    uint64_t g = ev_timer_add(loop, 20000, guard, NULL);
+    ev_run(loop);
+    ev_timer_cancel(loop, g);
+    assert_false(timed_out);
+
+    /* The start came last, after three reads of the pool's Pods, and asked for one replica. */
+    int reads = 0, starts = 0;
+    for (int i = 0; i < s.nrequests; i++) {
+        if (request_is(s.requests[i], "GET /api/v1/namespaces/ns/pods?labelSelector=")) {
+            assert_non_null(strstr(s.requests[i],
+                                   "labelSelector=inference.llmkube.dev%2Fservice%20in%20%28m0%"
+                                   "2Cm1%29 "));
+            reads++;
+        }
+        if (request_is(s.requests[i], "/inferenceservices/m0 ")) {
+            assert_int_equal(reads, 3);
+            assert_non_null(strstr(s.requests[i], "/spec/replicas\",\"value\":1"));
+            starts++;
+        }
+    }
+    assert_int_equal(starts, 1);
+
+    pool_controller_free(pc);
+    kube_client_free(client);
+    srv_stop(&s);
+    ev_free(loop);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_start_waits_for_the_api_servers_pods),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,758 @@
+/* Tests of httpd's streamed request bodies and streamed replies over loopback, with a non-blocking
+ * client on the same loop: a 5 MiB upload read with pauses (the paused server stops reading, so
+ * the client blocks), early answers before and during the body, a 100-token stream where each
+ * token reaches the client before the next is written (and an idle stream costs no CPU), the
+ * high-water mark and drain, a client leaving mid-stream, and httpd_stop with waiting requests. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "loopback.h"
+
+#include "httpd/httpd.h"
+#include "loop/ev.h"
+
+/* ---- a non-blocking client on the loop ---- */
+
+typedef struct client client;
+struct client {
+    ev_loop *loop;
+    int fd;
+    char *out; /* the request, sent as the socket takes it */
+    size_t out_len, out_off;
+    bool blocked; /* a send met a full socket */
+    char *in;     /* everything received */
+    size_t in_len, in_cap;
+    bool closed;
+    void (*on_data)(client *c); /* after each read */
+    void (*on_blocked)(client *c);
+    void *ud;
+};
+
+static void client_on_io(ev_loop *loop, int fd, int events, void *ud);
+
+static void client_watch(client *c)
+{
+    int ev = EV_READ | (c->out_off < c->out_len ? EV_WRITE : 0);
+    assert_int_equal(ev_fd_set(c->loop, c->fd, ev, client_on_io, c), 0);
+}
+
+static void client_on_io(ev_loop *loop, int fd, int events, void *ud)
+{
+    client *c = ud;
+    if (events & EV_WRITE) {
+        while (c->out_off < c->out_len) {
+            ssize_t n = send(fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+            if (n > 0) {
+                c->out_off += (size_t)n;
+                continue;
+            }
+            if (n < 0 && errno == EAGAIN) {
+                c->blocked = true;
+                if (c->on_blocked)
+                    c->on_blocked(c);
+            } else {
+                c->out_off = c->out_len; /* the server closed its side: stop sending */
+            }
+            break;
+        }
+        if (c->out_off == c->out_len)
+            client_watch(c);
+    }
+    if (!(events & EV_READ))
+        return;
+    if (c->in_cap - c->in_len < 65536) {
+        c->in_cap = c->in_cap * 2 + 65536;
+        c->in = realloc(c->in, c->in_cap + 1);
+        assert_non_null(c->in);
+    }
+    ssize_t n = read(fd, c->in + c->in_len, c->in_cap - c->in_len);
+    if (n > 0) {
+        c->in_len += (size_t)n;
+        c->in[c->in_len] = 0;
+        if (c->on_data)
+            c->on_data(c);
+        return;
+    }
+    if (n < 0 && errno == EAGAIN)
+        return;
+    c->closed = true;
+    ev_fd_clear(loop, fd);
+    ev_stop(loop);
+}
+
+/* Connects and starts sending req (head) followed by body_len bytes of the pattern. */
+static void client_start(client *c, ev_loop *loop, int port, const char *head, size_t body_len)
+{
+    *c = (client){.loop = loop};
+    c->fd = test_connect_loopback(port);
+    int sndbuf = 65536; /* small, so a server that stops reading blocks the client soon */
+    assert_int_equal(setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
+    assert_int_equal(fcntl(c->fd, F_SETFL, O_NONBLOCK), 0);
+    size_t hl = strlen(head);
+    c->out_len = hl + body_len;
+    c->out = malloc(c->out_len + 1);
+    assert_non_null(c->out);
+    memcpy(c->out, head, hl);
+    for (size_t i = 0; i < body_len; i++)
+        c->out[hl + i] = (char)(i * 7 + i / 251);
+    client_watch(c);
+}
+
+static void client_free(client *c)
+{
+    if (c->fd >= 0) {
+        ev_fd_clear(c->loop, c->fd);
+        close(c->fd);
+    }
+    free(c->out);
+    free(c->in);
+    c->fd = -1;
+    c->out = c->in = NULL;
+}
+
+static void stop(ev_loop *loop, void *ud)
+{
+    (void)ud;
+    ev_stop(loop);
+}
+
+static void guard(ev_loop *loop, void *ud)
+{
+    (void)ud;
+
+    fail_msg("the loop ran 20 s without finishing");
+    ev_stop(loop);
+}
+
+/* Runs the loop until something stops it. */
+static void run(ev_loop *loop)
+{
+    uint64_t t = ev_timer_add(loop, 20000, guard, NULL);
+    assert_int_equal(ev_run(loop), 0);
+    ev_timer_cancel(loop, t);
+}
+
+static httpd *start(ev_loop *loop, httpd_request_fn fn, void *ud)
+{
+    char err[200];
+    httpd_config cfg = {.bind = "127.0.0.1:0", .request = fn, .ud = ud};
+    httpd *h = httpd_start_config(loop, &cfg, err, sizeof(err));
+    assert_non_null(h);
+    return h;
+}
+
+static void reply_text(httpd_req *r, unsigned code, const char *text)
+{
+    httpd_reply out = {.code = code, .body = strdup(text), .len = strlen(text)};
+    assert_non_null(out.body);
+    httpd_req_reply(r, &out);
+}
+
+/* ---- uploads ---- */
+
+typedef struct upload {
+    ev_loop *loop;
+    httpd_req *r;
+    size_t got;        /* body bytes seen, all checked against the pattern */
+    int chunks;        /* body calls with data */
+    int pauses;        /* times delivery was paused */
+    bool paused;       /* no chunk may arrive meanwhile */
+    bool ended;        /* the end call came */
+    bool hold_first;   /* pause at the first chunk until the client's send blocks */
+    bool blocked_seen; /* it did */
+    client *c;
+    char headers_seen[256];
+    char addr[64];
+} upload;
+
+static void upload_on_resume(ev_loop *loop, void *ud)
+{
+    (void)loop;
+    upload *u = ud;
+    u->paused = false;
+    httpd_req_body_resume(u->r);
+}
+
+static void upload_on_body(void *ud, const char *data, size_t len, bool end)
+{
+    upload *u = ud;
+    assert_false(u->paused);
+    assert_false(u->ended);
+    for (size_t i = 0; i < len; i++, u->got++)
+        if (data[i] != (char)(u->got * 7 + u->got / 251))
+            fail_msg("byte %zu out of order", u->got);
+    if (end) {
+        u->ended = true;
+        char text[64];
+        snprintf(text, sizeof(text), "got %zu in %d pauses\n", u->got, u->pauses);
+        reply_text(u->r, 200, text);
+        return;
+    }
+    u->chunks++;
+    if (u->chunks == 1 && u->hold_first) { /* until the client blocks: the server stops reading */
+        u->paused = true;
+        u->pauses++;
+        httpd_req_body_pause(u->r);
+    } else if (u->chunks % 16 == 0) {
+        u->paused = true;
+        u->pauses++;
+        httpd_req_body_pause(u->r);
+        assert_true(ev_timer_add(u->loop, 1, upload_on_resume, u) > 0);
+    }
+}
+
+static void upload_on_blocked(client *c)
+{
+    upload *u = c->ud;
+    if (u->chunks == 1 && u->paused && !u->blocked_seen) {
+        u->blocked_seen = true;
+        assert_true(ev_timer_add(u->loop, 0, upload_on_resume, u) > 0);
+    }
+}
+
+static bool upload_on_header(void *ud, const char *name, const char *value)
+{
+    upload *u = ud;
+    size_t l = strlen(u->headers_seen);
+    snprintf(u->headers_seen + l, sizeof(u->headers_seen) - l, "%s=%s;", name, value);
+    return true;
+}
+
+static void upload_on_request(void *ud, httpd_req *r)
+{
+    upload *u = ud;
+    u->r = r;
+    assert_string_equal(httpd_req_method(r), "POST");
+    httpd_req_headers(r, upload_on_header, u);
+    assert_int_equal(httpd_req_client_addr(r, u->addr, sizeof(u->addr)), 0);
+    assert_int_equal(httpd_req_body(r, upload_on_body, u), 0);
+    assert_int_equal(httpd_req_body(r, upload_on_body, u), -EALREADY);
+}
+
+static void test_upload_paused(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    assert_non_null(loop);
+    upload u = {.loop = loop, .hold_first = true};
+    httpd *h = start(loop, upload_on_request, &u);
+    client c;
+    size_t total = 5u << 20;
+    char head[256];
+    snprintf(head, sizeof(head),
+             "POST /up HTTP/1.1\r\nHost: x\r\nX-Test: one\r\nContent-Length: %zu\r\n"
+             "Connection: close\r\n\r\n",
+             total);
+    client_start(&c, loop, httpd_port(h), head, total);
+    c.ud = &u;
+    c.on_blocked = upload_on_blocked;
+    u.c = &c;
+    run(loop);
+    assert_true(c.closed);
+    assert_true(u.ended);
+    assert_true(u.blocked_seen);
+    assert_int_equal(u.got, total);
+    assert_true(u.pauses > 1);
+    assert_non_null(strstr(c.in, "HTTP/1.1 200 "));
+    char want[64];
+    snprintf(want, sizeof(want), "got %zu in %d pauses", total, u.pauses);
+    assert_non_null(strstr(c.in, want));
+    assert_non_null(strstr(u.headers_seen, "X-Test=one;"));
+    assert_non_null(strstr(u.headers_seen, "Host=x;"));
+    assert_string_equal(u.addr, "127.0.0.1");
+    client_free(&c);
+
+    /* A chunked upload, paused along the way as well. */
+    u = (upload){.loop = loop};
+    size_t n = 200000, sent = 0;
+    char *req = malloc(n * 2 + 1024);
+    assert_non_null(req);
+    size_t len = (size_t)sprintf(req, "POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+                                      "chunked\r\nConnection: close\r\n\r\n");
+    while (sent < n) {
+        size_t k = n - sent < 3001 ? n - sent : 3001;
+        len += (size_t)sprintf(req + len, "%zx\r\n", k);
+        for (size_t i = 0; i < k; i++, sent++)
+            req[len++] = (char)(sent * 7 + sent / 251);
+        len += (size_t)sprintf(req + len, "\r\n");
+    }
+    len += (size_t)sprintf(req + len, "0\r\n\r\n");
+    req[len] = 0;
+    client_start(&c, loop, httpd_port(h), "", 0);
+    free(c.out);
+    c.out = req;
+    c.out_len = len;
+    client_watch(&c);
+    run(loop);
+    assert_true(u.ended);
+    assert_int_equal(u.got, n);
+    assert_true(u.pauses > 0);
+    assert_non_null(strstr(c.in, " 200 "));
+    client_free(&c);
+    httpd_stop(h);
+    ev_free(loop);
+}
+
+/* ---- answers before or during the body ---- */
+
+typedef struct early {
+    ev_loop *loop;
+    httpd_req *r;
+    int mode; /* 0: 413 at once; 1: 404 later from a timer, body never asked; 2: 404 mid-body */
+    size_t got;
+    bool ended;
+} early;
+
+static void early_on_timer(ev_loop *loop, void *ud)
+{
+    (void)loop;
+    early *e = ud;
+    reply_text(e->r, 404, "later\n");
+}
+
+static void early_on_body(void *ud, const char *data, size_t len, bool end)
+{
+    (void)data;
+    early *e = ud;
+    assert_false(e->ended);
+    e->got += len;
+    if (end)
+        e->ended = true;
+    if (e->got && e->got == len) /* the first chunk: answer without waiting for the rest */
+        reply_text(e->r, 404, "no such model\n");
+}
+
+static void early_on_request(void *ud, httpd_req *r)
+{
+    early *e = ud;
+    e->r = r;
+    if (e->mode == 0) {
+        reply_text(r, 413, "too large\n");
+        assert_int_equal(httpd_req_body(r, early_on_body, e), -EINVAL);
+    } else if (e->mode == 1) {
+        assert_true(ev_timer_add(e->loop, 5, early_on_timer, e) > 0);
+    } else if (strcmp(httpd_req_path(r), "/two") == 0) {
+        reply_text(r, 404, "no such model either\n");
+    } else {
+        assert_int_equal(httpd_req_body(r, early_on_body, e), 0);
+    }
+}
+
+static void test_early_answer(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    assert_non_null(loop);
+    early e = {.loop = loop};
+    httpd *h = start(loop, early_on_request, &e);
+    client c;
+    /* The client announces 100 MiB and sends only the headers and a little: the answer comes
+     * anyway and the connection closes, rather than wait for a body nobody reads. */
+    const char *head = "POST /v1/x HTTP/1.1\r\nHost: x\r\nContent-Length: 104857600\r\n\r\n";
+    for (int mode = 0; mode < 2; mode++) {
+        e = (early){.loop = loop, .mode = mode};
+        client_start(&c, loop, httpd_port(h), head, 1000);
+        run(loop);
+        assert_true(c.closed);
+        assert_non_null(strstr(c.in, mode == 0 ? "HTTP/1.1 413 " : "HTTP/1.1 404 "));
+        assert_int_equal(e.got, 0);
+        client_free(&c);
+    }
+    /* Answered at the first chunk of a 300 KB body: the rest is read and dropped, then the
+     * answer goes out, on a connection that stays usable (a second request on it is served). */
+    e = (early){.loop = loop, .mode = 2};
+    client_start(&c, loop, httpd_port(h),
+                 "POST /v1/x HTTP/1.1\r\nHost: x\r\nContent-Length: 300000\r\n\r\n", 300000);
+    const char *second = "GET /two HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    size_t sl = strlen(second);
+    c.out = realloc(c.out, c.out_len + sl);
+    assert_non_null(c.out);
+    memcpy(c.out + c.out_len, second, sl);
+    c.out_len += sl;
+    run(loop);
+    assert_true(c.closed);
+    assert_true(e.got > 0);
+    assert_false(e.ended);
+    const char *first = strstr(c.in, "HTTP/1.1 404 ");
+    assert_non_null(first);
+    assert_non_null(strstr(first, "no such model\n"));
+    assert_non_null(strstr(first + 1, "HTTP/1.1 404 ")); /* the second, on the same connection */
+    assert_non_null(strstr(first, "no such model either\n"));
+    client_free(&c);
+    httpd_stop(h);
+    ev_free(loop);
+}
+
+/* ---- streamed replies ---- */
+
+typedef struct streamer {
+    ev_loop *loop;
+    httpd_req *r;
+    int next;   /* the next token to write */
+    int tokens; /* how many to write */
+    bool idle_done;
+    double idle_cpu_s, idle_wall_s;
+    struct rusage ru0;
+    uint64_t t0;
+    int closes; /* on_close calls */
+    uint64_t tick;
+    bool gone;
+} streamer;
+
+static double cpu_s(const struct rusage *ru)
+{
+    return (double)ru->ru_utime.tv_sec + (double)ru->ru_utime.tv_usec / 1e6 +
+           (double)ru->ru_stime.tv_sec + (double)ru->ru_stime.tv_usec / 1e6;
+}
+
+static void stream_token(streamer *s)
+{
+    char tok[64];
+    int n = snprintf(tok, sizeof(tok), "data: tok-%d\n\n", s->next++);
+    assert_int_equal(httpd_req_stream_write(s->r, tok, (size_t)n), 0);
+    if (s->next == s->tokens)
+        httpd_req_stream_end(s->r, true);
+}
+
+static void stream_on_request(void *ud, httpd_req *r)
+{
+    streamer *s = ud;
+    s->r = r;
+    httpd_header hd[] = {{"Content-Type", "text/event-stream"}, {"X-Sim-Pod", "p1"}};
+    assert_int_equal(httpd_req_stream_begin(r, 200, hd, 2), 0);
+    assert_int_equal(httpd_req_stream_begin(r, 200, hd, 2), -EALREADY);
+    stream_token(s);
+}
+
+static void stream_after_idle(ev_loop *loop, void *ud)
+{
+    (void)loop;
+    streamer *s = ud;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    s->idle_cpu_s = cpu_s(&ru) - cpu_s(&s->ru0);
+    s->idle_wall_s = (double)(ev_now_ms() - s->t0) / 1e3;
+    s->idle_done = true;
+    stream_token(s);
+}
+
+/* The client saw token i: only then is token i+1 written. */
+static void stream_on_data(client *c)
+{
+    streamer *s = c->ud;
+    char want[64];
+    snprintf(want, sizeof(want), "data: tok-%d\n\n", s->next - 1);
+    if (!strstr(c->in, want) || s->next >= s->tokens)
+        return;
+    snprintf(want, sizeof(want), "data: tok-%d\n\n", s->next);
+    assert_null(strstr(c->in, want));
+    if (s->next == 50 && !s->idle_done) { /* wait with the stream open and nothing to send */
+        getrusage(RUSAGE_SELF, &s->ru0);
+        s->t0 = ev_now_ms();
+        assert_true(ev_timer_add(s->loop, 500, stream_after_idle, s) > 0);
+        return;
+    }
+    stream_token(s);
+}
+
+static void test_stream_pingpong(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    assert_non_null(loop);
+    streamer s = {.loop = loop, .tokens = 100};
+    httpd *h = start(loop, stream_on_request, &s);
+    client c;
+    client_start(&c, loop, httpd_port(h), "GET /s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                 0);
+    c.ud = &s;
+    c.on_data = stream_on_data;
+    run(loop);
+    assert_true(c.closed);
+    assert_int_equal(s.next, 100);
+    assert_non_null(strstr(c.in, "HTTP/1.1 200 "));
+    assert_non_null(strstr(c.in, "Transfer-Encoding: chunked"));
+    assert_non_null(strstr(c.in, "X-Sim-Pod: p1"));
+    assert_non_null(strstr(c.in, "data: tok-99\n\n"));
+    assert_non_null(strstr(c.in, "\r\n0\r\n\r\n")); /* the last chunk: a complete reply */
+    /* A stream with nothing to send sleeps: a reader returning 0 in a loop would burn the CPU
+     * for the whole wait. */
+    assert_true(s.idle_done);
+    print_message("idle stream: %.3f s CPU in %.3f s\n", s.idle_cpu_s, s.idle_wall_s);
+    assert_true(s.idle_cpu_s < s.idle_wall_s / 4);
+    client_free(&c);
+    httpd_stop(h);
+    ev_free(loop);
+}
+
+typedef struct bulk {
+    ev_loop *loop;
+    httpd_req *r;
+    size_t written, total;
+    int highs;  /* writes that returned 1 */
+    int drains; /* drain calls */
+    bool waiting;
+    bool fixed; /* with a Content-Length */
+} bulk;
+
+static void bulk_fill(bulk *b)
+{
+    char block[65536];
+    while (b->written < b->total && !b->waiting) {
+        size_t n = b->total - b->written < sizeof(block) ? b->total - b->written : sizeof(block);
+        for (size_t i = 0; i < n; i++)
+            block[i] = (char)((b->written + i) * 13 + 1);
+        int rc = httpd_req_stream_write(b->r, block, n);
+        assert_true(rc == 0 || rc == 1);
+        b->written += n;
+        if (rc == 1) {
+            b->highs++;
+            b->waiting = true;
+        }
+    }
+    if (b->written == b->total)
+        httpd_req_stream_end(b->r, true);
+}
+
+static void bulk_on_drain(void *ud)
+{
+    bulk *b = ud;
+    assert_true(b->waiting);
+    b->drains++;
+    b->waiting = false;
+    bulk_fill(b);
+}
+
+static void bulk_on_request(void *ud, httpd_req *r)
+{
+    bulk *b = ud;
+    b->r = r;
+    char len[32];
+    snprintf(len, sizeof(len), "%zu", b->total);
+    httpd_header hd[] = {{"Content-Length", len}};
+    assert_int_equal(httpd_req_stream_begin(r, 200, hd, b->fixed ? 1 : 0), 0);
+    httpd_req_stream_on_drain(r, bulk_on_drain, b);
+    bulk_fill(b);
+}
+
+static void test_stream_backpressure(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    assert_non_null(loop);
+    for (int fixed = 0; fixed < 2; fixed++) {
+        bulk b = {.loop = loop, .total = 8u << 20, .fixed = fixed};
+        httpd *h = start(loop, bulk_on_request, &b);
+        client c;
+        client_start(&c, loop, httpd_port(h),
+                     "GET /bulk HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 0);
+        run(loop);
+        assert_true(c.closed);
+        assert_int_equal(b.written, b.total);
+        assert_true(b.highs > 0);
+        assert_int_equal(b.drains, b.highs);
+        char *body = strstr(c.in, "\r\n\r\n");
+        assert_non_null(body);
+        body += 4;
+        if (fixed) {
+            assert_non_null(strstr(c.in, "Content-Length: 8388608"));
+            assert_int_equal((size_t)(c.in + c.in_len - body), b.total);
+            for (size_t i = 0; i < b.total; i++)
+                if (body[i] != (char)(i * 13 + 1))
+                    fail_msg("byte %zu wrong", i);
+        } else {
+            assert_non_null(strstr(c.in, "Transfer-Encoding: chunked"));
+            assert_true((size_t)(c.in + c.in_len - body) > b.total);
+        }
+        client_free(&c);
+        httpd_stop(h);
+    }
+    ev_free(loop);
+}
+
+/* ---- the client leaves; the server stops ---- */
+
+static void gone_on_close(void *ud)
+{
+    streamer *s = ud;
+    s->closes++;
+    s->gone = true;
+    s->r = NULL;
+    ev_timer_cancel(s->loop, s->tick);
+    s->tick = 0;
+    ev_stop(s->loop);
+}
+
+static void gone_on_tick(ev_loop *loop, void *ud)
+{
+    streamer *s = ud;
+    s->tick = 0;
+    char tok[] = "data: more\n\n";
+    assert_int_equal(httpd_req_stream_write(s->r, tok, sizeof(tok) - 1), 0);
+    s->tick = ev_timer_add(loop, 5, gone_on_tick, s);
+}
+
+/* mode 0: a stream written to every 5 ms; 1: a stream written to once, then waiting for bytes;
+ * 2: a request held for its answer. */
+static void gone_on_request(void *ud, httpd_req *r)
+{
+    streamer *s = ud;
+    s->r = r;
+    httpd_req_on_close(r, gone_on_close, s);
+    if (s->tokens == 2) {
+        s->next = 1; /* the client may leave now */
+        return;
+    }
+    assert_int_equal(httpd_req_stream_begin(r, 200, NULL, 0), 0);
+    if (s->tokens == 0)
+        s->tick = ev_timer_add(s->loop, 0, gone_on_tick, s);
+    else
+        assert_int_equal(httpd_req_stream_write(r, "data: more\n\n", 12), 0);
+}
+
+static void gone_leave(client *c)
+{
+    ev_fd_clear(c->loop, c->fd);
+    close(c->fd);
+    c->fd = -1;
+}
+
+/* The client reads the first bytes and leaves. */
+static void gone_on_data(client *c)
+{
+    if (strstr(c->in, "data: more"))
+        gone_leave(c);
+}
+
+/* The client leaves once the server holds its request. */
+static void gone_poll(ev_loop *loop, void *ud)
+{
+    client *c = ud;
+    streamer *s = c->ud;
+    if (s->next)
+        gone_leave(c);
+    else
+        assert_true(ev_timer_add(loop, 1, gone_poll, c) > 0);
+}
+
+static void test_client_gone(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    assert_non_null(loop);
+    streamer s;
+    httpd *h = start(loop, gone_on_request, &s);
+    for (int mode = 0; mode < 3; mode++) {
+        s = (streamer){.loop = loop, .tokens = mode};
+        client c;
+        client_start(&c, loop, httpd_port(h),
+                     "GET /s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 0);
+        c.ud = &s;
+        if (mode < 2)
+            c.on_data = gone_on_data;
+        else
+            assert_true(ev_timer_add(loop, 1, gone_poll, &c) > 0);
+        /* Modes 1 and 2 write nothing after the client left: the watched socket tells. */
+        run(loop);
+        assert_true(s.gone);
+        assert_int_equal(s.closes, 1);
+        /* Nothing more is called: a run later, still once. */
+        uint64_t t = ev_timer_add(loop, 50, stop, NULL);
+        assert_true(t > 0);
+        run(loop);
+        assert_int_equal(s.closes, 1);
+        client_free(&c);
+    }
+    httpd_stop(h);
+    ev_free(loop);
+}
+
+typedef struct two {
+    ev_loop *loop;
+    httpd_req *paused, *streaming;
+    int closes;
+} two;
+
+static void two_on_close(void *ud)
+{
+    two *t = ud;
+    t->closes++;
+}
+
+static void two_on_body(void *ud, const char *data, size_t len, bool end)
+{
+    (void)data;
+    (void)len;
+    (void)end;
+    two *t = ud;
+    httpd_req_body_pause(t->paused);
+    if (t->streaming)
+        ev_stop(t->loop);
+}
+
+static void two_on_request(void *ud, httpd_req *r)
+{
+    two *t = ud;
+    httpd_req_on_close(r, two_on_close, t);
+    if (strcmp(httpd_req_path(r), "/up") == 0) {
+        t->paused = r;
+        assert_int_equal(httpd_req_body(r, two_on_body, t), 0);
+        return;
+    }
+    t->streaming = r;
+    assert_int_equal(httpd_req_stream_begin(r, 200, NULL, 0), 0);
+    assert_int_equal(httpd_req_stream_write(r, "x", 1), 0);
+    if (t->paused)
+        ev_stop(t->loop);
+}
+
+static void test_stop_waiting(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    assert_non_null(loop);
+    two t = {.loop = loop};
+    httpd *h = start(loop, two_on_request, &t);
+    client up, st;
+    client_start(&up, loop, httpd_port(h),
+                 "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n", 1000000);
+    client_start(&st, loop, httpd_port(h), "GET /s HTTP/1.1\r\nHost: x\r\n\r\n", 0);
+    run(loop);
+    assert_non_null(t.paused);
+    assert_non_null(t.streaming);
+    httpd_stop(h); /* frees both (LSan/valgrind would see a leak), calls nobody */
+    assert_int_equal(t.closes, 0);
+    run(loop); /* the clients see their connections closed */
+    if (!(up.closed && st.closed))
+        run(loop);
+    assert_true(up.closed);
+    assert_true(st.closed);
+    client_free(&up);
+    client_free(&st);
+    ev_free(loop);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_upload_paused),   cmocka_unit_test(test_early_answer),
+        cmocka_unit_test(test_stream_pingpong), cmocka_unit_test(test_stream_backpressure),
+        cmocka_unit_test(test_client_gone),     cmocka_unit_test(test_stop_waiting),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
