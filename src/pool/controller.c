@@ -494,7 +494,7 @@ static bool pc_starts(const pc_run *run, const plan_action *a)
 {
     char key[512];
     snprintf(key, sizeof(key), "%s/%s", run->ns, a->member);
-    const pool_isvc *isvc = store_get(informer_store(run->pc->isvcs), key);
+    const pool_isvc *isvc = store_get(run->pc->cfg.isvcs, key);
     return a->replicas >= 1 && (!isvc || pool_isvc_replicas(isvc) < a->replicas);
 }
 
@@ -536,7 +536,7 @@ static void pc_on_slot_read(void *ud, const kube_error *err, long code, const cJ
 static int pc_read_slot(pc_run *run, kube_error *err)
 {
     pool_controller *pc = run->pc;
-    const pool_obj *pool = store_get(informer_store(pc->pools), run->key);
+    const pool_obj *pool = store_get(pc->cfg.pools, run->key);
     if (!pool)
         return kube_error_set(err, KUBE_ERR_CONFIG, "the pool left the cache");
     /* "<label> in (a,b,c)": every member's Pods, the target's own old ones included. */
@@ -570,7 +570,7 @@ static int pc_read_slot(pc_run *run, kube_error *err)
                             .timeout_ms = PC_WRITE_TIMEOUT_MS,
                             .max_retries = 0,
                             .list = true};
-        run->call = kube_call_start(pc->client, &req, pc_on_slot_read, run, err);
+        run->call = kube_call_start(pc->cfg.client, &req, pc_on_slot_read, run, err);
         rc = run->call ? 0 : -1;
     }
     free(path);

@@ -15,7 +15,7 @@
 #include "scripted_http.h"
 
 #include "kube/client.h"
-#include "pool/controller.h"
+#include "pool/manager.h"
 
 static const char list_pools[] =
     "{\"kind\":\"ModelPoolList\",\"apiVersion\":\"inference.llmkube.dev/v1alpha1\",\"metadata\":{"
@@ -119,11 +119,11 @@ static void test_start_waits_for_the_api_servers_pods(void **state)
     kube_client *client = kube_client_new(loop, &cfg, &err);
     kube_config_clear(&cfg);
     assert_non_null(client);
-    pool_controller_opts opts = {.instance = "test"};
-    pool_controller *pc = pool_controller_new(loop, client, &opts);
+    pool_manager_opts opts = {.instance = "test"};
+    pool_manager *pc = pool_manager_new(loop, client, &opts);
     assert_non_null(pc);
-    assert_int_equal(pool_controller_start(pc), 0);
-    pool_controller_lead(pc);
+    assert_int_equal(pool_manager_start(pc), 0);
+    pool_manager_lead(pc);
     uint64_t g = ev_timer_add(loop, 20000, guard, NULL);
     ev_run(loop);
     ev_timer_cancel(loop, g);
@@ -146,7 +146,7 @@ static void test_start_waits_for_the_api_servers_pods(void **state)
     }
     assert_int_equal(starts, 1);
 
-    pool_controller_free(pc);
+    pool_manager_free(pc);
     kube_client_free(client);
     srv_stop(&s);
     ev_free(loop);
