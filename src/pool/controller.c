@@ -68,7 +68,9 @@ typedef struct pc_run {
     const store *write_cache;
     char *write_key, *write_rv;
     const plan_action *scaling;
-    const plan_action *slot_read; /* the scale-up whose fresh read of the Pods found none live */
+    /* the scale whose fresh read of the Pods allowed it: a start that found none live, or a stop
+     * without an idle probe that found none running */
+    const plan_action *slot_read;
 } pc_run;
 
 struct pool_controller {
@@ -498,13 +500,39 @@ static bool pc_starts(const pc_run *run, const plan_action *a)
     return a->replicas >= 1 && (!isvc || pool_isvc_replicas(isvc) < a->replicas);
 }
 
+/* A stop the plan makes without an idle probe because the cache shows no running Pod. */
+static bool pc_unprobed_stop(const plan_action *a)
+{
+    return a->replicas == 0 && a->reason && strcmp(a->reason, "NoRunningPod") == 0;
+}
+
+/* Whether a Pod object (as the API server lists it) has a container in state running. */
+static bool pc_pod_json_running(const cJSON *pod)
+{
+    const cJSON *cs;
+    cJSON_ArrayForEach(
+        cs, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "status"),
+                                             "containerStatuses"))
+    {
+        if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(cs, "state"), "running")))
+            return true;
+    }
+    return false;
+}
+
 static void pc_on_slot_read(void *ud, const kube_error *err, long code, const cJSON *body)
 {
     (void)code;
     pc_run *run = ud;
     run->call = NULL;
+    const plan_action *a = &run->plan->actions[run->next_action];
+    bool stop = pc_unprobed_stop(a);
     if (err->kind != KUBE_OK) {
-        pc_fail(run, LOG_ERROR, "could not read the pool's pods before a start, will retry", err);
+        pc_fail(run, LOG_ERROR,
+                stop ? "could not read the member's pods before a stop, will retry"
+                     : "could not read the pool's pods before a start, will retry",
+                err);
         return;
     }
     const cJSON *item;
@@ -516,14 +544,19 @@ static void pc_on_slot_read(void *ud, const kube_error *err, long code, const cJ
             cJSON_GetObjectItemCaseSensitive(item, "status"), "phase"));
         if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0))
             continue;
-        log_kv(LOG_INFO, "start held: the API server shows a live pod the cache does not yet",
-               "pool", run->key, "member", run->plan->actions[run->next_action].member, "pod",
-               name ? name : "", "phase", phase ? phase : "", NULL);
+        /* A stop without a probe is wrong only if a Pod runs: it may be serving. */
+        if (stop && !pc_pod_json_running(item))
+            continue;
+        log_kv(LOG_INFO,
+               stop ? "stop held: the API server shows a running pod the cache does not yet"
+                    : "start held: the API server shows a live pod the cache does not yet",
+               "pool", run->key, "member", a->member, "pod", name ? name : "", "phase",
+               phase ? phase : "", NULL);
         /* The pod's watch event (or the relist) queues the pool again; the backoff is a stop. */
         pc_finish(run, WQ_FAILURE, 0);
         return;
     }
-    run->slot_read = &run->plan->actions[run->next_action];
+    run->slot_read = a;
     pc_next(run);
 }
 
@@ -532,18 +565,29 @@ static void pc_on_slot_read(void *ud, const kube_error *err, long code, const cJ
  * saw a target started beside a member whose Pod the cache had not seen). So right before a start
  * the pool's Pods are listed from the API server (a consistent read; one request a start), and
  * the scale is sent only if none of them is live (Pending, Running or Unknown, terminating or
- * not: as the plan's rule 1 counts them). 0 (read started), or -1 with err set. */
+ * not: as the plan's rule 1 counts them). The same stale cache could hide a running, busy Pod of a
+ * member the plan stops without an idle probe (NoRunningPod): such a stop is read first too, and
+ * sent only if none of the member's Pods has a running container (the chaos run saw one, seed
+ * 178053688). 0 (read started), or -1 with err set. */
 static int pc_read_slot(pc_run *run, kube_error *err)
 {
     pool_controller *pc = run->pc;
     const pool_obj *pool = store_get(pc->cfg.pools, run->key);
     if (!pool)
         return kube_error_set(err, KUBE_ERR_CONFIG, "the pool left the cache");
-    /* "<label> in (a,b,c)": every member's Pods, the target's own old ones included. */
+    /* "<label> in (a,b,c)": every member's Pods, the target's own old ones included; for a stop
+     * without a probe, the member's own ("<label>=m"). */
+    const plan_action *a = &run->plan->actions[run->next_action];
     char *sel = NULL;
     size_t sel_len = 0;
     FILE *f = open_memstream(&sel, &sel_len);
-    if (f) {
+    if (f && pc_unprobed_stop(a)) {
+        fprintf(f, POOL_SERVICE_LABEL "=%s", a->member);
+        if (fclose(f) != 0) {
+            free(sel);
+            sel = NULL;
+        }
+    } else if (f) {
         fputs(POOL_SERVICE_LABEL " in (", f);
         bool first = true;
         for (size_t i = 0; i < pool->n_members; i++) {
@@ -664,7 +708,7 @@ static void pc_next(pc_run *run)
                 break;
             return;
         case PLAN_SCALE: {
-            if (run->slot_read != a && pc_starts(run, a)) {
+            if (run->slot_read != a && (pc_starts(run, a) || pc_unprobed_stop(a))) {
                 if (pc_read_slot(run, &err) < 0)
                     break;
                 return;

@@ -152,10 +152,122 @@ static void test_start_waits_for_the_api_servers_pods(void **state)
     ev_free(loop);
 }
 
+static const char list_pools_draining[] =
+    "{\"kind\":\"ModelPoolList\",\"apiVersion\":\"inference.llmkube.dev/v1alpha1\",\"metadata\":{"
+    "\"resourceVersion\":\"100\"},\"items\":[{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\","
+    "\"uid\":\"u-p\",\"resourceVersion\":\"90\",\"generation\":1},\"spec\":{\"default\":\"m0\","
+    "\"members\":[{\"inferenceServiceRef\":{\"name\":\"m0\"}},{\"inferenceServiceRef\":{\"name\":"
+    "\"m1\"}}]},\"status\":{\"phase\":\"Swapping\",\"residentMember\":\"m1\",\"pendingMember\":"
+    "\"m0\",\"observedGeneration\":1,\"members\":[{\"name\":\"m1\",\"resident\":true,"
+    "\"releasing\":true},{\"name\":\"m0\"}]}}]}";
+
+static const char list_isvcs_m1_up[] =
+    "{\"kind\":\"InferenceServiceList\",\"apiVersion\":\"inference.llmkube.dev/v1alpha1\","
+    "\"metadata\":{\"resourceVersion\":\"100\"},\"items\":[{\"metadata\":{\"name\":\"m0\","
+    "\"namespace\":\"ns\",\"uid\":\"u-m0\",\"resourceVersion\":\"91\"},\"spec\":{\"replicas\":0,"
+    "\"runtime\":\"llamacpp\"},\"status\":{\"phase\":\"Stopped\"}},{\"metadata\":{\"name\":\"m1\","
+    "\"namespace\":\"ns\",\"uid\":\"u-m1\",\"resourceVersion\":\"92\"},\"spec\":{\"replicas\":1,"
+    "\"runtime\":\"llamacpp\"},\"status\":{\"phase\":\"Ready\"}}]}";
+
+/* A stop without an idle probe (the Pod cache shows m1 at 1 replica with no running Pod, so the
+ * plan says NoRunningPod) is read first too: the API server shows m1's Pod with a running
+ * container (it may be serving), so the stop is held; the next read finds it Pending, not
+ * running, and m1 is scaled to 0 only then. */
+static void test_unprobed_stop_waits_for_the_api_servers_pods(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    enum { STATUS = 6, EVENTS = 6 };
+    srv_reply r[8 + STATUS + EVENTS + 1] = {
+        {.match = "GET /apis/inference.llmkube.dev/v1alpha1/modelpools?limit="},
+        {.match = "GET /apis/inference.llmkube.dev/v1alpha1/inferenceservices?limit="},
+        {.match = "GET /api/v1/pods?limit="},
+        {.match = "/modelpools?watch=1", .delay_ms = 60000},
+        {.match = "/inferenceservices?watch=1", .delay_ms = 60000},
+        {.match = "/api/v1/pods?watch=1", .delay_ms = 60000},
+        {.match = "GET /api/v1/namespaces/ns/pods?labelSelector="},
+        {.match = "GET /api/v1/namespaces/ns/pods?labelSelector="},
+    };
+    size_t n = 8;
+    for (int i = 0; i < STATUS; i++)
+        r[n++] = (srv_reply){.match = "PATCH /apis/inference.llmkube.dev/v1alpha1/namespaces/ns/"
+                                      "modelpools/p/status "};
+    for (int i = 0; i < EVENTS; i++)
+        r[n++] = (srv_reply){.match = "POST /api/v1/namespaces/ns/events "};
+    r[n++] = (srv_reply){
+        .match = "PATCH /apis/inference.llmkube.dev/v1alpha1/namespaces/ns/inferenceservices/m1 ",
+        .stop = true};
+    srv_start(&s, loop, r, n);
+    r[0].pieces[0] = srv_own(&s, srv_http("200 OK", "", list_pools_draining));
+    r[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", list_isvcs_m1_up));
+    r[2].pieces[0] = srv_own(&s, srv_http("200 OK", "", list_no_pods));
+    const char *running =
+        "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"120\"},"
+        "\"items\":[{\"metadata\":{\"name\":\"m1-x\",\"namespace\":\"ns\",\"uid\":\"u-x\","
+        "\"labels\":{\"inference.llmkube.dev/service\":\"m1\"}},\"status\":{\"phase\":\"Running\","
+        "\"containerStatuses\":[{\"name\":\"server\",\"state\":{\"running\":{}}}]}}]}";
+    const char *pending =
+        "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"121\"},"
+        "\"items\":[{\"metadata\":{\"name\":\"m1-y\",\"namespace\":\"ns\",\"uid\":\"u-y\","
+        "\"labels\":{\"inference.llmkube.dev/"
+        "service\":\"m1\"}},\"status\":{\"phase\":\"Pending\"}}]}";
+    r[6].pieces[0] = srv_own(&s, srv_http("200 OK", "", running));
+    r[7].pieces[0] = srv_own(&s, srv_http("200 OK", "", pending));
+    const char *status_ok =
+        srv_own(&s, srv_http("200 OK", "", "{\"metadata\":{\"resourceVersion\":\"90\"}}"));
+    const char *created = srv_own(&s, srv_http("201 Created", "", "{}"));
+    for (size_t i = 8; i < 8 + STATUS; i++)
+        r[i].pieces[0] = status_ok;
+    for (size_t i = 8 + STATUS; i < 8 + STATUS + EVENTS; i++)
+        r[i].pieces[0] = created;
+    r[n - 1].pieces[0] =
+        srv_own(&s, srv_http("200 OK", "", "{\"metadata\":{\"resourceVersion\":\"130\"}}"));
+
+    kube_config cfg = {0};
+    kube_error err = {0};
+    assert_true(asprintf(&cfg.server, "http://127.0.0.1:%d", s.port) > 0);
+    kube_client *client = kube_client_new(loop, &cfg, &err);
+    kube_config_clear(&cfg);
+    assert_non_null(client);
+    pool_manager_opts opts = {.instance = "test"};
+    pool_manager *pm = pool_manager_new(loop, client, &opts);
+    assert_non_null(pm);
+    assert_int_equal(pool_manager_start(pm), 0);
+    pool_manager_lead(pm);
+    timed_out = false;
+    uint64_t g = ev_timer_add(loop, 20000, guard, NULL);
+    ev_run(loop);
+    ev_timer_cancel(loop, g);
+    assert_false(timed_out);
+
+    /* The stop came after two reads of m1's own Pods, and set m1 to 0. */
+    int reads = 0, stops = 0;
+    for (int i = 0; i < s.nrequests; i++) {
+        if (request_is(s.requests[i], "GET /api/v1/namespaces/ns/pods?labelSelector=")) {
+            assert_non_null(
+                strstr(s.requests[i], "labelSelector=inference.llmkube.dev%2Fservice%3Dm1 "));
+            reads++;
+        }
+        if (request_is(s.requests[i], "/inferenceservices/m1 ")) {
+            assert_int_equal(reads, 2);
+            assert_non_null(strstr(s.requests[i], "/spec/replicas\",\"value\":0"));
+            stops++;
+        }
+    }
+    assert_int_equal(stops, 1);
+
+    pool_manager_free(pm);
+    kube_client_free(client);
+    srv_stop(&s);
+    ev_free(loop);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_start_waits_for_the_api_servers_pods),
+        cmocka_unit_test(test_unprobed_stop_waits_for_the_api_servers_pods),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
