@@ -11,6 +11,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "app/boot.h"
 #include "app/log.h"
 #include "app/options.h"
 #include "app/telemetry.h"
@@ -29,11 +30,6 @@ typedef struct main_state {
     int rc;
     char unready[1024]; /* main_unready's answer: what /readyz waits for */
 } main_state;
-
-static const char *main_getenv(const char *name)
-{
-    return getenv(name);
-}
 
 static void main_released(void *ud)
 {
@@ -142,59 +138,15 @@ static void main_on_signal(ev_loop *loop, int fd, int events, void *ud)
     pool_manager_shutdown(m->pm, main_drained, m);
 }
 
-static int main_signals(main_state *m)
-{
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
-        return -1;
-    /* A peer closing a socket must be an error value, not a fatal signal. */
-    signal(SIGPIPE, SIG_IGN);
-    m->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (m->sigfd < 0)
-        return -1;
-    return ev_fd_set(m->loop, m->sigfd, EV_READ, main_on_signal, m);
-}
-
 int main(int argc, char **argv)
 {
     app_options opts;
     char msg[256];
-    if (app_options_parse(&opts, argc, argv, main_getenv, msg, sizeof(msg)) < 0) {
-        fprintf(stderr, "modelpool-operator: %s\n", msg);
-        return 2;
-    }
-    if (opts.help) {
-        fputs(app_options_usage(), stdout);
-        return 0;
-    }
-    if (opts.version) {
-        printf("modelpool-operator %s\n", MP_VERSION);
-        return 0;
-    }
-    log_setup(stderr,
-              opts.log_level == 0   ? LOG_INFO
-              : opts.log_level == 1 ? LOG_DEBUG
-                                    : LOG_TRACE,
-              opts.log_json ? LOG_JSON : LOG_TEXT);
-
-    kube_config cfg = {0};
+    kube_config cfg;
     kube_error err = {0};
-    kube_config_opts copts = {.kubeconfig = opts.kubeconfig, .context = opts.context};
-    if (kube_config_resolve(&cfg, &copts, &err) < 0) {
-        fprintf(stderr, "modelpool-operator: %s\n", err.message);
-        kube_error_clear(&err);
-        return 2;
-    }
-    /* Named in managedFields and audit logs (a kubeconfig has no say in it). */
-    free(cfg.user_agent);
-    if (!(cfg.user_agent = strdup("modelpool-operator/" MP_VERSION))) {
-        fprintf(stderr, "modelpool-operator: out of memory\n");
-        kube_config_clear(&cfg);
-        return 1;
-    }
+    int boot = app_boot(APP_OPERATOR, "modelpool-operator", argc, argv, &opts, &cfg);
+    if (boot >= 0)
+        return boot;
     /* Where the Lease lives: the flag, $POD_NAMESPACE, else our own namespace in a cluster. */
     const char *lease_ns = opts.leader_election_ns;
     if (!lease_ns && cfg.origin && strcmp(cfg.origin, "in-cluster") == 0)
@@ -210,7 +162,7 @@ int main(int argc, char **argv)
     kube_client *client = NULL;
     char *identity = NULL;
     telemetry *tm = NULL;
-    if (!(m.loop = ev_new()) || main_signals(&m) < 0) {
+    if (!(m.loop = ev_new()) || (m.sigfd = app_signals(m.loop, main_on_signal, &m)) < 0) {
         fprintf(stderr, "modelpool-operator: cannot set up the event loop or signals\n");
         goto out;
     }

@@ -9,6 +9,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "app/boot.h"
 #include "app/log.h"
 #include "app/options.h"
 #include "app/telemetry.h"
@@ -26,11 +27,6 @@ typedef struct router_main {
     bool stopping;
     char unready[1024];
 } router_main;
-
-static const char *router_getenv(const char *name)
-{
-    return getenv(name);
-}
 
 static const char *router_unready(void *ud)
 {
@@ -69,61 +65,20 @@ static void router_on_signal(ev_loop *loop, int fd, int events, void *ud)
     rt_router_shutdown(m->rt, ROUTER_DRAIN_MS, router_drained, m);
 }
 
-static int router_signals(router_main *m)
-{
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
-        return -1;
-    signal(SIGPIPE, SIG_IGN); /* a client closing its socket is an error value */
-    m->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (m->sigfd < 0)
-        return -1;
-    return ev_fd_set(m->loop, m->sigfd, EV_READ, router_on_signal, m);
-}
-
 int main(int argc, char **argv)
 {
     app_options opts;
     char msg[256];
-    if (app_options_parse_for(APP_ROUTER, &opts, argc, argv, router_getenv, msg, sizeof(msg)) < 0) {
-        fprintf(stderr, "modelpool-router: %s\n", msg);
-        return 2;
-    }
-    if (opts.help) {
-        fputs(app_options_usage_for(APP_ROUTER), stdout);
-        return 0;
-    }
-    if (opts.version) {
-        printf("modelpool-router %s\n", MP_VERSION);
-        return 0;
-    }
-    log_setup(stderr,
-              opts.log_level == 0   ? LOG_INFO
-              : opts.log_level == 1 ? LOG_DEBUG
-                                    : LOG_TRACE,
-              opts.log_json ? LOG_JSON : LOG_TEXT);
-    kube_config cfg = {0};
+    kube_config cfg;
     kube_error err = {0};
-    kube_config_opts copts = {.kubeconfig = opts.kubeconfig, .context = opts.context};
-    if (kube_config_resolve(&cfg, &copts, &err) < 0) {
-        fprintf(stderr, "modelpool-router: %s\n", err.message);
-        kube_error_clear(&err);
-        return 2;
-    }
-    free(cfg.user_agent);
-    if (!(cfg.user_agent = strdup("modelpool-router/" MP_VERSION))) {
-        fprintf(stderr, "modelpool-router: out of memory\n");
-        kube_config_clear(&cfg);
-        return 1;
-    }
+    int boot = app_boot(APP_ROUTER, "modelpool-router", argc, argv, &opts, &cfg);
+    if (boot >= 0)
+        return boot;
     int rc = 1;
     router_main m = {.sigfd = -1};
     kube_client *client = NULL;
     telemetry *tm = NULL;
-    if (!(m.loop = ev_new()) || router_signals(&m) < 0) {
+    if (!(m.loop = ev_new()) || (m.sigfd = app_signals(m.loop, router_on_signal, &m)) < 0) {
         fprintf(stderr, "modelpool-router: cannot set up the event loop or signals\n");
         goto out;
     }

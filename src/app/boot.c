@@ -1,0 +1,76 @@
+/* boot: flags, log, API configuration and signals, shared by both programs' mains. */
+#include "app/boot.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "app/log.h"
+#include "kube/error.h"
+
+static const char *boot_getenv(const char *name)
+{
+    return getenv(name);
+}
+
+int app_boot(app_program program, const char *name, int argc, char **argv, app_options *o,
+             kube_config *cfg)
+{
+    char msg[256];
+    if (app_options_parse_for(program, o, argc, argv, boot_getenv, msg, sizeof(msg)) < 0) {
+        fprintf(stderr, "%s: %s\n", name, msg);
+        return 2;
+    }
+    if (o->help) {
+        fputs(app_options_usage_for(program), stdout);
+        return 0;
+    }
+    if (o->version) {
+        printf("%s %s\n", name, MP_VERSION);
+        return 0;
+    }
+    log_setup(stderr,
+              o->log_level == 0   ? LOG_INFO
+              : o->log_level == 1 ? LOG_DEBUG
+                                  : LOG_TRACE,
+              o->log_json ? LOG_JSON : LOG_TEXT);
+    kube_error err = {0};
+    kube_config_opts copts = {.kubeconfig = o->kubeconfig, .context = o->context};
+    *cfg = (kube_config){0};
+    if (kube_config_resolve(cfg, &copts, &err) < 0) {
+        fprintf(stderr, "%s: %s\n", name, err.message);
+        kube_error_clear(&err);
+        return 2;
+    }
+    /* Named in managedFields and audit logs (a kubeconfig has no say in it). */
+    free(cfg->user_agent);
+    if (asprintf(&cfg->user_agent, "%s/%s", name, MP_VERSION) < 0) {
+        cfg->user_agent = NULL;
+        fprintf(stderr, "%s: out of memory\n", name);
+        kube_config_clear(cfg);
+        return 1;
+    }
+    return -1;
+}
+
+int app_signals(ev_loop *loop, ev_fd_fn fn, void *ud)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+        return -1;
+    signal(SIGPIPE, SIG_IGN);
+    int fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (fd < 0)
+        return -1;
+    if (ev_fd_set(loop, fd, EV_READ, fn, ud) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
