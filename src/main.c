@@ -3,12 +3,10 @@
  * releases the leader lease, and exits 0. With --leader-elect the controller reconciles only
  * while this process holds the Lease; losing it ends the process at once with status 1 (writes
  * stop with it), and the Deployment restarts it as a standby. */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "app/boot.h"
@@ -25,8 +23,7 @@ typedef struct main_state {
     ev_loop *loop;
     pool_manager *pm;
     leader *leader;
-    int sigfd;
-    bool stopping;
+    app_sig sig;
     int rc;
     char unready[1024]; /* main_unready's answer: what /readyz waits for */
 } main_state;
@@ -119,22 +116,10 @@ static char *main_identity(void)
     return id;
 }
 
-static void main_on_signal(ev_loop *loop, int fd, int events, void *ud)
+/* The first SIGTERM or SIGINT (app_signals_start): drain, then stop the loop. */
+static void main_shutdown(void *ud)
 {
-    (void)loop;
-    (void)events;
     main_state *m = ud;
-    struct signalfd_siginfo si;
-    if (read(fd, &si, sizeof(si)) != sizeof(si))
-        return;
-    if (m->stopping) {
-        log_kv(LOG_INFO, "second signal, exiting now", NULL);
-        ev_stop(m->loop);
-        return;
-    }
-    m->stopping = true;
-    log_kv(LOG_INFO, "shutting down", "signal", si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT",
-           NULL);
     pool_manager_shutdown(m->pm, main_drained, m);
 }
 
@@ -158,11 +143,11 @@ int main(int argc, char **argv)
         return 2;
     }
     int rc = 1;
-    main_state m = {.sigfd = -1};
+    main_state m = {.sig = {.fd = -1}};
     kube_client *client = NULL;
     char *identity = NULL;
     telemetry *tm = NULL;
-    if (!(m.loop = ev_new()) || (m.sigfd = app_signals(m.loop, main_on_signal, &m)) < 0) {
+    if (!(m.loop = ev_new()) || app_signals_start(&m.sig, m.loop, main_shutdown, &m) < 0) {
         fprintf(stderr, "modelpool-operator: cannot set up the event loop or signals\n");
         goto out;
     }
@@ -230,8 +215,7 @@ out:
     pool_manager_free(m.pm);
     telemetry_free(tm);
     kube_client_free(client);
-    if (m.sigfd >= 0)
-        close(m.sigfd);
+    app_signals_stop(&m.sig);
     ev_free(m.loop);
     kube_config_clear(&cfg);
     kube_error_clear(&err);

@@ -2,11 +2,9 @@
  * the pools it fronts on one event loop until SIGTERM/SIGINT; then held requests are answered 503
  * (Retry-After 1: another replica takes them), requests being forwarded finish (up to 25 s, within
  * the Pod's default 30 s grace), and it exits 0. Replicas are all active: no leader. */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "app/boot.h"
@@ -23,8 +21,7 @@
 typedef struct router_main {
     ev_loop *loop;
     rt_router *rt;
-    int sigfd;
-    bool stopping;
+    app_sig sig;
     char unready[1024];
 } router_main;
 
@@ -46,22 +43,10 @@ static void router_drained(void *ud)
     ev_stop(m->loop);
 }
 
-static void router_on_signal(ev_loop *loop, int fd, int events, void *ud)
+/* The first SIGTERM or SIGINT (app_signals_start): drain, then stop the loop. */
+static void router_shutdown(void *ud)
 {
-    (void)loop;
-    (void)events;
     router_main *m = ud;
-    struct signalfd_siginfo si;
-    if (read(fd, &si, sizeof(si)) != sizeof(si))
-        return;
-    if (m->stopping) {
-        log_kv(LOG_INFO, "second signal, exiting now", NULL);
-        ev_stop(m->loop);
-        return;
-    }
-    m->stopping = true;
-    log_kv(LOG_INFO, "shutting down", "signal", si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT",
-           NULL);
     rt_router_shutdown(m->rt, ROUTER_DRAIN_MS, router_drained, m);
 }
 
@@ -75,10 +60,10 @@ int main(int argc, char **argv)
     if (boot >= 0)
         return boot;
     int rc = 1;
-    router_main m = {.sigfd = -1};
+    router_main m = {.sig = {.fd = -1}};
     kube_client *client = NULL;
     telemetry *tm = NULL;
-    if (!(m.loop = ev_new()) || (m.sigfd = app_signals(m.loop, router_on_signal, &m)) < 0) {
+    if (!(m.loop = ev_new()) || app_signals_start(&m.sig, m.loop, router_shutdown, &m) < 0) {
         fprintf(stderr, "modelpool-router: cannot set up the event loop or signals\n");
         goto out;
     }
@@ -131,8 +116,7 @@ out:
     rt_router_free(m.rt);
     telemetry_free(tm);
     kube_client_free(client);
-    if (m.sigfd >= 0)
-        close(m.sigfd);
+    app_signals_stop(&m.sig);
     ev_free(m.loop);
     kube_config_clear(&cfg);
     kube_error_clear(&err);

@@ -4,6 +4,8 @@
 #ifndef MP_APP_BOOT_H
 #define MP_APP_BOOT_H
 
+#include <stdbool.h>
+
 #include "app/options.h"
 #include "kube/config.h"
 #include "loop/ev.h"
@@ -15,9 +17,20 @@
 int app_boot(app_program program, const char *name, int argc, char **argv, app_options *o,
              kube_config *cfg);
 
-/* Blocks SIGTERM and SIGINT (and ignores SIGPIPE: a closed socket is an error value) and watches
- * them through a signalfd on the loop: fn runs with the fd readable (read a signalfd_siginfo).
- * The fd (close it at the end), or -1. */
-int app_signals(ev_loop *loop, ev_fd_fn fn, void *ud);
+/* SIGTERM and SIGINT as the programs take them: the first calls shutdown(ud) (the program drains
+ * and stops its loop when done), a second stops the loop at once. SIGPIPE is ignored: a closed
+ * socket is an error value. The caller owns the struct. */
+typedef struct app_sig {
+    ev_loop *loop;
+    int fd;
+    bool stopping;
+    void (*shutdown)(void *ud);
+    void *ud;
+} app_sig;
+
+/* Blocks the signals and watches them through a signalfd on the loop. 0 or -1. */
+int app_signals_start(app_sig *s, ev_loop *loop, void (*shutdown)(void *ud), void *ud);
+/* Stops watching and closes the fd; a no-op for one never started. */
+void app_signals_stop(app_sig *s);
 
 #endif

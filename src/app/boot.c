@@ -56,8 +56,27 @@ int app_boot(app_program program, const char *name, int argc, char **argv, app_o
     return -1;
 }
 
-int app_signals(ev_loop *loop, ev_fd_fn fn, void *ud)
+static void boot_on_signal(ev_loop *loop, int fd, int events, void *ud)
 {
+    (void)events;
+    app_sig *s = ud;
+    struct signalfd_siginfo si;
+    if (read(fd, &si, sizeof(si)) != sizeof(si))
+        return;
+    if (s->stopping) {
+        log_kv(LOG_INFO, "second signal, exiting now", NULL);
+        ev_stop(loop);
+        return;
+    }
+    s->stopping = true;
+    log_kv(LOG_INFO, "shutting down", "signal", si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT",
+           NULL);
+    s->shutdown(s->ud);
+}
+
+int app_signals_start(app_sig *s, ev_loop *loop, void (*shutdown)(void *ud), void *ud)
+{
+    *s = (app_sig){.loop = loop, .fd = -1, .shutdown = shutdown, .ud = ud};
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
@@ -65,12 +84,21 @@ int app_signals(ev_loop *loop, ev_fd_fn fn, void *ud)
     if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
         return -1;
     signal(SIGPIPE, SIG_IGN);
-    int fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (fd < 0)
+    s->fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (s->fd < 0)
         return -1;
-    if (ev_fd_set(loop, fd, EV_READ, fn, ud) < 0) {
-        close(fd);
+    if (ev_fd_set(loop, s->fd, EV_READ, boot_on_signal, s) < 0) {
+        app_signals_stop(s);
         return -1;
     }
-    return fd;
+    return 0;
+}
+
+void app_signals_stop(app_sig *s)
+{
+    if (s->fd < 0)
+        return;
+    ev_fd_clear(s->loop, s->fd);
+    close(s->fd);
+    s->fd = -1;
 }
