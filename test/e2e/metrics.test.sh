@@ -31,8 +31,9 @@ expect_eq "qwen-7b's gauge" 0 "$(resident qwen-7b)"
 expect_eq "swaps" 1 "$(metric_value 'modelpool_swaps_total{namespace="default",pool="shared-gpu"}')"
 lists=$(metric_value 'modelpool_api_requests_total{verb="LIST",code="200"}')
 [ "$lists" -ge 3 ] || fail "expected a LIST per informer, the counter says $lists"
-# slot_reads: the reads of a pool's Pods right before a start (each start, or each start held).
-slot_reads() { grep -cE 'reason=SlotFree|start held' "$MP_STATE_DIR/operator.log" || true; }
+# slot_reads: the reads of a pool's Pods right before a start or a stop without an idle probe (each one
+# sent, or each one held).
+slot_reads() { grep -cE 'reason=SlotFree|start held|reason=NoRunningPod|stop held' "$MP_STATE_DIR/operator.log" || true; }
 reads=$(slot_reads)
 
 log "a swap to qwen-7b: both reaction clocks stop once, the gauges flip, no LIST in steady state"
@@ -49,7 +50,7 @@ expect_eq "reaction b (incumbent's Pod gone -> target scaled up)" 1 \
 	"$(metric_value 'modelpool_reaction_seconds_count{path="b"}')"
 [ "$(metric_value 'modelpool_api_requests_total{verb="PATCH",code="200"}')" -ge 4 ] ||
 	fail "expected status and replicas PATCHes to be counted"
-expect_eq "LISTs after the initial sync (the reads before a start)" "$((lists + $(slot_reads) - reads))" \
+expect_eq "LISTs after the initial sync (the reads before a start or an unprobed stop)" "$((lists + $(slot_reads) - reads))" \
 	"$(metric_value 'modelpool_api_requests_total{verb="LIST",code="200"}')"
 [ "$(slot_reads)" -gt "$reads" ] || fail "qwen-7b was started without a read of the pool's Pods"
 # Each failed reconcile (a 409 when a member changed under a write is routine) is logged once.
