@@ -24,8 +24,10 @@
 #define HTTPD_DISCARD_MAX (1u << 20)
 /* Stream bytes buffered here past which the producer is asked to pause. */
 #define HTTPD_STREAM_HIGH (256u << 10)
-/* The most MHD asks a stream for at once. */
+/* The most MHD asks a stream for at once. MHD callocs this block with each response, so a
+ * response of a known smaller length gets a block of its length (and at least the minimum). */
 #define HTTPD_STREAM_BLOCK (16u << 10)
+#define HTTPD_STREAM_BLOCK_MIN 256u
 
 /* TLS 1.2 and 1.3 only, as Go servers (kubebuilder's metrics endpoint) accept by default. */
 #define HTTPD_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
@@ -294,11 +296,36 @@ static ssize_t httpd_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     return 0;
 }
 
+/* A stream that ended whole, with its announced length, before MHD took it (a small answer whose
+ * head, body and end came in one read from upstream) goes as a buffer response, which MHD writes
+ * with its head at once; a callback response's head and body take a write each. NULL otherwise. */
+static struct MHD_Response *httpd_stream_whole(httpd_stream *st)
+{
+    if (!st->ended || !st->ok || st->size == MHD_SIZE_UNKNOWN || st->size != st->len - st->off)
+        return NULL;
+    if (st->size == 0)
+        return MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (st->off)
+        return MHD_create_response_from_buffer(st->len - st->off, st->buf + st->off,
+                                               MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(st->len, st->buf, MHD_RESPMEM_MUST_FREE);
+    if (resp) { /* MHD frees it */
+        st->buf = NULL;
+        st->len = st->cap = 0;
+    }
+    return resp;
+}
+
 static enum MHD_Result httpd_stream_queue(httpd_req *r)
 {
     httpd_stream *st = r->stream;
-    struct MHD_Response *resp =
-        MHD_create_response_from_callback(st->size, HTTPD_STREAM_BLOCK, httpd_stream_read, r, NULL);
+    size_t block = HTTPD_STREAM_BLOCK;
+    if (st->size != MHD_SIZE_UNKNOWN && st->size < block)
+        block = st->size > HTTPD_STREAM_BLOCK_MIN ? (size_t)st->size : HTTPD_STREAM_BLOCK_MIN;
+    struct MHD_Response *resp = httpd_stream_whole(st);
+    if (!resp)
+        resp = MHD_create_response_from_callback(st->size, block, httpd_stream_read, r, NULL);
     if (!resp)
         return MHD_NO;
     enum MHD_Result ret = MHD_YES;

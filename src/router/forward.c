@@ -37,6 +37,11 @@ struct fwd {
     fwd_config cfg;
     fwd_call *calls;
     int depth; /* > 0 while a caller's callback runs: fwd_cancel only marks */
+    /* Easy handles of ended calls kept for the next ones (curl_easy_reset between):
+     * curl_easy_init's allocations and the receive buffer are made once, not per request. As many
+     * as the idle connections kept, each of which the next call may use. */
+    CURL **idle_easy;
+    size_t nidle_easy;
 };
 
 typedef struct fwd_hdr {
@@ -115,7 +120,9 @@ fwd *fwd_new(ev_loop *loop, const fwd_config *cfg)
         c->body_high_water = FWD_DEF_HIGH_WATER;
     if (!c->replay_cap)
         c->replay_cap = FWD_DEF_REPLAY_CAP;
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+    f->idle_easy = calloc((size_t)c->max_idle_connections, sizeof(*f->idle_easy));
+    if (!f->idle_easy || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        free(f->idle_easy);
         free(f);
         return NULL;
     }
@@ -127,6 +134,7 @@ fwd *fwd_new(ev_loop *loop, const fwd_config *cfg)
         curl_multi_setopt(m, CURLMOPT_PIPELINING, (long)CURLPIPE_NOTHING)) {
         evcurl_free(f->ec);
         curl_global_cleanup();
+        free(f->idle_easy);
         free(f);
         return NULL;
     }
@@ -158,6 +166,23 @@ static void fwd_rh_clear(fwd_call *c)
     c->rh_bytes = 0;
 }
 
+static CURL *fwd_easy_get(fwd *f)
+{
+    return f->nidle_easy ? f->idle_easy[--f->nidle_easy] : curl_easy_init();
+}
+
+/* Only for a handle out of the multi: curl_easy_reset forgets its options and transfer state
+ * and keeps its buffers; the connection went back to the multi's cache. */
+static void fwd_easy_put(fwd *f, CURL *e)
+{
+    if (f->nidle_easy == (size_t)f->cfg.max_idle_connections) {
+        curl_easy_cleanup(e);
+        return;
+    }
+    curl_easy_reset(e);
+    f->idle_easy[f->nidle_easy++] = e;
+}
+
 static void fwd_call_free(fwd_call *c)
 {
     ev_timer_cancel(c->f->loop, c->kick_timer);
@@ -165,7 +190,7 @@ static void fwd_call_free(fwd_call *c)
     if (c->in_multi)
         curl_multi_remove_handle(evcurl_multi(c->f->ec), c->easy);
     if (c->easy)
-        curl_easy_cleanup(c->easy);
+        fwd_easy_put(c->f, c->easy);
     curl_slist_free_all(c->headers);
     for (size_t i = 0; i < c->ntargets; i++)
         free((char *)c->targets[i].ip);
@@ -200,6 +225,9 @@ void fwd_free(fwd *f)
         fwd_unlink(c);
         fwd_call_free(c);
     }
+    while (f->nidle_easy)
+        curl_easy_cleanup(f->idle_easy[--f->nidle_easy]);
+    free(f->idle_easy);
     evcurl_free(f->ec);
     curl_global_cleanup();
     free(f);
@@ -922,7 +950,7 @@ fwd_call *fwd_start(fwd *f, const fwd_request *req, const fwd_client *cl, void *
     if ((why = fwd_build_headers(c, req)))
         goto fail;
     why = "forward: cannot set up the transfer";
-    if (!(c->easy = curl_easy_init()) || (why = fwd_setup(c, req)))
+    if (!(c->easy = fwd_easy_get(f)) || (why = fwd_setup(c, req)))
         goto fail;
     why = "forward: cannot start the transfer";
     CURLMcode mc = curl_multi_add_handle(evcurl_multi(f->ec), c->easy);

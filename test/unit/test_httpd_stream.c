@@ -2,7 +2,8 @@
  * client on the same loop: a 5 MiB upload read with pauses (the paused server stops reading, so
  * the client blocks), early answers before and during the body, a 100-token stream where each
  * token reaches the client before the next is written (and an idle stream costs no CPU), the
- * high-water mark and drain, a client leaving mid-stream, and httpd_stop with waiting requests. */
+ * high-water mark and drain, a small answer sent whole, a client leaving mid-stream, and httpd_stop
+ * with waiting requests. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -585,6 +586,41 @@ static void test_stream_backpressure(void **state)
     ev_free(loop);
 }
 
+/* A stream with a Content-Length written whole and ended before httpd hands it to MHD (a small
+ * forwarded answer) goes out as one buffer: the same head and bytes as streamed. */
+static void test_stream_whole(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    assert_non_null(loop);
+    size_t totals[] = {0, 300, 20000};
+    for (size_t t = 0; t < sizeof(totals) / sizeof(totals[0]); t++) {
+        bulk b = {.loop = loop, .total = totals[t], .fixed = true};
+        httpd *h = start(loop, bulk_on_request, &b);
+        client c;
+        client_start(&c, loop, httpd_port(h),
+                     "GET /small HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 0);
+        run(loop);
+        assert_true(c.closed);
+        assert_int_equal(b.written, b.total);
+        char want[64];
+        snprintf(want, sizeof(want), "Content-Length: %zu\r\n", b.total);
+        assert_non_null(strstr(c.in, "HTTP/1.1 200 "));
+        assert_non_null(strstr(c.in, want));
+        assert_null(strstr(c.in, "Transfer-Encoding"));
+        char *body = strstr(c.in, "\r\n\r\n");
+        assert_non_null(body);
+        body += 4;
+        assert_int_equal((size_t)(c.in + c.in_len - body), b.total);
+        for (size_t i = 0; i < b.total; i++)
+            if (body[i] != (char)(i * 13 + 1))
+                fail_msg("byte %zu wrong", i);
+        client_free(&c);
+        httpd_stop(h);
+    }
+    ev_free(loop);
+}
+
 /* ---- the client leaves; the server stops ---- */
 
 static void gone_on_close(void *ud)
@@ -752,7 +788,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_upload_paused),   cmocka_unit_test(test_early_answer),
         cmocka_unit_test(test_stream_pingpong), cmocka_unit_test(test_stream_backpressure),
-        cmocka_unit_test(test_client_gone),     cmocka_unit_test(test_stop_waiting),
+        cmocka_unit_test(test_stream_whole),    cmocka_unit_test(test_client_gone),
+        cmocka_unit_test(test_stop_waiting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
