@@ -3,9 +3,9 @@
 # (fresh control plane, N pools of 3 members, the member simulator), then the operator under
 # heaptrack: cold start, an idle pause, BENCH_SWAPS swaps, and a SIGKILL while steady, so every
 # allocation still live is in the trace as "leaked". Writes OUT/heap-N.txt (heaptrack_print: the
-# live bytes by allocation site) and OUT/heap-N.status (VmRSS, smaps_rollup and mallinfo-like
-# and glibc's malloc_stats, through gdb, just before the kill). OUT defaults to a temp dir. Heavy
-# like run.sh: run nothing alongside.
+# live bytes by allocation site, every stack) and OUT/heap-N.status (VmRSS, VmHWM and smaps_rollup
+# just before the kill; run alone, also glibc's malloc_stats through gdb). OUT defaults to a temp
+# dir. Heavy like run.sh: run nothing alongside.
 #
 # Environment: BENCH_SWAPS (100), BENCH_IDLE_S (10), BENCH_PER_NS, BENCH_BUILD (build/heap: a
 # RelWithDebInfo build, for stacks), BENCH_DEADLINE_S (1800), BENCH_HEAPTRACK (1; 0 runs the
@@ -87,19 +87,20 @@ sleep 2
 	grep -E '^(VmRSS|VmHWM)' "/proc/$op/status"
 	grep -E '^(Rss|Private_Clean|Private_Dirty|Anonymous)' "/proc/$op/smaps_rollup"
 } >"$out/heap-$n.status"
-# glibc's own account of the heap (in use against held from the system) goes to the operator's
-# stderr.
-gdb -p "$op" -batch -ex 'call (void)malloc_stats()' >/dev/null 2>&1 || say "gdb could not attach"
-sleep 1
-sed -n '/^Arena 0:/,$p' "$dir/operator.log" | grep -v '^[0-9]\{4\}-' >>"$out/heap-$n.status" || true
-kill -KILL "$op" 2>/dev/null || say "the operator was gone before the kill"
 if [ "$use_ht" = 0 ]; then
+	# glibc's own account of the heap (in use against held from the system) goes to the
+	# operator's stderr. (Not under heaptrack: its own allocations would be in it.)
+	gdb -p "$op" -batch -ex 'call (void)malloc_stats()' >/dev/null 2>&1 || say "gdb could not attach"
+	sleep 1
+	sed -n '/^Arena 0:/,$p' "$dir/operator.log" | grep -v '^[0-9]\{4\}-' >>"$out/heap-$n.status" || true
+	kill -KILL "$op"
 	say "done: $out/heap-$n.status"
 	exit 0
 fi
+kill -KILL "$op"
 wait_for 120 sh -c "ls '$out'/heap-$n*.zst '$out'/heap-$n*.gz 2>/dev/null | grep -q ."
 sleep 3 # heaptrack's interpreter finishes the file
-trace=$(ls "$out"/heap-"$n"*.zst "$out"/heap-"$n"*.gz 2>/dev/null | head -1)
+trace=$(ls "$out"/heap-"$n"*.zst "$out"/heap-"$n"*.gz 2>/dev/null | head -1 || true)
 heaptrack_print -f "$trace" --print-leaks 1 --print-peaks 0 --print-allocators 0 \
-	--print-temporary 0 --merge-backtraces 0 >"$out/heap-$n.txt" 2>&1 || true
+	--print-temporary 0 --merge-backtraces 0 -n 400 -s 0 >"$out/heap-$n.txt" 2>&1 || true
 say "done: $out/heap-$n.txt $out/heap-$n.status"
