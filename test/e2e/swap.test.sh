@@ -6,7 +6,10 @@
 install_crds_and_samples
 install_operator_rbac
 start_slot_check
-start_sim --load-ms 300
+# A Pod loads for 2 s: `kubectl scale` starts the target's Pod before the operator can hold it back
+# (the race DESIGN.md names; a request through the pool has none), and on a loaded machine the
+# operator's reaction can pass a shorter load time, a false alarm of slot-check, not of this test.
+start_sim --load-ms 2000
 start_operator
 
 log "a cold pool warms its default member"
