@@ -206,7 +206,6 @@ class Run:
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.busy_pools = set()      # pools a fault or a busy drain owns: clients and other faults skip them
-        self.net_busy = False        # a network fault holds the proxy (one at a time: see apply)
         self.inflight = {}           # pool -> client requests being written (a claim waits for none)
         self.activations = []        # (t, pool, member, method, ok)
         self.samples = {}            # pool -> list of (t, phase, resident, pending, conditions)
@@ -398,40 +397,9 @@ class Run:
             self.release(pool)
         return undo
 
-    def claim_net(self):
-        """One network fault at a time. Removing a toxic while another (a `timeout` above all) holds
-        connections can hang toxiproxy's control API for good (Shopify/toxiproxy issues 159, 558): the
-        undo never returns, the stall stays, and the operator is cut off for the rest of the run (two
-        medium runs, at 50 and 100 pools, were lost that way within two minutes)."""
-        with self.lock:
-            if self.net_busy:
-                raise RuntimeError("another network fault holds the proxy")
-            self.net_busy = True
-
-    def release_net(self):
-        with self.lock:
-            self.net_busy = False
-
     def apply(self, kind, dur, i, j, x):
         """Starts one fault; returns its undo (None: nothing to undo)."""
-        if not kind.startswith("net-"):
-            return self.apply_other(kind, dur, i, j, x)
-        self.claim_net()
-        try:
-            undo = self.apply_net(kind, x)
-        except Exception:
-            self.release_net()
-            raise
-        if undo is None:
-            self.release_net()
-            return None
-
-        def fn():  # run_undo repeats it until it succeeds; only then is the proxy free again
-            undo()
-            self.release_net()
-        return fn
-
-    def apply_net(self, kind, x):
+        pool, member = pool_name(i), member_name(i, j)
         if kind == "net-reset":
             self.add_toxic("reset", "reset_peer", {"timeout": int(x * 500)}, toxicity=0.5)
             return lambda: self.del_toxic("reset")
@@ -450,10 +418,6 @@ class Run:
         if kind == "net-cut-streams":
             self.add_toxic("cut", "limit_data", {"bytes": 4096 + int(x * 60000)})
             return lambda: self.del_toxic("cut")
-        raise RuntimeError("unknown network fault %s" % kind)
-
-    def apply_other(self, kind, dur, i, j, x):
-        pool, member = pool_name(i), member_name(i, j)
         if kind == "apiserver-restart":
             self.api.stop()
             time.sleep(dur)
