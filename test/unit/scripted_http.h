@@ -1,7 +1,8 @@
-/* scripted_http: a tiny HTTP/1.1 responder on loopback for the unit tests of the kube client and
- * the informer, for what a real API server cannot be made to do on demand (503 with Retry-After,
- * 429, a reset connection, a chunked watch cut at odd points). Each reply is picked by a substring
- * of the request line and written in pieces; header-only, each test is one translation unit. */
+/* scripted_http: a tiny HTTP/1.1 responder on loopback for the unit tests of the kube client, the
+ * informer and the controller, for what a real API server cannot be made to do on demand (503 with
+ * Retry-After, 429, a reset connection, a chunked watch cut at odd points, a Pod its watch has not
+ * delivered). Each reply is picked by a substring of the request line and written in pieces;
+ * header-only (each test is one translation unit), included after cmocka.h, whose asserts it uses. */
 #ifndef MP_TEST_SCRIPTED_HTTP_H
 #define MP_TEST_SCRIPTED_HTTP_H
 
