@@ -67,6 +67,10 @@ int informer_start(informer *inf);
  * difference. */
 void informer_stop(informer *inf);
 
+/* True while the changes of a list are being delivered to the handlers (adds and updates first,
+ * deletions last): a reader that checks a relation across objects waits for on_listed, or it sees
+ * states that never were (a new object beside one the list already dropped). */
+bool informer_listing(const informer *inf);
 /* True once the first complete list is in the store. */
 bool informer_synced(const informer *inf);
 /* The resource, for people: "resource.group" (a CRD's name) or a core resource's plural ("pods").

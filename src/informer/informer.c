@@ -34,6 +34,7 @@ struct informer {
     store *store;
     uint64_t rng;
     bool running, synced;
+    bool listing;    /* a list's changes are being delivered */
     unsigned gen;    /* bumped by informer_stop */
     kube_call *call; /* the list page or the watch in flight */
     uint64_t timer;  /* the pending step */
@@ -350,7 +351,9 @@ static void informer_list_done(informer *inf, const char *rv)
         free(inf->rv);
         inf->rv = list_rv;
         list_rv = NULL;
+        inf->listing = true;
         rc = informer_apply(inf, items, ch, n);
+        inf->listing = false;
     }
     free(list_rv);
     informer_changes_free(ch, n);
@@ -689,6 +692,11 @@ void informer_stop(informer *inf)
     ev_timer_cancel(inf->loop, inf->timer);
     inf->timer = 0;
     informer_list_reset(inf);
+}
+
+bool informer_listing(const informer *inf)
+{
+    return inf->listing;
 }
 
 bool informer_synced(const informer *inf)

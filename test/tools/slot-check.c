@@ -141,8 +141,20 @@ static bool check_pool(const char *key, const void *pool, void *ud)
 static void check_all(check *c)
 {
     c->events++;
-    if (c->synced)
-        store_each(informer_store(c->pools), check_pool, c);
+    if (!c->synced)
+        return;
+    /* A list's changes come adds first, deletions last: mid-way, a new Pod stands beside one the
+     * list already dropped, a state that never was. Checked once the list is all in. */
+    if (informer_listing(c->pools) || informer_listing(c->isvcs) || informer_listing(c->pods))
+        return;
+    store_each(informer_store(c->pools), check_pool, c);
+}
+
+static void check_listed(void *ud)
+{
+    check *c = ud;
+    c->events--; /* not an event: the check a list's changes put off */
+    check_all(c);
 }
 
 static void check_add(void *ud, const void *o)
@@ -195,6 +207,7 @@ static informer *check_informer(check *c, kube_client *client, const char *group
                            .on_update = check_update,
                            .on_delete = check_add,
                            .on_synced = check_synced,
+                           .on_listed = check_listed,
                            .on_error = check_error,
                            .ud = c};
     return informer_new(c->loop, client, &cfg, &h);

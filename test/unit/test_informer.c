@@ -281,6 +281,8 @@ typedef struct ti {
     kube_client *client;
     informer *inf;
     int adds, updates, deletes, listed;
+    int in_list;          /* changes delivered while a list was being applied */
+    bool listing_at_done; /* informer_listing() inside on_listed */
     int nerrors;
     char errors[8][256];
     long error_codes[8];
@@ -290,22 +292,30 @@ typedef struct ti {
 static void ti_add(void *ud, const void *o)
 {
     (void)o;
-    ((ti *)ud)->adds++;
+    ti *t = ud;
+    t->adds++;
+    t->in_list += informer_listing(t->inf);
 }
 static void ti_update(void *ud, const void *a, const void *b)
 {
     (void)a;
     (void)b;
-    ((ti *)ud)->updates++;
+    ti *t = ud;
+    t->updates++;
+    t->in_list += informer_listing(t->inf);
 }
 static void ti_delete(void *ud, const void *o)
 {
     (void)o;
-    ((ti *)ud)->deletes++;
+    ti *t = ud;
+    t->deletes++;
+    t->in_list += informer_listing(t->inf);
 }
 static void ti_listed(void *ud)
 {
-    ((ti *)ud)->listed++;
+    ti *t = ud;
+    t->listed++;
+    t->listing_at_done |= informer_listing(t->inf);
 }
 static void ti_error(void *ud, const kube_error *err)
 {
@@ -502,6 +512,9 @@ static void test_relist_on_410(void **state)
     assert_int_equal(t.error_codes[1], 410);
     assert_int_equal(t.adds, 3);    /* a, b, then c */
     assert_int_equal(t.deletes, 1); /* b, gone by the first relist */
+    /* Every change came from a list being applied, and a list is done by on_listed. */
+    assert_int_equal(t.in_list, 4);
+    assert_false(t.listing_at_done);
     store *st = informer_store(t.inf);
     assert_int_equal(store_count(st), 2);
     assert_non_null(store_get(st, "ns/a"));
