@@ -170,6 +170,16 @@ router_ready() {
 	curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null
 }
 
+# router_metric SERIES [LOG]: one series of the router's /metrics (plain HTTP in the tests), exactly as
+# written; fails when it is absent.
+router_metric() {
+	curl -fsS "http://127.0.0.1:$(router_port metrics "${2:-router.log}")/metrics" |
+		awk -v s="$1" '$1 == s {print $2; found=1} END {exit !found}'
+}
+
+# activations: the router's requests through the pool so far (router.log).
+activations() { grep -c '"requested member through the pool"' "$MP_STATE_DIR/router.log" || true; }
+
 # stop_router: SIGTERM, and the router must exit 0 on its own.
 stop_router() {
 	local rc=0

@@ -11,10 +11,6 @@ start_router
 wait_for 30 router_ready
 url="http://127.0.0.1:$(router_port api)"
 
-router_metric() {
-	curl -fsS "http://127.0.0.1:$(router_port metrics)/metrics" |
-		awk -v s="$1" '$1 == s {print $2; found=1} END {exit !found}'
-}
 held() { router_metric "modelpool_router_held_requests{namespace=\"$ns\",pool=\"gone\"}"; }
 
 log "a pool deleted while a request is held for it"

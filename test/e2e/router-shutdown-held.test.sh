@@ -11,10 +11,6 @@ wait_for 60 pool_is pool Ready m-a "$ns"
 start_router
 wait_for 30 router_ready
 url="http://127.0.0.1:$(router_port api)"
-router_metric() {
-	curl -fsS "http://127.0.0.1:$(router_port metrics)/metrics" |
-		awk -v s="$1" '$1 == s {print $2; found=1} END {exit !found}'
-}
 
 log "a request held for m-b (slow to load), then SIGTERM"
 kubectl_admin -n "$ns" annotate --overwrite inferenceservice m-b sim.modelpool.test/load-ms=600000 >/dev/null

@@ -28,7 +28,6 @@ wait_for 30 router_ready
 url="http://127.0.0.1:$(router_port api)"
 
 now_ms() { date +%s%3N; }
-activations() { grep -c '"requested member through the pool"' "$MP_STATE_DIR/router.log" || true; }
 
 log "m-a streams 20 tokens, 150 ms apart; m-b is asked for during the stream"
 kubectl_admin -n "$ns" annotate --overwrite inferenceservice m-a sim.modelpool.test/token-ms=150 >/dev/null

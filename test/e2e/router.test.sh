@@ -25,12 +25,7 @@ post() {
 }
 error_code() { jq -r '.error.code // "null"' "$MP_STATE_DIR/body"; }
 error_message() { jq -r '.error.message' "$MP_STATE_DIR/body"; }
-activations() { grep -c '"requested member through the pool"' "$MP_STATE_DIR/router.log" || true; }
 created() { grep -c "\"created pod\" member=$ns/$1 " "$MP_STATE_DIR/sim.log" || true; }
-router_metric() {
-	curl -fsS "http://127.0.0.1:$(router_port metrics)/metrics" |
-		awk -v s="$1" '$1 == s {print $2; found=1} END {exit !found}'
-}
 
 log "GET /v1/models lists every member with its residency"
 curl -fsS "$url/v1/models" >"$MP_STATE_DIR/models"
