@@ -69,6 +69,30 @@ static bool request_is(const char *req, const char *what)
     return hit && hit < strstr(req, "\r\n");
 }
 
+/* Runs the manager (as the leader) against the scripted API server until a reply with stop is
+ * picked (or 20 s), then frees it. */
+static void run_manager(srv *s, ev_loop *loop)
+{
+    kube_config cfg = {0};
+    kube_error err = {0};
+    assert_true(asprintf(&cfg.server, "http://127.0.0.1:%d", s->port) > 0);
+    kube_client *client = kube_client_new(loop, &cfg, &err);
+    kube_config_clear(&cfg);
+    assert_non_null(client);
+    pool_manager_opts opts = {.instance = "test"};
+    pool_manager *pm = pool_manager_new(loop, client, &opts);
+    assert_non_null(pm);
+    assert_int_equal(pool_manager_start(pm), 0);
+    pool_manager_lead(pm);
+    timed_out = false;
+    uint64_t g = ev_timer_add(loop, 20000, guard, NULL);
+    ev_run(loop);
+    ev_timer_cancel(loop, g);
+    assert_false(timed_out);
+    pool_manager_free(pm);
+    kube_client_free(client);
+}
+
 static void test_start_waits_for_the_api_servers_pods(void **state)
 {
     (void)state;
@@ -113,21 +137,7 @@ static void test_start_waits_for_the_api_servers_pods(void **state)
     r[n - 1].pieces[0] =
         srv_own(&s, srv_http("200 OK", "", "{\"metadata\":{\"resourceVersion\":\"130\"}}"));
 
-    kube_config cfg = {0};
-    kube_error err = {0};
-    assert_true(asprintf(&cfg.server, "http://127.0.0.1:%d", s.port) > 0);
-    kube_client *client = kube_client_new(loop, &cfg, &err);
-    kube_config_clear(&cfg);
-    assert_non_null(client);
-    pool_manager_opts opts = {.instance = "test"};
-    pool_manager *pc = pool_manager_new(loop, client, &opts);
-    assert_non_null(pc);
-    assert_int_equal(pool_manager_start(pc), 0);
-    pool_manager_lead(pc);
-    uint64_t g = ev_timer_add(loop, 20000, guard, NULL);
-    ev_run(loop);
-    ev_timer_cancel(loop, g);
-    assert_false(timed_out);
+    run_manager(&s, loop);
 
     /* The start came last, after three reads of the pool's Pods, and asked for one replica. */
     int reads = 0, starts = 0;
@@ -146,8 +156,6 @@ static void test_start_waits_for_the_api_servers_pods(void **state)
     }
     assert_int_equal(starts, 1);
 
-    pool_manager_free(pc);
-    kube_client_free(client);
     srv_stop(&s);
     ev_free(loop);
 }
@@ -224,22 +232,7 @@ static void test_unprobed_stop_waits_for_the_api_servers_pods(void **state)
     r[n - 1].pieces[0] =
         srv_own(&s, srv_http("200 OK", "", "{\"metadata\":{\"resourceVersion\":\"130\"}}"));
 
-    kube_config cfg = {0};
-    kube_error err = {0};
-    assert_true(asprintf(&cfg.server, "http://127.0.0.1:%d", s.port) > 0);
-    kube_client *client = kube_client_new(loop, &cfg, &err);
-    kube_config_clear(&cfg);
-    assert_non_null(client);
-    pool_manager_opts opts = {.instance = "test"};
-    pool_manager *pm = pool_manager_new(loop, client, &opts);
-    assert_non_null(pm);
-    assert_int_equal(pool_manager_start(pm), 0);
-    pool_manager_lead(pm);
-    timed_out = false;
-    uint64_t g = ev_timer_add(loop, 20000, guard, NULL);
-    ev_run(loop);
-    ev_timer_cancel(loop, g);
-    assert_false(timed_out);
+    run_manager(&s, loop);
 
     /* The stop came after two reads of m1's own Pods, and set m1 to 0. */
     int reads = 0, stops = 0;
@@ -257,8 +250,6 @@ static void test_unprobed_stop_waits_for_the_api_servers_pods(void **state)
     }
     assert_int_equal(stops, 1);
 
-    pool_manager_free(pm);
-    kube_client_free(client);
     srv_stop(&s);
     ev_free(loop);
 }
