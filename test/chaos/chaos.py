@@ -11,6 +11,7 @@ import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -72,11 +73,22 @@ def kubectl(*args, timeout=60):
         return False, "timeout"
 
 
+class ProxyHung(Exception):
+    pass
+
+
 def toxi(method, path, body=None):
     req = urllib.request.Request(os.environ["MP_TOXI_API"] + path, method=method,
                                  data=json.dumps(body).encode() if body is not None else None)
-    with urllib.request.urlopen(req, timeout=10) as r:
-        return r.read()
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.read()
+    except (TimeoutError, socket.timeout) as e:
+        raise ProxyHung("%s %s: %s" % (method, path, e)) from e
+    except urllib.error.URLError as e:
+        if isinstance(e.reason, (TimeoutError, socket.timeout)):
+            raise ProxyHung("%s %s: %s" % (method, path, e.reason)) from e
+        raise
 
 
 def state(name):
@@ -491,6 +503,8 @@ class Run:
             try:
                 fn()
                 return
+            except ProxyHung:
+                raise
             except Exception as e:
                 say("undo failed (%s), retrying" % e)
                 time.sleep(1)
@@ -741,7 +755,14 @@ def main():
         for x in schedule(a.seed, a.seconds, a.pools):
             print(x)
         return 0
-    return run(a)
+    try:
+        return run(a)
+    except ProxyHung as e:
+        # Toxiproxy's control API stops answering at times when toxics are removed under traffic
+        # (upstream issues 159 and 558): the run cannot undo its faults nor finish its checks. Not
+        # a verdict on the operator: skipped (77), with slot-check's count of what did run.
+        say("the fault proxy's control API stopped answering (%s): the run cannot finish; skipped" % e)
+        return 77
 
 
 if __name__ == "__main__":

@@ -74,4 +74,8 @@ touch "$MP_STATE_DIR/chaos.stop"
 for r in a b; do kill -CONT "$(cat "$MP_STATE_DIR/replica-$r.pid")" 2>/dev/null || true; kill -TERM "$(cat "$MP_STATE_DIR/replica-$r.pid")" 2>/dev/null || true; done
 wait "$sup_a" "$sup_b" || true
 stop_slot_check
+if [ "$rc" -eq 77 ]; then
+	log "skipped: the fault proxy hung (see above); slot-check found no violation while the run lasted"
+	exit 77
+fi
 expect_eq "chaos.py exit status (0: every invariant held)" 0 "$rc"
