@@ -2,7 +2,8 @@
  * informer and the controller, for what a real API server cannot be made to do on demand (503 with
  * Retry-After, 429, a reset connection, a chunked watch cut at odd points, a Pod its watch has not
  * delivered). Each reply is picked by a substring of the request line and written in pieces;
- * header-only (each test is one translation unit), included after cmocka.h, whose asserts it uses. */
+ * header-only (each test is one translation unit), included after cmocka.h, whose asserts it uses.
+ */
 #ifndef MP_TEST_SCRIPTED_HTTP_H
 #define MP_TEST_SCRIPTED_HTTP_H
 
