@@ -180,39 +180,38 @@ static void rt_req_free(rt_req *q)
     free(q);
 }
 
-/* Answers q with an OpenAI error (and Retry-After when retry_s > 0) and frees it. */
-static void rt_answer(rt_req *q, rt_oai_err err, const char *message, uint32_t retry_s)
+/* Answers hr with an OpenAI error, with Retry-After when retry_s > 0 (a streamed reply: a plain
+ * reply has no headers of its own), falling back to a plain reply if the stream cannot begin. */
+static void rt_reply_error(httpd_req *hr, rt_oai_err err, const char *message, uint32_t retry_s)
 {
-    rt_router *rt = q->rt;
     unsigned code = rt_oai_status(err);
-    const char *ns = q->pool ? q->pool->ns : "", *pool = q->pool ? q->pool->name : "";
-    rt_metrics_request(&rt->m, ns, pool, q->mq ? q->mq->member : "", code);
     char *body = rt_oai_error(err, message);
-    if (retry_s == 0 || !body) {
-        httpd_reply rep = {.code = body ? code : 500,
-                           .content_type = "application/json",
-                           .body = body,
-                           .len = body ? strlen(body) : 0};
-        httpd_req_reply(q->hr, &rep);
-    } else {
+    if (retry_s > 0 && body) {
         char ra[16], cl[24];
         snprintf(ra, sizeof(ra), "%u", retry_s);
         snprintf(cl, sizeof(cl), "%zu", strlen(body));
         httpd_header h[] = {
             {"Content-Type", "application/json"}, {"Retry-After", ra}, {"Content-Length", cl}};
-        if (httpd_req_stream_begin(q->hr, code, h, 3) == 0) {
-            httpd_req_stream_write(q->hr, body, strlen(body));
-            httpd_req_stream_end(q->hr, true);
-        } else {
-            httpd_reply rep = {.code = code,
-                               .content_type = "application/json",
-                               .body = body,
-                               .len = strlen(body)};
-            body = NULL;
-            httpd_req_reply(q->hr, &rep);
+        if (httpd_req_stream_begin(hr, code, h, 3) == 0) {
+            httpd_req_stream_write(hr, body, strlen(body));
+            httpd_req_stream_end(hr, true);
+            free(body);
+            return;
         }
-        free(body);
     }
+    httpd_reply rep = {.code = body ? code : 500,
+                       .content_type = "application/json",
+                       .body = body,
+                       .len = body ? strlen(body) : 0};
+    httpd_req_reply(hr, &rep);
+}
+
+/* Answers q with an OpenAI error (and Retry-After when retry_s > 0), counts it, and frees q. */
+static void rt_answer(rt_req *q, rt_oai_err err, const char *message, uint32_t retry_s)
+{
+    const char *ns = q->pool ? q->pool->ns : "", *pool = q->pool ? q->pool->name : "";
+    rt_metrics_request(&q->rt->m, ns, pool, q->mq ? q->mq->member : "", rt_oai_status(err));
+    rt_reply_error(q->hr, err, message, retry_s);
     rt_req_free(q);
 }
 
@@ -1055,45 +1054,29 @@ static void rt_models(rt_router *rt, httpd_req *hr)
     httpd_req_reply(hr, &rep);
 }
 
-static void rt_error_now(httpd_req *hr, rt_oai_err err, const char *msg)
-{
-    char *body = rt_oai_error(err, msg);
-    httpd_reply rep = {.code = body ? rt_oai_status(err) : 500,
-                       .content_type = "application/json",
-                       .body = body,
-                       .len = body ? strlen(body) : 0};
-    httpd_req_reply(hr, &rep);
-}
-
 static void rt_request(void *ud, httpd_req *hr)
 {
     rt_router *rt = ud;
     const char *method = httpd_req_method(hr), *path = httpd_req_path(hr);
     if (strcmp(path, "/v1/models") == 0) {
         if (strcmp(method, "GET") != 0)
-            rt_error_now(hr, RT_OAI_METHOD_NOT_ALLOWED, "use GET for /v1/models");
+            rt_reply_error(hr, RT_OAI_METHOD_NOT_ALLOWED, "use GET for /v1/models", 0);
         else
             rt_models(rt, hr);
         return;
     }
     if (strncmp(path, "/v1/", 4) != 0) {
-        rt_error_now(hr, RT_OAI_NOT_FOUND, "no such path: the router serves /v1/...");
+        rt_reply_error(hr, RT_OAI_NOT_FOUND, "no such path: the router serves /v1/...", 0);
         return;
     }
     if (strcmp(method, "POST") != 0) {
-        rt_error_now(hr, RT_OAI_METHOD_NOT_ALLOWED, "use POST with a JSON body naming a model");
+        rt_reply_error(hr, RT_OAI_METHOD_NOT_ALLOWED, "use POST with a JSON body naming a model",
+                       0);
         return;
     }
     if (rt->stopping || !rt_router_synced(rt)) {
-        char *body =
-            rt_oai_error(RT_OAI_POOL_UNAVAILABLE,
-                         rt->stopping ? "the router is shutting down" : "the router is starting");
-        httpd_header h[] = {{"Content-Type", "application/json"}, {"Retry-After", "1"}};
-        if (body && httpd_req_stream_begin(hr, 503, h, 2) == 0) {
-            httpd_req_stream_write(hr, body, strlen(body));
-            httpd_req_stream_end(hr, true);
-        }
-        free(body);
+        rt_reply_error(hr, RT_OAI_POOL_UNAVAILABLE,
+                       rt->stopping ? "the router is shutting down" : "the router is starting", 1);
         return;
     }
     int64_t cl = -1;
@@ -1103,20 +1086,20 @@ static void rt_request(void *ud, httpd_req *hr)
         errno = 0;
         long long v = strtoll(cls, &end, 10);
         if (errno || end == cls || *end || v < 0) {
-            rt_error_now(hr, RT_OAI_BAD_REQUEST, "bad Content-Length");
+            rt_reply_error(hr, RT_OAI_BAD_REQUEST, "bad Content-Length", 0);
             return;
         }
         cl = v;
         if (v > rt->o.max_body_bytes) {
             char msg[128];
             snprintf(msg, sizeof(msg), "request body larger than %lld bytes", rt->o.max_body_bytes);
-            rt_error_now(hr, RT_OAI_TOO_LARGE, msg);
+            rt_reply_error(hr, RT_OAI_TOO_LARGE, msg, 0);
             return;
         }
     }
     rt_req *q = calloc(1, sizeof(*q));
     if (!q) {
-        rt_error_now(hr, RT_OAI_BAD_GATEWAY, "out of memory");
+        rt_reply_error(hr, RT_OAI_BAD_GATEWAY, "out of memory", 0);
         return;
     }
     q->rt = rt;
