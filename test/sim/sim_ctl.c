@@ -65,6 +65,7 @@ struct sim_pod {
     httpd *http;       /* the probe endpoints (answered at once) and the OpenAI ones */
     sim_infer *infers; /* OpenAI requests in flight: the probe says busy meanwhile */
     int inflight;
+    bool cut_busy;  /* requests were in flight when its deletion began (they were cut) */
     sim_hang *hang; /* or, with probe: "hang", a listener that answers nothing */
     int http_port;  /* the port of either */
     char *shown;    /* the last state line printed for it */
@@ -258,9 +259,11 @@ static void sim_print_once(char **shown, char *line)
     *shown = line;
 }
 
-/* One line per change of a Pod (state, address, and whether its member was busy then). */
+/* One line per change of a Pod (state, address, and whether it was busy then: its member marked
+ * busy, or an OpenAI request in flight on it, so a Pod deleted while serving shows busy=true). */
 static void sim_show_pod(sim_pod *p, bool busy)
 {
+    busy = busy || p->inflight > 0 || p->cut_busy;
     const char *state = p->gone ? "Gone" : p->terminating ? "Terminating" : p->phase;
     char ip[24];
     sim_ip_text(sim_pod_holds(p) ? p->ip : 0, ip, sizeof(ip));
@@ -1013,6 +1016,7 @@ static bool sim_apply_answer(sim_member *m, const kube_error *err, long code, co
             return false;
         sim_pod_terminating(p);
         p->gone = sim_answer_gone(code, body);
+        p->cut_busy = p->cut_busy || p->inflight > 0;
         sim_pod_unserve(p);
         log_kv(LOG_INFO, p->gone ? "pod deleted" : "pod terminating", "member", m->key, "pod",
                p->name, NULL);
