@@ -20,10 +20,9 @@
 #include "pool/manager.h"
 
 typedef struct main_state {
-    ev_loop *loop;
+    app_runtime run;
     pool_manager *pm;
     leader *leader;
-    app_sig sig;
     int rc;
     char unready[1024]; /* main_unready's answer: what /readyz waits for */
 } main_state;
@@ -31,7 +30,7 @@ typedef struct main_state {
 static void main_released(void *ud)
 {
     main_state *m = ud;
-    ev_stop(m->loop);
+    ev_stop(m->run.loop);
 }
 
 static void main_drained(void *ud)
@@ -40,7 +39,7 @@ static void main_drained(void *ud)
     if (m->leader)
         leader_release(m->leader, main_released, m);
     else
-        ev_stop(m->loop);
+        ev_stop(m->run.loop);
 }
 
 /* /readyz: NULL when ready, else why not. A standby that cannot use the Lease is not ready: it
@@ -78,7 +77,7 @@ static void main_lost(void *ud, const char *why)
     (void)why; /* logged by the leader module */
     main_state *m = ud;
     m->rc = 1;
-    ev_stop(m->loop);
+    ev_stop(m->run.loop);
 }
 
 /* The client's own retries (429, 5xx, timeouts) as debug lines: under a throttling API server they
@@ -126,9 +125,7 @@ static void main_shutdown(void *ud)
 int main(int argc, char **argv)
 {
     app_options opts;
-    char msg[256];
     kube_config cfg;
-    kube_error err = {0};
     int boot = app_boot(APP_OPERATOR, "modelpool-operator", argc, argv, &opts, &cfg);
     if (boot >= 0)
         return boot;
@@ -143,53 +140,31 @@ int main(int argc, char **argv)
         return 2;
     }
     int rc = 1;
-    main_state m = {.sig = {.fd = -1}};
-    kube_client *client = NULL;
+    main_state m = {0};
     char *identity = NULL;
-    telemetry *tm = NULL;
-    if (!(m.loop = ev_new()) || app_signals_start(&m.sig, m.loop, main_shutdown, &m) < 0) {
-        fprintf(stderr, "modelpool-operator: cannot set up the event loop or signals\n");
+    if (app_runtime_start(&m.run, "modelpool-operator", &cfg, main_shutdown, &m) < 0)
         goto out;
-    }
-    if (!(client = kube_client_new(m.loop, &cfg, &err))) {
-        fprintf(stderr, "modelpool-operator: %s\n", err.message);
-        goto out;
-    }
-    if (!(tm = telemetry_new())) {
-        fprintf(stderr, "modelpool-operator: out of memory\n");
-        goto out;
-    }
-    kube_client_observe(client, telemetry_api_request, tm);
-    kube_client_on_retry(client, main_on_retry, NULL);
+    kube_client_on_retry(m.run.client, main_on_retry, NULL);
     pool_manager_opts popts = {.namespace_ = opts.namespace_,
                                .instance = getenv("POD_NAME"),
                                .probe_timeout_ms = opts.probe_timeout_ms,
                                .max_concurrent = (unsigned)opts.max_concurrent_reconciles,
-                               .metrics = telemetry_registry(tm),
+                               .metrics = telemetry_registry(m.run.tm),
                                .may_write = main_may_write,
                                .may_write_ud = &m};
-    if (!(m.pm = pool_manager_new(m.loop, client, &popts)) || pool_manager_start(m.pm) < 0) {
+    if (!(m.pm = pool_manager_new(m.run.loop, m.run.client, &popts)) ||
+        pool_manager_start(m.pm) < 0) {
         fprintf(stderr, "modelpool-operator: cannot start the controller (out of memory)\n");
         goto out;
     }
-    telemetry_secure_opts mso = {.client = client,
-                                 .cert_dir = opts.metrics_cert_path,
-                                 .cert_name = opts.metrics_cert_name,
-                                 .key_name = opts.metrics_cert_key};
-    if (opts.metrics_secure && strcmp(opts.metrics_addr, "0") != 0 &&
-        telemetry_secure(tm, &mso, msg, sizeof(msg)) < 0) {
-        fprintf(stderr, "modelpool-operator: %s\n", msg);
-        rc = 2; /* a configuration fault, like a bad flag */
-        goto out;
-    }
-    if (telemetry_serve(tm, m.loop, opts.metrics_addr, opts.health_addr, main_unready, &m, msg,
-                        sizeof(msg)) < 0) {
-        fprintf(stderr, "modelpool-operator: %s\n", msg);
+    int served = app_runtime_serve(&m.run, "modelpool-operator", &opts, main_unready, &m);
+    if (served) {
+        rc = served;
         goto out;
     }
     char mport[8], hport[8];
-    snprintf(mport, sizeof(mport), "%d", telemetry_metrics_port(tm));
-    snprintf(hport, sizeof(hport), "%d", telemetry_health_port(tm));
+    snprintf(mport, sizeof(mport), "%d", telemetry_metrics_port(m.run.tm));
+    snprintf(hport, sizeof(hport), "%d", telemetry_health_port(m.run.tm));
     log_kv(LOG_INFO, "started", "version", MP_VERSION, "server", cfg.server, "config", cfg.origin,
            "namespace", opts.namespace_ ? opts.namespace_ : "(all)", "metrics_port", mport,
            "health_port", hport, NULL);
@@ -199,7 +174,7 @@ int main(int argc, char **argv)
                             .name = opts.leader_election_id,
                             .identity = identity = main_identity()};
         leader_callbacks lcb = {.started = main_lead, .lost = main_lost, .ud = &m};
-        if (!identity || !(m.leader = leader_new(m.loop, client, &lc, &lcb, &why)) ||
+        if (!identity || !(m.leader = leader_new(m.run.loop, m.run.client, &lc, &lcb, &why)) ||
             leader_start(m.leader) < 0) {
             fprintf(stderr, "modelpool-operator: %s\n", why);
             goto out;
@@ -207,17 +182,13 @@ int main(int argc, char **argv)
     } else {
         pool_manager_lead(m.pm);
     }
-    rc = ev_run(m.loop) < 0 || m.rc ? 1 : 0;
+    rc = ev_run(m.run.loop) < 0 || m.rc ? 1 : 0;
     log_kv(LOG_INFO, "stopped", NULL);
 out:
     leader_free(m.leader);
     free(identity);
     pool_manager_free(m.pm);
-    telemetry_free(tm);
-    kube_client_free(client);
-    app_signals_stop(&m.sig);
-    ev_free(m.loop);
+    app_runtime_stop(&m.run);
     kube_config_clear(&cfg);
-    kube_error_clear(&err);
     return rc;
 }

@@ -19,9 +19,8 @@
 #define ROUTER_DRAIN_MS 25000
 
 typedef struct router_main {
-    ev_loop *loop;
+    app_runtime run;
     rt_router *rt;
-    app_sig sig;
     char unready[1024];
 } router_main;
 
@@ -40,7 +39,7 @@ static const char *router_unready(void *ud)
 static void router_drained(void *ud)
 {
     router_main *m = ud;
-    ev_stop(m->loop);
+    ev_stop(m->run.loop);
 }
 
 /* The first SIGTERM or SIGINT (app_signals_start): drain, then stop the loop. */
@@ -55,70 +54,42 @@ int main(int argc, char **argv)
     app_options opts;
     char msg[256];
     kube_config cfg;
-    kube_error err = {0};
     int boot = app_boot(APP_ROUTER, "modelpool-router", argc, argv, &opts, &cfg);
     if (boot >= 0)
         return boot;
     int rc = 1;
-    router_main m = {.sig = {.fd = -1}};
-    kube_client *client = NULL;
-    telemetry *tm = NULL;
-    if (!(m.loop = ev_new()) || app_signals_start(&m.sig, m.loop, router_shutdown, &m) < 0) {
-        fprintf(stderr, "modelpool-router: cannot set up the event loop or signals\n");
+    router_main m = {0};
+    if (app_runtime_start(&m.run, "modelpool-router", &cfg, router_shutdown, &m) < 0)
         goto out;
-    }
-    if (!(client = kube_client_new(m.loop, &cfg, &err))) {
-        fprintf(stderr, "modelpool-router: %s\n", err.message);
-        goto out;
-    }
-    if (!(tm = telemetry_new())) {
-        fprintf(stderr, "modelpool-router: out of memory\n");
-        goto out;
-    }
-    kube_client_observe(client, telemetry_api_request, tm);
     rt_router_opts ro = {.bind = opts.bind_addr,
                          .namespace_ = opts.namespace_,
                          .label_selector = opts.label_selector,
                          .max_body_bytes = opts.max_body_bytes,
                          .resident_grace_ms = opts.resident_grace_ms,
                          .upstream_timeout_ms = opts.upstream_timeout_ms,
-                         .metrics = telemetry_registry(tm)};
-    if (!(m.rt = rt_router_new(m.loop, client, &ro, msg, sizeof(msg))) ||
+                         .metrics = telemetry_registry(m.run.tm)};
+    if (!(m.rt = rt_router_new(m.run.loop, m.run.client, &ro, msg, sizeof(msg))) ||
         rt_router_start(m.rt, msg, sizeof(msg)) < 0) {
         fprintf(stderr, "modelpool-router: %s\n", msg);
         goto out;
     }
-    telemetry_secure_opts mso = {.client = client,
-                                 .cert_dir = opts.metrics_cert_path,
-                                 .cert_name = opts.metrics_cert_name,
-                                 .key_name = opts.metrics_cert_key};
-    if (opts.metrics_secure && strcmp(opts.metrics_addr, "0") != 0 &&
-        telemetry_secure(tm, &mso, msg, sizeof(msg)) < 0) {
-        fprintf(stderr, "modelpool-router: %s\n", msg);
-        rc = 2;
-        goto out;
-    }
-    if (telemetry_serve(tm, m.loop, opts.metrics_addr, opts.health_addr, router_unready, &m, msg,
-                        sizeof(msg)) < 0) {
-        fprintf(stderr, "modelpool-router: %s\n", msg);
+    int served = app_runtime_serve(&m.run, "modelpool-router", &opts, router_unready, &m);
+    if (served) {
+        rc = served;
         goto out;
     }
     char port[8], mport[8], hport[8];
     snprintf(port, sizeof(port), "%d", rt_router_port(m.rt));
-    snprintf(mport, sizeof(mport), "%d", telemetry_metrics_port(tm));
-    snprintf(hport, sizeof(hport), "%d", telemetry_health_port(tm));
+    snprintf(mport, sizeof(mport), "%d", telemetry_metrics_port(m.run.tm));
+    snprintf(hport, sizeof(hport), "%d", telemetry_health_port(m.run.tm));
     log_kv(LOG_INFO, "started", "version", MP_VERSION, "server", cfg.server, "config", cfg.origin,
            "namespace", opts.namespace_ ? opts.namespace_ : "(all)", "port", port, "metrics_port",
            mport, "health_port", hport, NULL);
-    rc = ev_run(m.loop) < 0 ? 1 : 0;
+    rc = ev_run(m.run.loop) < 0 ? 1 : 0;
     log_kv(LOG_INFO, "stopped", NULL);
 out:
     rt_router_free(m.rt);
-    telemetry_free(tm);
-    kube_client_free(client);
-    app_signals_stop(&m.sig);
-    ev_free(m.loop);
+    app_runtime_stop(&m.run);
     kube_config_clear(&cfg);
-    kube_error_clear(&err);
     return rc;
 }

@@ -1,12 +1,15 @@
 /* boot: what both programs do before their own work starts: flags (and --help, --version), the
- * log, the API configuration under the program's own User-Agent, and signals as an fd on the
- * loop. One place, so the operator and the router start and stop alike. */
+ * log, the API configuration under the program's own User-Agent, signals as an fd on the loop,
+ * the API client and the telemetry servers. One place, so the operator and the router start and
+ * stop alike. */
 #ifndef MP_APP_BOOT_H
 #define MP_APP_BOOT_H
 
 #include <stdbool.h>
 
 #include "app/options.h"
+#include "app/telemetry.h"
+#include "kube/client.h"
 #include "kube/config.h"
 #include "loop/ev.h"
 
@@ -32,5 +35,26 @@ typedef struct app_sig {
 int app_signals_start(app_sig *s, ev_loop *loop, void (*shutdown)(void *ud), void *ud);
 /* Stops watching and closes the fd; a no-op for one never started. */
 void app_signals_stop(app_sig *s);
+
+/* What both programs run on: the loop, the signals on it, the API client and the telemetry that
+ * counts the client's requests. The caller owns the struct. */
+typedef struct app_runtime {
+    ev_loop *loop;
+    app_sig sig;
+    kube_client *client;
+    telemetry *tm;
+} app_runtime;
+
+/* Sets up rt for cfg; the first SIGTERM or SIGINT calls shutdown(ud). 0, or -1 said on stderr
+ * (name: first); app_runtime_stop frees what was made either way. */
+int app_runtime_start(app_runtime *rt, const char *name, const kube_config *cfg,
+                      void (*shutdown)(void *ud), void *ud);
+/* Serves /metrics (HTTPS unless --metrics-secure=false, when served at all) and /healthz, /readyz
+ * (telemetry_serve: unready(ud) says why not ready) as o says. 0, or the exit status said on
+ * stderr: 2 for a bad metrics certificate (a configuration fault, like a bad flag), 1 when it
+ * cannot listen. */
+int app_runtime_serve(app_runtime *rt, const char *name, const app_options *o,
+                      const char *(*unready)(void *ud), void *ud);
+void app_runtime_stop(app_runtime *rt);
 
 #endif

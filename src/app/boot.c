@@ -1,4 +1,5 @@
-/* boot: flags, log, API configuration and signals, shared by both programs' mains. */
+/* boot: flags, log, API configuration, signals, the API client and telemetry, shared by both
+ * programs' mains. */
 #include "app/boot.h"
 
 #include <signal.h>
@@ -101,4 +102,56 @@ void app_signals_stop(app_sig *s)
     ev_fd_clear(s->loop, s->fd);
     close(s->fd);
     s->fd = -1;
+}
+
+int app_runtime_start(app_runtime *rt, const char *name, const kube_config *cfg,
+                      void (*shutdown)(void *ud), void *ud)
+{
+    *rt = (app_runtime){.sig = {.fd = -1}};
+    kube_error err = {0};
+    if (!(rt->loop = ev_new()) || app_signals_start(&rt->sig, rt->loop, shutdown, ud) < 0) {
+        fprintf(stderr, "%s: cannot set up the event loop or signals\n", name);
+        return -1;
+    }
+    if (!(rt->client = kube_client_new(rt->loop, cfg, &err))) {
+        fprintf(stderr, "%s: %s\n", name, err.message);
+        kube_error_clear(&err);
+        return -1;
+    }
+    if (!(rt->tm = telemetry_new())) {
+        fprintf(stderr, "%s: out of memory\n", name);
+        return -1;
+    }
+    kube_client_observe(rt->client, telemetry_api_request, rt->tm);
+    return 0;
+}
+
+int app_runtime_serve(app_runtime *rt, const char *name, const app_options *o,
+                      const char *(*unready)(void *ud), void *ud)
+{
+    char msg[256];
+    telemetry_secure_opts mso = {.client = rt->client,
+                                 .cert_dir = o->metrics_cert_path,
+                                 .cert_name = o->metrics_cert_name,
+                                 .key_name = o->metrics_cert_key};
+    if (o->metrics_secure && strcmp(o->metrics_addr, "0") != 0 &&
+        telemetry_secure(rt->tm, &mso, msg, sizeof(msg)) < 0) {
+        fprintf(stderr, "%s: %s\n", name, msg);
+        return 2;
+    }
+    if (telemetry_serve(rt->tm, rt->loop, o->metrics_addr, o->health_addr, unready, ud, msg,
+                        sizeof(msg)) < 0) {
+        fprintf(stderr, "%s: %s\n", name, msg);
+        return 1;
+    }
+    return 0;
+}
+
+void app_runtime_stop(app_runtime *rt)
+{
+    telemetry_free(rt->tm);
+    kube_client_free(rt->client);
+    app_signals_stop(&rt->sig);
+    ev_free(rt->loop);
+    *rt = (app_runtime){.sig = {.fd = -1}};
 }
