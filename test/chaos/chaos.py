@@ -87,25 +87,46 @@ def state(name):
 
 
 class Toxiproxy:
-    """The fault proxy's control API. It can stop answering when a toxic is removed under traffic
-    (upstream issues 159, 412 and 558, open on v2.5.0): a call unanswered in 10 s restarts the proxy
-    (SIGKILL, the same ports, the proxy defined again), which drops every toxic and cuts every
-    connection through it, a fault of its own kind, counted as proxy-restart; the call is then made
-    once more. Only a proxy that hangs again right after its restart ends the run (ProxyHung)."""
+    """The fault proxy, kept alive. Its control API can stop answering when a toxic is removed under
+    traffic (upstream issues 159, 412 and 558, open on v2.5.0), and the process itself can die (a
+    panic in ToxicLink.AddToxic, index out of range, seen at 100 pools): a control call unanswered in
+    10 s, or a process gone, restarts the proxy (SIGKILL if alive, the same command and ports, the
+    proxy defined again), which drops every toxic and cuts every connection through it, a network
+    fault of its own, listed in the summary's proxy_restarts; the call is then made once more. Only a
+    proxy that fails again right after its restart ends the run (ProxyHung)."""
 
     def __init__(self):
         self.api = os.environ["MP_TOXI_API"]
         self.proxy = json.loads(os.environ["MP_TOXI_PROXY"])
-        self.restarts = []  # (t, the call that hung)
+        self.restarts = []  # (time, why)
+        self.pid = self._read_pid()
+        # Its command, read while it runs: a dead process has none to read.
+        with open("/proc/%d/cmdline" % self.pid, "rb") as f:
+            self.argv = [a.decode() for a in f.read().split(b"\0") if a]
+        with open("/proc/%d/environ" % self.pid, "rb") as f:
+            self.env = dict(e.decode().split("=", 1) for e in f.read().split(b"\0") if b"=" in e)
+        self.cwd = os.readlink("/proc/%d/cwd" % self.pid)
+
+    @staticmethod
+    def _read_pid():
+        with open(state("toxiproxy.pid")) as f:
+            return int(f.read())
+
+    def keep_alive(self):
+        """Restarts the proxy if its process is gone (called between faults)."""
+        if not proc_running(self.pid):
+            self._restart("the proxy's process is gone (toxiproxy.log has its last words)")
 
     def call(self, method, path, body=None):
         try:
             return self._call(method, path, body)
         except ProxyHung as e:
-            say("the fault proxy hung (%s); restarting it" % e)
-            self.restart()
-            self.restarts.append((time.strftime("%H:%M:%S"), str(e)))
-            return self._call(method, path, body)
+            self._restart(str(e))
+        except urllib.error.URLError as e:
+            if isinstance(e, urllib.error.HTTPError) or proc_running(self.pid):
+                raise
+            self._restart("%s %s: the proxy's process is gone" % (method, path))
+        return self._call(method, path, body)
 
     def _call(self, method, path, body=None):
         req = urllib.request.Request(self.api + path, method=method,
@@ -120,29 +141,22 @@ class Toxiproxy:
                 raise ProxyHung("%s %s: %s" % (method, path, e.reason)) from e
             raise
 
-    def restart(self):
-        with open(state("toxiproxy.pid")) as f:
-            pid = int(f.read())
-        with open("/proc/%d/cmdline" % pid, "rb") as f:
-            argv = [a.decode() for a in f.read().split(b"\0") if a]
-        with open("/proc/%d/environ" % pid, "rb") as f:
-            env = dict(e.decode().split("=", 1) for e in f.read().split(b"\0") if b"=" in e)
-        os.kill(pid, signal.SIGKILL)
-        deadline = now() + 30
-        while proc_running(pid):
-            if now() > deadline:
-                raise ProxyHung("toxiproxy %d runs 30 s after SIGKILL" % pid)
-            time.sleep(0.1)
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-        log = open(state("toxiproxy.log"), "ab")
-        p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    def _restart(self, why):
+        say("the fault proxy failed (%s); restarting it" % why)
+        self.restarts.append((time.strftime("%H:%M:%S"), why))
+        if proc_running(self.pid):
+            try:
+                kill_for_restart(self.pid, "toxiproxy", 30)
+            except RuntimeError as e:
+                raise ProxyHung(str(e)) from e
+        with open(state("toxiproxy.log"), "ab") as log:
+            p = subprocess.Popen(self.argv, env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=log,
+                                 stderr=log)
+        self.pid = p.pid
         with open(state("toxiproxy.pid"), "w") as f:
             f.write("%d\n" % p.pid)
         deadline = now() + 30
-        while True:  # its port is taken again once it listens (Go listeners set SO_REUSEADDR)
+        while True:  # its ports are taken again once it listens (Go listeners set SO_REUSEADDR)
             try:
                 self._call("GET", "/version")
                 break
@@ -177,6 +191,26 @@ def proc_running(pid):
     return False
 
 
+def kill_for_restart(pid, what, wait_s):
+    """(argv, env, cwd) of pid, read from /proc, then pid SIGKILLed and waited for (no thread left)."""
+    with open("/proc/%d/cmdline" % pid, "rb") as f:
+        argv = [a.decode() for a in f.read().split(b"\0") if a]
+    with open("/proc/%d/environ" % pid, "rb") as f:
+        env = dict(e.decode().split("=", 1) for e in f.read().split(b"\0") if b"=" in e)
+    cwd = os.readlink("/proc/%d/cwd" % pid)
+    os.kill(pid, signal.SIGKILL)
+    deadline = now() + wait_s
+    while proc_running(pid):
+        if now() > deadline:
+            raise RuntimeError("%s %d runs %d s after SIGKILL" % (what, pid, wait_s))
+        time.sleep(0.1)
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+    return argv, env, cwd
+
+
 class ApiServer:
     """Kill and restart of the kube-apiserver on the same etcd, as lib.sh stop_apiserver/start_apiserver."""
 
@@ -184,26 +218,12 @@ class ApiServer:
         self.pid = int(os.environ["MP_APISERVER_PID"])
 
     def stop(self):
-        with open("/proc/%d/cmdline" % self.pid, "rb") as f:
-            self.argv = [a.decode() for a in f.read().split(b"\0") if a]
-        with open("/proc/%d/environ" % self.pid, "rb") as f:
-            self.env = dict(e.decode().split("=", 1) for e in f.read().split(b"\0") if b"=" in e)
-        self.cwd = os.readlink("/proc/%d/cwd" % self.pid)
-        os.kill(self.pid, signal.SIGKILL)
-        deadline = now() + 90
-        while proc_running(self.pid):
-            if now() > deadline:
-                raise RuntimeError("kube-apiserver %d runs 90 s after SIGKILL" % self.pid)
-            time.sleep(0.1)
-        try:
-            os.waitpid(self.pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
+        self.argv, self.env, self.cwd = kill_for_restart(self.pid, "kube-apiserver", 90)
 
     def start(self):
-        log = open(state("kube-apiserver.log"), "ab")
-        p = subprocess.Popen(self.argv, env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=log,
-                             stderr=log, start_new_session=False)
+        with open(state("kube-apiserver.log"), "ab") as log:
+            p = subprocess.Popen(self.argv, env=self.env, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=log,
+                                 stderr=log, start_new_session=False)
         self.pid = p.pid
         self.proc = p
         with open(state("kube-apiserver.pid"), "w") as f:
@@ -435,8 +455,9 @@ class Run:
         return res
 
     def sample_rss(self):
-        for r in "ab":
-            pid = replica_pid(r)
+        """RSS of each replica process and of the router (MP_CHAOS_ROUTER_PID), which lives the whole run."""
+        for r in "ab" + ("r" if os.environ.get("MP_CHAOS_ROUTER_PID") else ""):
+            pid = int(os.environ["MP_CHAOS_ROUTER_PID"]) if r == "r" else replica_pid(r)
             if not pid:
                 continue
             try:
@@ -445,7 +466,7 @@ class Run:
             except (OSError, StopIteration, ValueError):
                 continue
             with self.lock:
-                self.rss.setdefault(pid, []).append((self.t(), kib))
+                self.rss.setdefault((r, pid), []).append((self.t(), kib))
 
     def sampler(self):
         streak = {}  # pool -> t it started Swapping (continuously, by samples)
@@ -608,6 +629,7 @@ class Run:
         n = 0
         for (t, kind, dur, i, j, x) in sched:
             while not self.stop.is_set() and self.t() < t:
+                self.toxi.keep_alive()
                 while undo and undo[0][0] <= self.t():
                     self.run_undo(heapq.heappop(undo)[2])
                 self.stop.wait(0.1)
@@ -623,6 +645,7 @@ class Run:
                 self.count(kind, ok=False)
                 say("fault %s not applied: %s" % (kind, e))
         while undo and not self.stop.is_set() and self.t() < self.a.seconds:
+            self.toxi.keep_alive()
             while undo and undo[0][0] <= self.t():
                 self.run_undo(heapq.heappop(undo)[2])
             self.stop.wait(0.1)
@@ -641,6 +664,7 @@ class Run:
 
     # ---- the end ----
     def quiesce(self):
+        self.toxi.keep_alive()
         for fn in getattr(self, "pending_undo", []):
             self.run_undo(fn)
         self.toxi.call("POST", "/reset")  # every toxic gone, the proxy enabled, whatever an undo missed
@@ -751,13 +775,14 @@ class Run:
                 "by_outcome": {k: {"n": n, "longest_s": round(t, 1)} for k, (n, t) in sorted(by.items())}}
 
     def rss_report(self):
-        """Per replica process that lived 60 s or more: RSS 30 s after it started and at its last sample."""
+        """Per process (replica a or b, or the router r) sampled for 60 s or more: RSS 30 s after its first
+        sample, at its last, and its highest."""
         rows = []
-        for pid, s in sorted(self.rss.items()):
+        for (who, pid), s in sorted(self.rss.items()):
             if s[-1][0] - s[0][0] < 60:
                 continue
             first = next(v for v in s if v[0] >= s[0][0] + 30)
-            rows.append({"pid": pid, "lived_s": round(s[-1][0] - s[0][0]), "rss_first_kib": first[1],
+            rows.append({"who": who, "pid": pid, "lived_s": round(s[-1][0] - s[0][0]), "rss_first_kib": first[1],
                          "rss_last_kib": s[-1][1], "rss_max_kib": max(v[1] for v in s)})
         return rows
 

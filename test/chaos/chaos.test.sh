@@ -4,7 +4,7 @@
 mode=${MP_CHAOS_MODE:-short}
 case $mode in
 short) pools=${MP_CHAOS_POOLS:-8} seconds=${MP_CHAOS_SECONDS:-150} clients=${MP_CHAOS_CLIENTS:-3} ;;
-long) pools=${MP_CHAOS_POOLS:-100} seconds=${MP_CHAOS_SECONDS:-3600} clients=${MP_CHAOS_CLIENTS:-6} ;;
+long) pools=${MP_CHAOS_POOLS:-100} seconds=${MP_CHAOS_SECONDS:-3600} clients=${MP_CHAOS_CLIENTS:-8} ;;
 *) fail "MP_CHAOS_MODE=$mode: want short or long" ;;
 esac
 seed=${MP_CHAOS_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
@@ -75,7 +75,7 @@ if [ "${MP_CHAOS_ROUTER:-1}" != 0 ]; then
 	sed -e "s#server: .*#server: https://127.0.0.1:$proxy_port#" "$MP_ROUTER_KUBECONFIG" >"$MP_STATE_DIR/router-proxied.kubeconfig"
 	MP_ROUTER_KUBECONFIG=$MP_STATE_DIR/router-proxied.kubeconfig start_router
 	wait_for 90 router_ready
-	export MP_CHAOS_ROUTER_URL=http://127.0.0.1:$(router_port api)
+	export MP_CHAOS_ROUTER_URL=http://127.0.0.1:$(router_port api) MP_CHAOS_ROUTER_PID=$MP_ROUTER_PID
 fi
 
 rc=0
