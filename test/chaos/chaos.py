@@ -30,6 +30,7 @@ OPERATOR_USER = "system:serviceaccount:modelpool-system:modelpool-operator"
 # grace covers a paused leader (25 s) and the lease handover (15 s) during which nobody may write.
 SWAP_GRACE_S = 60
 QUIESCE_DEADLINE_S = 120
+BUSY_WAIT_S = 10  # a busy drain waits this long for the resident's Pod to say busy, else is not applied
 # Router answers that are never right here: every name exists and every body is valid, so 4xx means a
 # routing fault; a model_loading 503 without Retry-After breaks the contract; a 200 from another model
 # is a request served by the wrong member; a request with no byte back past budget + grace is lost.
@@ -189,6 +190,15 @@ def proc_running(pid):
         except (OSError, IndexError):
             pass
     return False
+
+
+def slots_busy(ip, port=8080):
+    """The llama.cpp idle probe of a Pod: True when GET /slots shows a slot processing."""
+    try:
+        with urllib.request.urlopen("http://%s:%d/slots" % (ip, port), timeout=2) as r:
+            return any(slot.get("is_processing") for slot in json.load(r))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def kill_for_restart(pid, what, wait_s):
@@ -547,6 +557,13 @@ class Run:
             return None
         if not kubectl("-n", NS, "annotate", "isvc", res, SIM + "busy=true", "--overwrite")[0]:
             return None
+        # The drain starts only once the resident's Pod says busy to an idle probe of our own: the
+        # simulator reads the annotation from its cache, which can lag it by seconds under these
+        # faults (seed 1608934174: the operator's probe found the Pod idle 0.2 s after the
+        # annotation, a drain that was never busy).
+        if not self.await_busy(res, BUSY_WAIT_S):
+            kubectl("-n", NS, "annotate", "isvc", res, SIM + "busy-")
+            return None
         target = others[int(x * len(others)) % len(others)]
         kubectl("-n", NS, "annotate", "modelpool", pool, "%s=%s" % (REQUEST, target), "--overwrite")
         with self.lock:
@@ -559,6 +576,18 @@ class Run:
             kubectl("-n", NS, "annotate", "isvc", res, SIM + "busy-")
             self.release(pool)
         return undo
+
+    def await_busy(self, member, wait_s):
+        """True once every live Pod of member answers its idle probe (llama.cpp's GET /slots, as the
+        operator asks it) with a slot processing, and there is one; False after wait_s."""
+        deadline = now() + wait_s
+        while now() < deadline:
+            ok, out = kubectl("-n", NS, "get", "pods", "-l", "inference.llmkube.dev/service=" + member, "-o", "json")
+            ips = [p["status"].get("podIP") for p in json.loads(out)["items"]] if ok else []
+            if ips and all(ips) and all(slots_busy(ip) for ip in ips):
+                return True
+            time.sleep(0.5)
+        return False
 
     def apply(self, kind, dur, i, j, x):
         """Starts one fault; returns its undo (None: nothing to undo)."""
