@@ -26,11 +26,24 @@ expect_fail() {
 
 # wait_for DEADLINE_S CMD...: runs CMD until it succeeds; fails the test, with CMD's last output, once
 # DEADLINE_S seconds have passed. The deadline only bounds a hang; it is never the thing under test.
+# CMD's arguments are expanded once, at the call: `wait_for 9 [ "$(f)" = 1 ]` tests one value of f
+# over and over; poll a value with wait_eq.
 wait_for() {
 	local deadline=$((SECONDS + $1)) out
 	shift
 	until out=$("$@" 2>&1); do
 		[ "$SECONDS" -lt "$deadline" ] || fail "gave up after waiting for: $*"$'\n'"last output: $out"
+		sleep 0.2
+	done
+}
+
+# wait_eq DEADLINE_S WANT CMD...: runs CMD anew until it succeeds and prints exactly WANT; fails the
+# test, with CMD's last output, once DEADLINE_S seconds have passed.
+wait_eq() {
+	local deadline=$((SECONDS + $1)) want=$2 out
+	shift 2
+	until out=$("$@" 2>&1) && [ "$out" = "$want" ]; do
+		[ "$SECONDS" -lt "$deadline" ] || fail "gave up after waiting for '$*' to print '$want'"$'\n'"last output: $out"
 		sleep 0.2
 	done
 }

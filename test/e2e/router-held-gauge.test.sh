@@ -18,7 +18,7 @@ kubectl_admin -n "$ns" annotate --overwrite inferenceservice g-b sim.modelpool.t
 curl -sS -o "$MP_STATE_DIR/gone.body" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
 	--data-binary '{"model":"g-b","messages":[]}' "$url/v1/chat/completions" >"$MP_STATE_DIR/gone.code" &
 client=$!
-wait_for 60 [ "$(held)" = 1 ]
+wait_eq 60 1 held
 kubectl_admin -n "$ns" delete modelpool gone --wait=false >/dev/null
 wait "$client" || true
 expect_eq "held request of a deleted pool" 404 "$(cat "$MP_STATE_DIR/gone.code")"

@@ -23,7 +23,7 @@ curl -sS --max-time 60 -o "$MP_STATE_DIR/held.body" -D "$MP_STATE_DIR/held.heade
 	-H 'Content-Type: application/json' --data-binary "@$MP_STATE_DIR/big" \
 	"$url/v1/chat/completions" >"$MP_STATE_DIR/held.code" 2>"$MP_STATE_DIR/held.err" &
 client=$!
-wait_for 60 [ "$(router_metric "modelpool_router_held_requests{namespace=\"$ns\",pool=\"pool\"}")" = 1 ]
+wait_eq 60 1 router_metric "modelpool_router_held_requests{namespace=\"$ns\",pool=\"pool\"}"
 stop_router
 wait "$client" || true
 log "held client: code $(cat "$MP_STATE_DIR/held.code") $(cat "$MP_STATE_DIR/held.err")"

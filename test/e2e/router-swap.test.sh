@@ -72,8 +72,8 @@ expect_eq "m-e answers now" 200 "$(curl -sS -o /dev/null -w '%{http_code}' -X PO
 log "a member serving another name: the router rewrites the body's model"
 kubectl_admin -n "$ns" annotate --overwrite inferenceservice m-e \
 	sim.modelpool.test/served-model=Org/E-7B modelpool-operator.dev/served-model=Org/E-7B >/dev/null
-wait_for 30 [ "$(curl -sS -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
-	--data-binary '{"model":"m-e","messages":[]}' "$url/v1/chat/completions")" = 200 ]
+wait_eq 30 200 curl -sS -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+	--data-binary '{"model":"m-e","messages":[]}' "$url/v1/chat/completions"
 expect_eq "asked by its served name" 200 "$(curl -sS -o "$MP_STATE_DIR/e" -w '%{http_code}' -X POST \
 	-H 'Content-Type: application/json' --data-binary '{"model":"Org/E-7B","messages":[]}' "$url/v1/chat/completions")"
 expect_eq "the member saw its own name" Org/E-7B "$(jq -r .model "$MP_STATE_DIR/e")"

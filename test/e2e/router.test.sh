@@ -76,12 +76,12 @@ kubectl_admin -n "$ns" annotate --overwrite inferenceservice m-a sim.modelpool.t
 expect_eq "client gave up" 000 "$(post /v1/chat/completions '{"model":"m-a","messages":[]}' --max-time 1 2>/dev/null || true)"
 wait_for 60 pool_is pool Ready m-a "$ns"
 expect_eq "activations" 3 "$(activations)"
-wait_for 30 [ "$(router_metric 'modelpool_router_held_requests{namespace="router",pool="pool"}')" = 0 ]
+wait_eq 30 0 router_metric 'modelpool_router_held_requests{namespace="router",pool="pool"}'
 expect_sole_resident pool m-a "$ns"
 
 log "a Degraded pool: 503 at once with the condition's message, never an activation"
 create_pool "$ns" broken m-x m-x
-wait_for 30 [ "$(pool_get broken '{.status.phase}' "$ns")" = Degraded ]
+wait_eq 30 Degraded pool_get broken '{.status.phase}' "$ns"
 expect_eq "Degraded pool" 503 "$(post /v1/chat/completions '{"model":"m-x","messages":[]}')"
 expect_eq "503 code" pool_unavailable "$(error_code)"
 case "$(error_message)" in *"is Degraded"*) ;; *) fail "503 message without the pool's state: $(error_message)" ;; esac

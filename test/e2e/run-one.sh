@@ -55,7 +55,7 @@ cleanup() {
 	# Logs before stopping, so their tails show the failure rather than the shutdown.
 	if [ "$rc" -ne 0 ]; then
 		echo "run-one.sh: $(basename "$script") failed (status $rc); MP_KEEP_STATE=1 keeps $state" >&2
-		for f in "$state"/operator*.log "$state/sim.log" "$state/slot-check.log" \
+		for f in "$state"/operator*.log "$state"/router*.log "$state/sim.log" "$state/slot-check.log" \
 			"$state/kube-apiserver.log" "$state/etcd.log"; do
 			[ -f "$f" ] || continue
 			echo "----- last 60 lines of $f -----" >&2
