@@ -30,7 +30,7 @@ OPERATOR_USER = "system:serviceaccount:modelpool-system:modelpool-operator"
 # grace covers a paused leader (25 s) and the lease handover (15 s) during which nobody may write.
 SWAP_GRACE_S = 60
 QUIESCE_DEADLINE_S = 120
-BUSY_WAIT_S = 10  # a busy drain waits this long for the resident's Pod to say busy, else is not applied
+BUSY_WAIT_S = 60  # a busy drain waits this long for the resident's Pod to say busy, else it is dropped
 # Router answers that are never right here: every name exists and every body is valid, so 4xx means a
 # routing fault; a model_loading 503 without Retry-After breaks the contract; a 200 from another model
 # is a request served by the wrong member; a request with no byte back past budget + grace is lost.
@@ -317,6 +317,8 @@ class Run:
         self.api = ApiServer()
         self.toxi = Toxiproxy()
         self.routed = []             # (t, pool, member, stream, outcome, seconds, detail): router requests
+        self.drains = []             # busy drains' threads
+        self.drain_outcomes = {}     # drained, never-busy (the Pod did not say busy in time), stopped
 
     def t(self):
         return now() - self.t0
@@ -537,56 +539,67 @@ class Run:
         return undo
 
     def busy_drain(self, pool, i, dur, x):
-        """The resident made busy while no swap is in flight, then another member requested: it must not be
-        unloaded while busy (the simulator logs any busy Pod deletion; checked at the end) and stays at 1."""
+        """On a settled pool, the resident made busy, then (in a thread of its own, busy_drain_run) another
+        member requested once the resident's Pod says busy: it must not be unloaded while busy (the
+        simulator logs any busy Pod deletion; checked at the end) and stays at 1. False: not settled."""
         ok, out = kubectl("-n", NS, "get", "modelpool", pool, "-o", "json")
         if not ok:
-            return None
+            return False
         p = json.loads(out)
         st = p.get("status", {})
         res = st.get("residentMember", "")
         if st.get("phase") != "Ready" or not res or st.get("pendingMember") or \
                 REQUEST in p["metadata"].get("annotations", {}):
-            return None
+            return False
         ok, out = kubectl("-n", NS, "get", "isvc", "-o", "json")
         if not ok:
-            return None
+            return False
         reps = {o["metadata"]["name"]: o["spec"].get("replicas", 1) for o in json.loads(out)["items"]}
         others = [member_name(i, j) for j in range(MEMBERS) if member_name(i, j) != res]
         if any(reps.get(m, 0) != 0 for m in others) or reps.get(res) != 1:
-            return None
+            return False
         if not kubectl("-n", NS, "annotate", "isvc", res, SIM + "busy=true", "--overwrite")[0]:
-            return None
-        # The drain starts only once the resident's Pod says busy to an idle probe of our own: the
-        # simulator reads the annotation from its cache, which can lag it by seconds under these
-        # faults (seed 1608934174: the operator's probe found the Pod idle 0.2 s after the
-        # annotation, a drain that was never busy).
-        if not self.await_busy(res, BUSY_WAIT_S):
-            kubectl("-n", NS, "annotate", "isvc", res, SIM + "busy-")
-            return None
+            return False
         target = others[int(x * len(others)) % len(others)]
-        kubectl("-n", NS, "annotate", "modelpool", pool, "%s=%s" % (REQUEST, target), "--overwrite")
-        with self.lock:
-            self.activations.append((self.t(), pool, target, "busy-drain", True))
+        t = threading.Thread(target=self.busy_drain_run, args=(pool, res, target, dur), daemon=True)
+        self.drains.append(t)
+        t.start()
+        return True
 
-        def undo():
+    def busy_drain_run(self, pool, res, target, dur):
+        """The drain starts only once the resident's Pod says busy to an idle probe of the run's own:
+        the simulator reads the annotation from a cache that lags it by seconds under these faults
+        (seed 1608934174: the operator's probe found the Pod idle 0.2 s after the annotation, a drain
+        that was never busy; 14.5 s measured by hand in the next long run)."""
+        outcome = "stopped"
+        try:
+            if not self.await_busy(res, BUSY_WAIT_S):
+                outcome = "stopped" if self.stop.is_set() else "never-busy"
+                return
+            kubectl("-n", NS, "annotate", "modelpool", pool, "%s=%s" % (REQUEST, target), "--overwrite")
+            with self.lock:
+                self.activations.append((self.t(), pool, target, "busy-drain", True))
+            self.stop.wait(dur)
             ok, out = kubectl("-n", NS, "get", "isvc", res, "-o", "jsonpath={.spec.replicas}")
             if ok and out != "1":
                 self.violation("busy resident %s/%s scaled to %s during its busy drain" % (pool, res, out))
+            outcome = "drained"
+        finally:
             kubectl("-n", NS, "annotate", "isvc", res, SIM + "busy-")
             self.release(pool)
-        return undo
+            with self.lock:
+                self.drain_outcomes[outcome] = self.drain_outcomes.get(outcome, 0) + 1
 
     def await_busy(self, member, wait_s):
         """True once every live Pod of member answers its idle probe (llama.cpp's GET /slots, as the
-        operator asks it) with a slot processing, and there is one; False after wait_s."""
+        operator asks it) with a slot processing, and there is one; False after wait_s or at the stop."""
         deadline = now() + wait_s
-        while now() < deadline:
+        while now() < deadline and not self.stop.is_set():
             ok, out = kubectl("-n", NS, "get", "pods", "-l", "inference.llmkube.dev/service=" + member, "-o", "json")
             ips = [p["status"].get("podIP") for p in json.loads(out)["items"]] if ok else []
             if ips and all(ips) and all(slots_busy(ip) for ip in ips):
                 return True
-            time.sleep(0.5)
+            self.stop.wait(1.0)
         return False
 
     def apply(self, kind, dur, i, j, x):
@@ -644,10 +657,9 @@ class Run:
             raise RuntimeError("pool %s taken" % pool)
         try:
             if kind == "busy-drain":
-                undo = self.busy_drain(pool, i, dur, x)
-                if undo is None:
+                if not self.busy_drain(pool, i, dur, x):
                     raise RuntimeError("pool %s not settled" % pool)
-                return undo
+                return None  # busy_drain_run undoes it and releases the pool
             return self.member_fault(kind, pool, member, dur)
         except Exception:
             self.release(pool)
@@ -679,6 +691,8 @@ class Run:
                 self.run_undo(heapq.heappop(undo)[2])
             self.stop.wait(0.1)
         self.pending_undo = [u[2] for u in sorted(undo)]
+        for t in self.drains:  # the stop ends their waits
+            t.join()
 
     def run_undo(self, fn):
         for attempt in range(20):
@@ -915,7 +929,7 @@ def run(a):
             m: len([x for x in acts if x[3] == m and x[4]]) for m in ("scale", "annotate", "busy-drain")},
         "outcomes": r.outcomes(), "final_requests": len(final), "metadata_writes": r.touches,
         "busy_pods_deleted": busy, "audit": summary, "operator_starts": restarts, "rss": r.rss_report(),
-        "routed": r.routed_report(), "proxy_restarts": r.toxi.restarts,
+        "routed": r.routed_report(), "proxy_restarts": r.toxi.restarts, "busy_drains": r.drain_outcomes,
         "violations": r.violations,
     }
     js = json.dumps(result, indent=1, sort_keys=True)
