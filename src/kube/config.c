@@ -282,6 +282,9 @@ static int kube_config_cluster(kube_config_src *s, const cJSON *cl, const char *
         return kube_config_fail(s, "cluster", name, "server is missing");
     if (strncmp(server, "https://", 8) != 0 && strncmp(server, "http://", 7) != 0)
         return kube_config_fail(s, "cluster", name, "server must start with https:// or http://");
+    /* "https://" alone (or with only a path or port) would be taken and fail on every request. */
+    if (strcspn(server + (server[4] == 's' ? 8 : 7), "/?#:") == 0)
+        return kube_config_fail(s, "cluster", name, "server has no host");
     if (sni)
         return kube_config_fail(s, "cluster", name, "tls-server-name is not supported");
     if (cfg->insecure && (ca || ca_data))

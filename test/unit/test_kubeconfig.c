@@ -209,6 +209,17 @@ static void test_inline_errors(void **state)
     test_parse_fails("current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
                      "clusters:\n- name: c\n  cluster: {server: 'ftp://h'}\n",
                      "server must start with https:// or http://");
+    /* A server without a host was taken and failed on every request later (fuzz_kubeconfig). */
+    static const char *const hostless[] = {"https://", "http://", "https:///api", "https://:6443",
+                                           "http://?x"};
+    for (size_t i = 0; i < sizeof(hostless) / sizeof(*hostless); i++) {
+        char yaml[256];
+        snprintf(yaml, sizeof(yaml),
+                 "current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
+                 "clusters:\n- name: c\n  cluster: {server: '%s'}\n",
+                 hostless[i]);
+        test_parse_fails(yaml, "cluster \"c\": server has no host");
+    }
     test_parse_fails("current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
                      "clusters:\n- name: c\n  cluster: {server: 'https://h', "
                      "insecure-skip-tls-verify: maybe}\n",
