@@ -80,9 +80,16 @@ static probe_verdict probe_slots(const char *body, size_t len, char *msg, size_t
     const cJSON *slot;
     cJSON_ArrayForEach(slot, doc)
     {
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(slot, "is_processing");
+        /* Fail closed on a slot that does not say (older llama.cpp builds report a numeric
+         * "state" instead): read as idle, a busy server would be unloaded. */
+        if (!cJSON_IsBool(p)) {
+            cJSON_Delete(doc);
+            snprintf(msg, msglen, "/slots: slot %d has no boolean is_processing", n);
+            return PROBE_ERROR;
+        }
         n++;
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(slot, "is_processing")))
-            busy++;
+        busy += cJSON_IsTrue(p);
     }
     cJSON_Delete(doc);
     snprintf(msg, msglen, "%d of %d slots processing", busy, n);

@@ -125,6 +125,14 @@ static void test_slots(void **state)
         PROBE_BUSY);
     assert_string_equal(msg, "1 of 2 slots processing");
     assert_int_equal(judge("llamacpp", 200, "{\"slots\":[]}", msg), PROBE_ERROR);
+    /* A slot that does not say whether it processes (an older build's numeric "state"): not idle.
+     */
+    assert_int_equal(judge("llamacpp", 200, "[{\"id\":0,\"state\":1}]", msg), PROBE_ERROR);
+    assert_string_equal(msg, "/slots: slot 0 has no boolean is_processing");
+    assert_int_equal(
+        judge("llamacpp", 200, "[{\"is_processing\":false},{\"is_processing\":\"true\"}]", msg),
+        PROBE_ERROR);
+    assert_int_equal(judge("llamacpp", 200, "[{\"is_processing\":false},3]", msg), PROBE_ERROR);
     assert_int_equal(judge("llamacpp", 200, "not json", msg), PROBE_ERROR);
     assert_int_equal(judge("llamacpp", 501, "[]", msg), PROBE_ERROR);
     assert_non_null(strstr(msg, "HTTP 501"));
