@@ -102,11 +102,7 @@ class Toxiproxy:
         self.restarts = []  # (time, why)
         self.pid = self._read_pid()
         # Its command, read while it runs: a dead process has none to read.
-        with open("/proc/%d/cmdline" % self.pid, "rb") as f:
-            self.argv = [a.decode() for a in f.read().split(b"\0") if a]
-        with open("/proc/%d/environ" % self.pid, "rb") as f:
-            self.env = dict(e.decode().split("=", 1) for e in f.read().split(b"\0") if b"=" in e)
-        self.cwd = os.readlink("/proc/%d/cwd" % self.pid)
+        self.argv, self.env, self.cwd = proc_command(self.pid)
 
     @staticmethod
     def _read_pid():
@@ -147,7 +143,7 @@ class Toxiproxy:
         self.restarts.append((time.strftime("%H:%M:%S"), why))
         if proc_running(self.pid):
             try:
-                kill_for_restart(self.pid, "toxiproxy", 30)
+                proc_kill(self.pid, "toxiproxy", 30)
             except RuntimeError as e:
                 raise ProxyHung(str(e)) from e
         with open(state("toxiproxy.log"), "ab") as log:
@@ -201,13 +197,17 @@ def slots_busy(ip, port=8080):
         return False
 
 
-def kill_for_restart(pid, what, wait_s):
-    """(argv, env, cwd) of pid, read from /proc, then pid SIGKILLed and waited for (no thread left)."""
+def proc_command(pid):
+    """(argv, env, cwd) of a running pid, read from /proc: what it takes to start it again."""
     with open("/proc/%d/cmdline" % pid, "rb") as f:
         argv = [a.decode() for a in f.read().split(b"\0") if a]
     with open("/proc/%d/environ" % pid, "rb") as f:
         env = dict(e.decode().split("=", 1) for e in f.read().split(b"\0") if b"=" in e)
-    cwd = os.readlink("/proc/%d/cwd" % pid)
+    return argv, env, os.readlink("/proc/%d/cwd" % pid)
+
+
+def proc_kill(pid, what, wait_s):
+    """SIGKILL pid and wait until no thread of it is left (RuntimeError after wait_s)."""
     os.kill(pid, signal.SIGKILL)
     deadline = now() + wait_s
     while proc_running(pid):
@@ -218,7 +218,6 @@ def kill_for_restart(pid, what, wait_s):
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         pass
-    return argv, env, cwd
 
 
 class ApiServer:
@@ -228,7 +227,8 @@ class ApiServer:
         self.pid = int(os.environ["MP_APISERVER_PID"])
 
     def stop(self):
-        self.argv, self.env, self.cwd = kill_for_restart(self.pid, "kube-apiserver", 90)
+        self.argv, self.env, self.cwd = proc_command(self.pid)
+        proc_kill(self.pid, "kube-apiserver", 90)
 
     def start(self):
         with open(state("kube-apiserver.log"), "ab") as log:
@@ -312,7 +312,7 @@ class Run:
         self.fault_counts = {}
         self.fault_errors = {}
         self.violations = []
-        self.rss = {}                # pid -> [(t, kib)]
+        self.rss = {}                # (who: a, b or r for the router, pid) -> [(t, kib)]
         self.touches = 0
         self.api = ApiServer()
         self.toxi = Toxiproxy()

@@ -39,19 +39,14 @@ cleanup() {
 	stop_test_group
 	# A sanitizer report from any program the test ran (ASan, UBSan, LeakSanitizer at exit: the group
 	# was stopped with SIGTERM above, so each program ran its exit path) fails the test, passed or not.
-	local f reports=""
+	local f report='ERROR: (AddressSanitizer|LeakSanitizer)|\.[ch]:[0-9]+:[0-9]+: runtime error:'
 	for f in "$state"/*.log; do
 		case $f in */kube-apiserver.log | */etcd.log | */toxiproxy.log) continue ;; esac
-		grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|\.[ch]:[0-9]+:[0-9]+: runtime error:' "$f" 2>/dev/null &&
-			reports="$reports $f"
-	done
-	if [ -n "$reports" ]; then
-		for f in $reports; do
-			echo "----- sanitizer report in $f -----" >&2
-			grep -m 1 -A 40 -E 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$f" >&2
-		done
+		grep -qE "$report" "$f" 2>/dev/null || continue
+		echo "----- sanitizer report in $f -----" >&2
+		grep -m 1 -A 40 -E "$report" "$f" >&2
 		[ "$rc" -ne 0 ] || rc=1
-	fi
+	done
 	# Logs before stopping, so their tails show the failure rather than the shutdown.
 	if [ "$rc" -ne 0 ]; then
 		echo "run-one.sh: $(basename "$script") failed (status $rc); MP_KEEP_STATE=1 keeps $state" >&2
