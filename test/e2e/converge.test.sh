@@ -56,7 +56,7 @@ superseded() {
 }
 wait_for 30 superseded
 kubectl_admin -n "$ns" get events --field-selector involvedObject.name=pool,reason=RequestSuperseded \
-	-o 'jsonpath={.items[*].message}' | grep -qw m-c || fail "no RequestSuperseded Event names m-c"
+	-o 'jsonpath={.items[*].message}' | grep_all -w m-c || fail "no RequestSuperseded Event names m-c"
 replan_barrier pool "$ns"
 expect_sole_resident pool m-b "$ns"
 deleted=$(sim_deleted_busy "$ns" m-b)

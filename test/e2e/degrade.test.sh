@@ -42,7 +42,7 @@ expect_eq "replica changes while Degraded" 0 "$(scale_lines pool "$ns")"
 expect_eq "members[]" "m-a:Stopped:false m-b:Stopped:false m-missing::false" "$(pool_members pool "$ns")"
 kubectl_admin -n "$ns" get modelpools | tee /dev/stderr | grep -Eq '^pool +sticky +Degraded' ||
 	fail "kubectl get modelpools does not show the pool Degraded"
-kubectl_admin -n "$ns" describe modelpool pool | grep -q "m-missing not found" ||
+kubectl_admin -n "$ns" describe modelpool pool | grep_all "m-missing not found" ||
 	fail "kubectl describe does not say which member is missing"
 
 log "the member is created: the pool recovers by itself and warms its default"

@@ -13,7 +13,7 @@ wait_for 60 grep -q "caches synced" "$oplog"
 
 log "the standby reports that it may not read the Lease, at error level"
 wait_for 60 grep -qE ' error +"cannot take part in leader election" .*namespace=default' "$oplog"
-grep -E ' error +"cannot take part' "$oplog" | grep -q 'reason=Forbidden' || fail "no reason=Forbidden: $(grep 'cannot take part' "$oplog")"
+grep -E ' error +"cannot take part' "$oplog" | grep_all 'reason=Forbidden' || fail "no reason=Forbidden: $(grep 'cannot take part' "$oplog")"
 
 readyz() {
 	local port

@@ -48,6 +48,11 @@ wait_eq() {
 	done
 }
 
+# PRODUCER | grep_all [GREP_FLAGS] PATTERN: grep -q that reads its input to the end. Under pipefail,
+# `producer | grep -q` fails at random when grep exits on the first match while the producer still
+# writes (SIGPIPE, or a Python BrokenPipeError: helm.dryrun failed so once in CI).
+grep_all() { grep "$@" >/dev/null; }
+
 kubectl_admin() { kubectl --kubeconfig "$KUBECONFIG" "$@"; }
 kubectl_operator() { kubectl --kubeconfig "$MP_OPERATOR_KUBECONFIG" "$@"; }
 kubectl_router() { kubectl --kubeconfig "$MP_ROUTER_KUBECONFIG" "$@"; }

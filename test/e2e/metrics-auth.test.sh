@@ -59,7 +59,7 @@ expect_eq "a token whose user lacks metrics-reader" 403 "$(code -H "$(bearer "$i
 expect_eq "a token bound to metrics-reader" 200 "$(code -H "$(bearer "$reader")")"
 curl -sk -D "$MP_STATE_DIR/401.headers" -o /dev/null "https://127.0.0.1:$port/metrics" || true
 grep -qi '^WWW-Authenticate: Bearer' "$MP_STATE_DIR/401.headers" || fail "a 401 without WWW-Authenticate: Bearer"
-curl -fsSk -H "$(bearer "$reader")" "https://127.0.0.1:$port/metrics" | grep -q '^modelpool_api_requests_total{' ||
+curl -fsSk -H "$(bearer "$reader")" "https://127.0.0.1:$port/metrics" | grep_all '^modelpool_api_requests_total{' ||
 	fail "the allowed scrape has no metrics"
 expect_eq "POST /metrics" 405 "$(code -X POST -H "$(bearer "$reader")")"
 

@@ -22,7 +22,7 @@ resident_is() {
 	echo "$got"
 	[ "$got" == "$2" ]
 }
-series_gone() { ! scrape | grep -q "pool=\"$1\""; }
+series_gone() { ! scrape | grep_all "pool=\"$1\""; }
 
 log "the warm pool: llama-8b resident, one swap (the warm-up) counted"
 wait_for 90 pool_is shared-gpu Ready llama-8b

@@ -17,7 +17,7 @@ next_tries() {
 }
 three_tries() { [ "$(next_tries "$oplog" | wc -l)" -ge 3 ]; }
 wait_for 60 three_tries
-grep -F "list $pools: " "$oplog" | grep -F "list/watch failed" | head -n 1 | grep -q 'reason=Forbidden' ||
+grep -F "list $pools: " "$oplog" | grep -F "list/watch failed" | head -n 1 | grep_all 'reason=Forbidden' ||
 	fail "the list's error line has no reason=Forbidden: $(grep -F "list $pools: " "$oplog" | head -n 1)"
 # Backoff with jitter: step N waits [s, 2s) with s doubling from 0.8 s, so each wait exceeds the last.
 mapfile -t t < <(next_tries "$oplog" | head -n 3)

@@ -72,7 +72,7 @@ kill "$watcher"
 replan_barrier pool "$ns"
 expect_eq "Warning TooManyReplicas Events for one episode" 1 "$(event_count pool Warning/TooManyReplicas "$ns")"
 kubectl_admin -n "$ns" get events --field-selector involvedObject.name=pool,reason=TooManyReplicas \
-	-o 'jsonpath={.items[*].message}' | grep -qw m-a || fail "the TooManyReplicas Event does not name m-a"
+	-o 'jsonpath={.items[*].message}' | grep_all -w m-a || fail "the TooManyReplicas Event does not name m-a"
 expect_sole_resident pool m-a "$ns"
 kubectl_admin -n "$ns" annotate isvc m-a sim.modelpool.test/load-ms- >/dev/null
 

@@ -59,7 +59,7 @@ grep -qw m-a <<<"$got" || fail "SwapDeferred does not name m-a: $got"
 grep -qF "$msg" <<<"$got" || fail "SwapDeferred does not carry the policy's message: $got"
 wait_for 30 events_more pool Warning/WriteRefused 0 "$ns"
 kubectl_admin -n "$ns" get events --field-selector involvedObject.name=pool,reason=WriteRefused \
-	-o 'jsonpath={.items[*].message}' | grep -qF "$msg" || fail "the WriteRefused Event does not carry the policy's message"
+	-o 'jsonpath={.items[*].message}' | grep_all -F "$msg" || fail "the WriteRefused Event does not carry the policy's message"
 expect_eq "pending" m-b "$(pool_get pool '{.status.pendingMember}' "$ns")"
 expect_eq "m-a replicas" 1 "$(isvc_get m-a '{.spec.replicas}' "$ns")"
 wait_for 30 replicas_are m-b 0 "$ns"

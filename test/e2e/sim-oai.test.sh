@@ -126,8 +126,8 @@ out=$(post "$B/v1/chat/completions" '{"model":"org/beta-7b","messages":[],"max_t
 expect_eq "beta by served name" "200 org/beta-7b $b" "$(code) $(json 'd["model"]' <<<"$out") $(header X-Sim-Pod)"
 
 log "a request in flight makes its Pod's probe busy (the vLLM gauge counts them); answered or abandoned, idle again"
-slots_busy() { curl -sS --max-time 5 "$A/slots" | grep -q '"is_processing":true'; }
-slots_idle() { curl -sS --max-time 5 "$A/slots" | grep -q '"is_processing":false'; }
+slots_busy() { curl -sS --max-time 5 "$A/slots" | grep_all '"is_processing":true'; }
+slots_idle() { curl -sS --max-time 5 "$A/slots" | grep_all '"is_processing":false'; }
 running_is() { curl -sS --max-time 5 "$B/metrics" | grep -Eq "^vllm:num_requests_running(\{[^}]*\})? $1\$"; }
 # Every request so far was answered: none is in flight any more.
 slots_idle || fail "alpha busy after its requests were answered: $(curl -sS "$A/slots")"

@@ -78,7 +78,7 @@ for bad in --no-such-flag "--load-ms=soon" "--terminate-ms=-1" "--namespace="; d
 	expect_eq "exit status for $bad" 2 "$rc"
 	grep -q "member-sim: " <<<"$msg" || fail "no message naming the fault for $bad: $msg"
 done
-"$sim" --help | grep -q -- "--finalizer" || fail "--help does not list the flags"
+"$sim" --help | grep_all -- "--finalizer" || fail "--help does not list the flags"
 
 apply_crd "$top/test/crds/inferenceservices.inference.llmkube.dev.yaml"
 kubectl_admin create namespace "$ns" >/dev/null

@@ -33,7 +33,7 @@ expect_eq "resident while deferred" llama-8b "$(pool_get shared-gpu '{.status.re
 expect_eq "incumbent replicas while busy" 1 "$(isvc_get llama-8b '{.spec.replicas}')"
 wait_for 30 replicas_are qwen-7b 0
 [ -n "$(live_pods llama-8b)" ] || fail "the busy incumbent lost its Pod"
-kubectl_admin describe modelpool shared-gpu | grep -q SwapDeferred ||
+kubectl_admin describe modelpool shared-gpu | grep_all SwapDeferred ||
 	fail "no SwapDeferred event in kubectl describe"
 
 log "once llama-8b is idle the swap completes: llama-8b stopped and gone, then qwen-7b resident"

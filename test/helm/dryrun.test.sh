@@ -50,7 +50,7 @@ grep -q 'would violate PodSecurity "restricted' <<<"$out" || fail "no Pod Securi
 
 log "the router: its objects pass the server's checks, a Pod of its template the restricted standard"
 dry_run router --set router.enabled=true --set serviceMonitor.enabled=true
-check kinds "$s/router.yaml" | grep -qx Deployment/modelpool-router || fail "no router Deployment rendered"
+check kinds "$s/router.yaml" | grep_all -x Deployment/modelpool-router || fail "no router Deployment rendered"
 # Pod Security enforces on Pods: a Pod from the router's template, as no controller-manager makes one here.
 python3 -c 'import sys, yaml, json
 d = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o and o["kind"] == "Deployment" and o["metadata"]["name"] == "modelpool-router"][0]

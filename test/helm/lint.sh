@@ -84,7 +84,7 @@ grep -q -- '"--namespace=team-a"' <<<"$(args_of "$f")" || fail "no --namespace=t
 log "leaderElection.enabled=false: no --leader-elect and no Lease rights"
 f=$(example leaderElection.enabled)
 expect_eq "args" '["--metrics-bind-address=:8443", "--metrics-secure=true", "--health-probe-bind-address=:8081"]' "$(args_of "$f")"
-check kinds "$f" | grep -q leader-election && fail "leader-election RBAC rendered with leader election off"
+check kinds "$f" | grep_all leader-election && fail "leader-election RBAC rendered with leader election off"
 expect_eq "leaderElection.id" '["--leader-elect", "--leader-election-id=modelpool-operator-b", "--metrics-bind-address=:8443", "--metrics-secure=true", "--health-probe-bind-address=:8081"]' \
 	"$(args_of "$(example leaderElection.id)")"
 
@@ -99,8 +99,8 @@ expect_eq "the Service targets it by name" https/https \
 f=$(example metrics.secure)
 expect_eq "metrics.secure=false: flags" "--metrics-bind-address=:8443 --metrics-secure=false" \
 	"$(args_of "$f" | grep -o -- '--metrics-[a-z-]*=[^"]*' | paste -sd ' ' -)"
-check kinds "$f" | grep -q metrics-reader && fail "metrics-reader rendered with plain HTTP metrics"
-check get "$f" ClusterRole/modelpool-operator rules | grep -q tokenreviews && fail "review rights with plain HTTP metrics"
+check kinds "$f" | grep_all metrics-reader && fail "metrics-reader rendered with plain HTTP metrics"
+check get "$f" ClusterRole/modelpool-operator rules | grep_all tokenreviews && fail "review rights with plain HTTP metrics"
 expect_eq "metrics.secure=false: port name" http "$(check get "$f" $d $c.ports[0].name)"
 f=$(example metrics.certSecret)
 expect_eq "metrics.certSecret: flag" "--metrics-cert-path=/etc/modelpool-operator/metrics-certs" \
@@ -139,7 +139,7 @@ log "rbac.create=false and serviceAccount.create=false: none of those objects, t
 expect_eq "rbac.create=false" "CustomResourceDefinition/modelpools.inference.llmkube.dev Deployment/modelpool-operator Service/modelpool-operator-metrics-service ServiceAccount/modelpool-operator" \
 	"$(check kinds "$(example rbac.create)" | paste -sd ' ' -)"
 f=$(example serviceAccount.create)
-check kinds "$f" | grep -q ServiceAccount/ && fail "serviceAccount.create=false rendered a ServiceAccount"
+check kinds "$f" | grep_all ServiceAccount/ && fail "serviceAccount.create=false rendered a ServiceAccount"
 expect_eq "serviceAccountName" existing-sa "$(check get "$f" $d spec.template.spec.serviceAccountName)"
 expect_eq "binding subject" existing-sa "$(check get "$f" ClusterRoleBinding/modelpool-operator subjects[0].name)"
 
@@ -181,10 +181,10 @@ expect_eq "router Role namespace" team-a "$(check get "$s/router-ns.yaml" Role/m
 expect_eq "the router's Role and metrics-auth rules are its ClusterRole's" "$(check get "$f" ClusterRole/modelpool-router rules)" \
 	"$(python3 -c 'import json, sys; print(json.dumps(json.loads(sys.argv[1]) + json.loads(sys.argv[2]), sort_keys=True))' \
 		"$(check get "$s/router-ns.yaml" Role/modelpool-router rules)" "$(check get "$s/router-ns.yaml" ClusterRole/modelpool-router-metrics-auth rules)")"
-check kinds "$s/router-ns.yaml" | grep -qx ClusterRole/modelpool-router && fail "a router ClusterRole with watchNamespace"
+check kinds "$s/router-ns.yaml" | grep_all -x ClusterRole/modelpool-router && fail "a router ClusterRole with watchNamespace"
 grep -q -- '"--namespace=team-a"' <<<"$(check get "$s/router-ns.yaml" $rd $c.args)" || fail "no --namespace=team-a for the router"
 render "$s/router-plain.yaml" --set router.enabled=true --set metrics.secure=false
-check get "$s/router-plain.yaml" ClusterRole/modelpool-router rules | grep -q tokenreviews && fail "router review rights with plain HTTP metrics"
+check get "$s/router-plain.yaml" ClusterRole/modelpool-router rules | grep_all tokenreviews && fail "router review rights with plain HTTP metrics"
 expect_eq "router metrics port name with metrics.secure=false" http "$(check get "$s/router-plain.yaml" $rd "$c.ports[1].name")"
 helm template team-b "$chart" -n ops --set router.enabled=true >"$s/team-b-router.yaml"
 expect_eq "router objects of release team-b" "ClusterRole/team-b-modelpool-router ClusterRoleBinding/team-b-modelpool-router Deployment/team-b-modelpool-router PodDisruptionBudget/team-b-modelpool-router Service/team-b-modelpool-router Service/team-b-modelpool-router-metrics-service ServiceAccount/team-b-modelpool-router" \

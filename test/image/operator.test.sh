@@ -17,7 +17,7 @@ limit_mi=$(awk '/limits:/ { l = 1 } l && $1 == "memory:" { sub(/Mi$/, "", $2); p
 uid=$(sed -n 's/^ *runAsUser: *\([0-9]*\).*/\1/p' "$manifest")
 mapfile -t args < <(awk '/^ *args:/ { on = 1; next } on && /^ *- / { sub(/^ *- */, ""); print; next } { on = 0 }' "$manifest" |
 	sed -E 's/^(--(metrics|health-probe)-bind-address)=.*/\1=127.0.0.1:0/')
-printf '%s\n' "${args[@]}" | grep -q -- '^--health-probe-bind-address=127.0.0.1:0$' ||
+printf '%s\n' "${args[@]}" | grep_all -- '^--health-probe-bind-address=127.0.0.1:0$' ||
 	fail "no --health-probe-bind-address in the args of $manifest: ${args[*]}"
 
 install_crds_and_samples
