@@ -148,6 +148,7 @@ int main(int argc, char **argv)
     pool_manager_opts popts = {.namespace_ = opts.namespace_,
                                .instance = getenv("POD_NAME"),
                                .probe_timeout_ms = opts.probe_timeout_ms,
+                               .drain_fence_ms = opts.drain_fence_ms,
                                .max_concurrent = (unsigned)opts.max_concurrent_reconciles,
                                .metrics = telemetry_registry(m.run.tm),
                                .may_write = main_may_write,

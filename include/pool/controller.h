@@ -23,10 +23,13 @@ typedef struct pool_controller_config {
     kube_client *client;
     /* The caches it plans from (pool/records.h codecs and indexes), read only. */
     const store *pools, *isvcs, *pods;
-    pool_metrics *pm;        /* NULL: no metrics */
-    pool_clocks *clocks;     /* reaction clocks the reconcile stops; NULL: none */
-    const char *instance;    /* who we are, for Events (copied) */
-    long probe_timeout_ms;   /* each idle probe request; 0: 2000 */
+    pool_metrics *pm;      /* NULL: no metrics */
+    pool_clocks *clocks;   /* reaction clocks the reconcile stops; NULL: none */
+    const char *instance;  /* who we are, for Events (copied) */
+    long probe_timeout_ms; /* each idle probe request; 0: 2000 */
+    /* A swap unloads its resident only on an idle probe sent this long after this replica first
+     * saw the swap (plan_snapshot.drain_after_ms); 0: 2000. */
+    long drain_fence_ms;
     unsigned max_concurrent; /* pools reconciled at once; 0: 4 */
     uint64_t resync_ms;      /* backstop re-reconcile of every pool; 0: 300000 */
     uint64_t expect_ms;      /* how long to wait for the cache to show our own write; 0: 5000 */

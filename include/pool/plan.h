@@ -44,7 +44,7 @@ typedef struct {
     int32_t port;           /* the port its Pod spec names for the server container, 0 if none */
     /* The controller's last idle probe of this pod (key it by pod UID so a new pod starts over). */
     plan_probe_result probe;
-    int64_t probed_at_ms; /* same clock as plan_snapshot.now_ms */
+    int64_t probed_at_ms; /* when the probe was sent; same clock as plan_snapshot.now_ms */
     const char *probe_message;
 } plan_pod;
 
@@ -122,6 +122,11 @@ typedef struct {
     /* A request through the pool (annotation modelpool-operator.dev/request): a member name,
      * taken as the newest request and then cleared; NULL when there is none. */
     const char *requested;
+    /* The drain fence of a swap (pendingMember set): a member is unloaded on an idle probe sent at
+     * or after this time only, same clock as now_ms; 0 when there is none. Routers stop forwarding
+     * to the resident once they see pendingMember, and forward only on a read of the pool newer
+     * than half the fence, so a request on its way when the probe is sent has reached the Pod. */
+    int64_t drain_after_ms;
     int64_t now_ms; /* wall clock, ms since the Unix epoch */
 } plan_snapshot;
 

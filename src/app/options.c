@@ -62,6 +62,12 @@ const char *app_options_usage(void)
            "  --probe-timeout DURATION\n"
            "                      timeout of each idle probe request, a Go duration\n"
            "                      (500ms, 2s, 1m); default 2s\n"
+           "  --drain-fence DURATION\n"
+           "                      in a swap, the resident is unloaded only on an idle\n"
+           "                      probe sent this long after the swap began: routers\n"
+           "                      forward only on a read of the pool younger than half\n"
+           "                      of it, so their last request has reached the Pod; set\n"
+           "                      the routers' to the same value; default 2s\n"
            "  -h, --help          print this help and exit\n"
            "      --version       print the version and exit\n";
 }
@@ -94,6 +100,11 @@ const char *app_options_usage_for(app_program program)
            "  --upstream-timeout DURATION\n"
            "                      how long a member may take to start its answer once the\n"
            "                      request is sent, else 502; default 10m\n"
+           "  --drain-fence DURATION\n"
+           "                      forward to a resident only on a read of its pool from\n"
+           "                      the API server (not the cache) younger than half of\n"
+           "                      this, else hold the request; the operator's value;\n"
+           "                      default 2s\n"
            "  -v, --log-level N   0 info, 1 debug, 2-4 trace [LOG_LEVEL]; default 0\n"
            "  --log-format F      text or json, one record a line [LOG_FORMAT]; default text\n"
            "  --metrics-bind-address ADDR\n"
@@ -215,7 +226,8 @@ enum {
     OPT_METRICS_CERT_KEY,
     OPT_MAX_CONCURRENT,
     OPT_PROBE_TIMEOUT,
-    OPT_BIND_ADDR, /* the router's from here on */
+    OPT_DRAIN_FENCE, /* both programs' */
+    OPT_BIND_ADDR,   /* the router's from here on */
     OPT_LABEL_SELECTOR,
     OPT_MAX_BODY,
     OPT_RESIDENT_GRACE,
@@ -248,6 +260,7 @@ int app_options_parse_for(app_program program, app_options *o, int argc, char **
         {"metrics-cert-key", required_argument, NULL, OPT_METRICS_CERT_KEY},
         {"max-concurrent-reconciles", required_argument, NULL, OPT_MAX_CONCURRENT},
         {"probe-timeout", required_argument, NULL, OPT_PROBE_TIMEOUT},
+        {"drain-fence", required_argument, NULL, OPT_DRAIN_FENCE},
         {"bind-address", required_argument, NULL, OPT_BIND_ADDR},
         {"label-selector", required_argument, NULL, OPT_LABEL_SELECTOR},
         {"max-body-size", required_argument, NULL, OPT_MAX_BODY},
@@ -273,6 +286,7 @@ int app_options_parse_for(app_program program, app_options *o, int argc, char **
     o->health_addr = ":8081";
     o->max_concurrent_reconciles = 4;
     o->probe_timeout_ms = 2000;
+    o->drain_fence_ms = 2000;
     const char *level = getenv_fn("LOG_LEVEL");
     if (level && *level && app_parse_level(level, &o->log_level) < 0) {
         snprintf(err, errlen, "LOG_LEVEL=%s: want a number from 0 to 4", level);
@@ -362,6 +376,14 @@ int app_options_parse_for(app_program program, app_options *o, int argc, char **
             if (app_parse_timeout(optarg, &o->probe_timeout_ms) < 0) {
                 snprintf(err, errlen,
                          "--probe-timeout %s: want a duration from 1ms to 24h, like 2s or 500ms",
+                         optarg);
+                return -1;
+            }
+            break;
+        case OPT_DRAIN_FENCE:
+            if (app_parse_timeout(optarg, &o->drain_fence_ms) < 0) {
+                snprintf(err, errlen,
+                         "--drain-fence %s: want a duration from 1ms to 24h, like 2s or 500ms",
                          optarg);
                 return -1;
             }

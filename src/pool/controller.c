@@ -40,6 +40,10 @@ typedef struct pc_pool {
      * until its timeout must not keep other pools waiting for one (rule 6); its answer queues the
      * pool again. */
     prober_batch *probing;
+    uint64_t probe_sent_ms; /* when probing was sent (monotonic): its answers' time */
+    /* When this replica first saw the pool's pendingMember set (monotonic ms), 0 while it is not:
+     * the drain fence counts from here, never from before the swap was written. */
+    uint64_t swap_seen_ms;
     /* A scale the API server refused (plan_refusal): member NULL when none. */
     char *refused_member;
     int32_t refused_replicas;
@@ -143,7 +147,7 @@ static void pc_pool_drop(pool_controller *pc, const char *pool)
 /* Frees st when it holds nothing any more. */
 static void pc_pool_trim(pool_controller *pc, pc_pool *st)
 {
-    if (!st->refused_member && !st->status_refused && !st->probing)
+    if (!st->refused_member && !st->status_refused && !st->probing && !st->swap_seen_ms)
         pc_pool_free(pc, st);
 }
 
@@ -652,7 +656,7 @@ static void pc_on_probed(void *ud, const prober_verdict *results, size_t n)
                probe_verdict_name(results[i].verdict), "message", results[i].message, NULL);
         if (uid)
             prober_memo_set(pc->prober, uid, key, results[i].verdict, results[i].message,
-                            (int64_t)ev_now_ms());
+                            (int64_t)st->probe_sent_ms);
         free(key);
     }
     /* Probe results are inputs of the plan: plan again with them. */
@@ -674,6 +678,7 @@ static int pc_probe(pc_run *run, const plan_action *a)
         for (size_t i = 0; i < a->n_pods; i++)
             targets[i] = (prober_target){
                 .pod = a->pods[i].name, .ip = a->pods[i].ip, .port = a->pods[i].port};
+        st->probe_sent_ms = ev_now_ms();
         st->probing = prober_start(run->pc->prober, a->runtime, a->idle_path, targets, a->n_pods,
                                    pc_on_probed, st);
         free(targets);
@@ -761,6 +766,28 @@ static void pc_plan_metrics(pc_run *run)
     free(names);
 }
 
+/* The drain fence of pool's swap (plan_snapshot.drain_after_ms), from when this replica first saw
+ * it: a replica that takes over a swap waits the fence out again. 0 or -ENOMEM. */
+static int pc_fence(pool_controller *pc, const char *key, const pool_obj *pool, plan_snapshot *s)
+{
+    bool swapping = pool->status.pending_member && *pool->status.pending_member;
+    pc_pool *st = pc_pool_get(pc, key, swapping);
+    if (!swapping) {
+        if (st) {
+            st->swap_seen_ms = 0;
+            pc_pool_trim(pc, st);
+        }
+        return 0;
+    }
+    if (!st)
+        return -ENOMEM;
+    uint64_t now = ev_now_ms();
+    if (!st->swap_seen_ms)
+        st->swap_seen_ms = now;
+    s->drain_after_ms = s->now_ms - (int64_t)(now - st->swap_seen_ms) + pc->cfg.drain_fence_ms;
+    return 0;
+}
+
 /* Builds run's plan from the cache and the pool's memory. 0 or -errno. */
 static int pc_build(pc_run *run, const pool_obj *pool)
 {
@@ -777,6 +804,10 @@ static int pc_build(pc_run *run, const pool_obj *pool)
     int rc = pool_snapshot_build(pool, &src, pc_wall_ms(), (int64_t)ev_now_ms(), &snap);
     if (rc < 0)
         return rc;
+    if ((rc = pc_fence(pc, run->key, pool, &snap.snap)) < 0) {
+        pool_snapshot_release(&snap);
+        return rc;
+    }
     pc_pool *st = pc_pool_get(pc, run->key, false);
     if (st && st->refused_member)
         snap.snap.refused = (plan_refusal){.member = st->refused_member,
@@ -869,6 +900,8 @@ pool_controller *pool_controller_new(const pool_controller_config *cfg)
     pc->cfg = *cfg;
     if (!pc->cfg.probe_timeout_ms)
         pc->cfg.probe_timeout_ms = 2000;
+    if (!pc->cfg.drain_fence_ms)
+        pc->cfg.drain_fence_ms = 2000;
     if (!pc->cfg.resync_ms)
         pc->cfg.resync_ms = 300000;
     if (!pc->cfg.expect_ms)

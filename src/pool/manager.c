@@ -271,6 +271,7 @@ pool_manager *pool_manager_new(ev_loop *loop, kube_client *client, const pool_ma
                                  .clocks = m->clocks,
                                  .instance = m->instance,
                                  .probe_timeout_ms = opts->probe_timeout_ms,
+                                 .drain_fence_ms = opts->drain_fence_ms,
                                  .max_concurrent = opts->max_concurrent,
                                  .resync_ms = opts->resync_ms,
                                  .expect_ms = opts->expect_ms,

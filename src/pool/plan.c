@@ -324,11 +324,21 @@ FMT(3, 4) static void defer_add(plan_defer *d, const char *reason, const char *f
     va_end(ap);
 }
 
+/* The swap is looked at again within wait_ms at the latest. */
+static void defer_requeue(plan_defer *d, int64_t wait_ms)
+{
+    if (wait_ms < 1)
+        wait_ms = 1;
+    if (d->requeue_ms == 0 || wait_ms < d->requeue_ms)
+        d->requeue_ms = wait_ms;
+}
+
 /* Brings member m down to `to` replicas (0, or 1 for a member above one) if that is safe now
  * (rule 2): at most `to` running Pods (the member controller removes Pods that never ran first), or
  * every running Pod freshly probed idle, since which Pod goes is not ours to choose. Otherwise asks
- * for probes, or records why the swap waits. */
-static void drain(plan_ctx *c, const plan_member *m, int32_t to, plan_defer *d)
+ * for probes, or records why the swap waits. An idle answer counts only from a probe sent at or
+ * after not_before (the drain fence, plan_snapshot.drain_after_ms); none is sent before it. */
+static void drain(plan_ctx *c, const plan_member *m, int32_t to, int64_t not_before, plan_defer *d)
 {
     const char *why_scale = to > 0 ? "TooManyReplicas" : "Idle";
     const int64_t now = c->s->now_ms;
@@ -342,7 +352,8 @@ static void drain(plan_ctx *c, const plan_member *m, int32_t to, plan_defer *d)
             continue;
         running++;
         bool fresh = pod->probe != PLAN_PROBE_NONE && now - pod->probed_at_ms < PLAN_PROBE_TTL_MS;
-        if (!fresh)
+        /* Idle before the fence: a router's request may still have been on its way. */
+        if (!fresh || (pod->probe == PLAN_PROBE_IDLE && pod->probed_at_ms < not_before))
             need++;
         if (pod->probe == PLAN_PROBE_NONE)
             d->unknown = true;
@@ -386,7 +397,9 @@ static void drain(plan_ctx *c, const plan_member *m, int32_t to, plan_defer *d)
             defer_add(d, "IdleCheckUnsupported", "member %s: runtime %s has no idle probe", m->name,
                       m->runtime);
     } else {
-        if (bad_until == 0 && need > 0)
+        if (bad_until == 0 && need > 0 && now < not_before)
+            defer_requeue(d, not_before - now);
+        else if (bad_until == 0 && need > 0)
             push_probe(c, m, to, running);
         if (busy + failed + unsupported > 0) {
             defer_add(d,
@@ -394,9 +407,8 @@ static void drain(plan_ctx *c, const plan_member *m, int32_t to, plan_defer *d)
                       : failed ? "IdleCheckFailed"
                                : "IdleCheckUnsupported",
                       "member %s: %s", m->name, msg_str(&why));
-            int64_t wait = bad_until - now;
-            if (bad_until > 0 && (d->requeue_ms == 0 || wait < d->requeue_ms))
-                d->requeue_ms = wait > 0 ? wait : 1;
+            if (bad_until > 0)
+                defer_requeue(d, bad_until - now);
         } else if (need == 0) {
             push_scale(c, m->name, to, why_scale);
         }
@@ -739,13 +751,13 @@ static void settle(plan_want *w, const plan_member *m)
 }
 
 /* Every member up other than keep is brought to 0, after its idle probe (rule 3: none is left
- * running because another could not be held). */
-static void release_others(plan_ctx *c, const char *keep, plan_defer *d)
+ * running because another could not be held); not_before as drain's. */
+static void release_others(plan_ctx *c, const char *keep, int64_t not_before, plan_defer *d)
 {
     const plan_snapshot *s = c->s;
     for (size_t i = 0; i < s->n_members; i++)
         if (is_first_of_name(s, i) && is_up(&s->members[i]) && !str_eq(s->members[i].name, keep))
-            drain(c, &s->members[i], 0, d);
+            drain(c, &s->members[i], 0, not_before, d);
 }
 
 /* Rule 2: a pooled member never runs more than one replica. */
@@ -757,7 +769,7 @@ static void limit_to_one(plan_ctx *c, const plan_member *m, plan_defer *d)
             "%smember %s was scaled to %d replicas; a pooled member runs one, so it is brought "
             "back to 1",
             c->too_many.len ? "; " : "", m->name, (int)replicas_of(m));
-    drain(c, m, 1, d);
+    drain(c, m, 1, 0, d);
 }
 
 /* A new pool (no resident, no swap). The replicas found are the state of the world, not requests:
@@ -849,10 +861,10 @@ static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *
      * first, its member controller would otherwise start it there; but a serving target of a new
      * pool is the one kept, not restarted. */
     if (!loading && is_up(target) && (!clear || own_old) && !(res == NULL && is_serving(target)))
-        drain(c, target, 0, d);
+        drain(c, target, 0, s->drain_after_ms, d);
     else if (loading)
         limit_to_one(c, target, d);
-    release_others(c, pend, d);
+    release_others(c, pend, s->drain_after_ms, d);
 
     bool starting = false;
     plan_msg wait = {0};
@@ -889,8 +901,8 @@ static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *
     if (started) { /* a phase seen before the scale-up would be stale */
         int64_t gpu_wait = 0;
         judge_target(w, target, swap_start, budget_ms, s->now_ms, &gpu_wait);
-        if (gpu_wait > 0 && (d->requeue_ms == 0 || gpu_wait < d->requeue_ms))
-            d->requeue_ms = gpu_wait;
+        if (gpu_wait > 0)
+            defer_requeue(d, gpu_wait);
     }
 }
 
@@ -979,7 +991,7 @@ static void decide(plan_ctx *c, plan_want *w, int64_t budget_ms)
         const plan_member *r = member_named(s, res);
         settle(w, r);
         limit_to_one(c, r, &d);
-        release_others(c, res, &d);
+        release_others(c, res, 0, &d);
     } else {
         decide_swap(c, w, res, pend, budget_ms, &d);
     }

@@ -224,6 +224,9 @@ static void test_reconcile_flags(void **state)
     assert_int_equal(o.probe_timeout_ms, 90000);
     assert_int_equal(parse(&o, err, sizeof(err), 2, "--probe-timeout=250ms"), 0);
     assert_int_equal(o.probe_timeout_ms, 250);
+    assert_int_equal(o.drain_fence_ms, 2000);
+    assert_int_equal(parse(&o, err, sizeof(err), 3, "--drain-fence", "500ms"), 0);
+    assert_int_equal(o.drain_fence_ms, 500);
 
     const char *bad_n[] = {"0", "-1", "x", "4x", "1001", ""};
     for (size_t i = 0; i < sizeof(bad_n) / sizeof(*bad_n); i++) {
@@ -237,6 +240,9 @@ static void test_reconcile_flags(void **state)
     for (size_t i = 0; i < sizeof(bad_d) / sizeof(*bad_d); i++) {
         assert_int_equal(parse(&o, err, sizeof(err), 3, "--probe-timeout", bad_d[i]), -1);
         assert_non_null(strstr(err, "--probe-timeout"));
+        assert_non_null(strstr(err, bad_d[i]));
+        assert_int_equal(parse(&o, err, sizeof(err), 3, "--drain-fence", bad_d[i]), -1);
+        assert_non_null(strstr(err, "--drain-fence"));
         assert_non_null(strstr(err, bad_d[i]));
     }
 }
@@ -274,6 +280,9 @@ static void test_router_flags(void **state)
     assert_int_equal(o.max_body_bytes, 32LL << 20);
     assert_int_equal(o.resident_grace_ms, 10000);
     assert_int_equal(o.upstream_timeout_ms, 600000);
+    assert_int_equal(o.drain_fence_ms, 2000); /* shared with the operator, same default */
+    assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--drain-fence=5s"), 0);
+    assert_int_equal(o.drain_fence_ms, 5000);
     assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--upstream-timeout=90s"), 0);
     assert_int_equal(o.upstream_timeout_ms, 90000);
     assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--upstream-timeout=0s"), -1);

@@ -132,6 +132,7 @@ typedef struct {
     const char *actions; /* exact rendering of the action list, see render() */
     const char *msg_has; /* a substring of some condition's message */
     int64_t requeue_ms;
+    int64_t fence; /* plan_snapshot.drain_after_ms as an offset from NOW; 0 none */
 } t_case;
 
 static int32_t reps(const plan_member *m)
@@ -168,6 +169,7 @@ static void fix_build(t_fix *f, const t_case *tc)
     f->s.now_ms = NOW + 250; /* not a whole second: stamps must still be */
     f->s.refused = tc->refused;
     f->s.requested = tc->requested;
+    f->s.drain_after_ms = tc->fence ? NOW + tc->fence : 0;
     f->s.status.resident_member = (char *)tc->resident;
     f->s.status.pending_member = (char *)tc->pending;
     f->s.status.conditions = f->conds;
@@ -279,6 +281,13 @@ static bool live(const plan_pod *p)
 
 /* ---- the rules every plan keeps, whatever the snapshot ---- */
 
+/* A swap is on and member is not its target: routers may have been forwarding to it. */
+static bool fenced(const plan_snapshot *s, const char *member)
+{
+    const char *pend = s->status.pending_member;
+    return pend && *pend && strcmp(pend, member) != 0;
+}
+
 static void check_safety(const plan_snapshot *s, const plan_result *p)
 {
     const plan_status *st = &p->status;
@@ -327,8 +336,15 @@ static void check_safety(const plan_snapshot *s, const plan_result *p)
                 continue;
             assert_int_equal(pod->probe, PLAN_PROBE_IDLE);
             assert_true(s->now_ms - pod->probed_at_ms < PLAN_PROBE_TTL_MS);
+            /* in a swap, the drain fence: a member routers may serve (any but the target) is
+             * unloaded on an idle answer from a probe sent after the fence only */
+            if (fenced(s, a->member))
+                assert_true(pod->probed_at_ms >= s->drain_after_ms);
         }
     }
+    for (size_t i = 0; i < p->n_actions; i++) /* no probe sent before the drain fence */
+        if (p->actions[i].kind == PLAN_PROBE && fenced(s, p->actions[i].member))
+            assert_true(s->now_ms >= s->drain_after_ms);
     if (activation) { /* rule 3: the pendingMember write stands alone */
         assert_int_equal(n_work, 0);
         assert_int_equal(p->actions[0].kind, PLAN_WRITE_STATUS);
@@ -679,6 +695,45 @@ static void test_drain(void **state)
          .msg_has = "a-1 is busy",
          .actions = "status event:N:SwapDeferred",
          .requeue_ms = 1250},
+        {.title = "drain fence ahead: no probe yet, looked at again when it ends",
+         .m = {{"a", 1, "Ready", "R"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .fence = 1000,
+         .conds = "SwapDeferred=False/NotDeferred Swapping=True/Draining",
+         .actions = "status",
+         .requeue_ms = 750},
+        {.title = "idle from before the fence: probed again, not unloaded",
+         .m = {{"a", 1, "Ready", "Ri Ri"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .fence = -400,
+         .actions = "status probe:a[a-0,a-1]@8080"},
+        {.title = "idle from after the fence: scaled to 0",
+         .m = {{"a", 1, "Ready", "Ri Ri"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .fence = -500,
+         .actions = "status scale:a=0"},
+        {.title = "busy before the fence ends: still reported busy, no probe",
+         .m = {{"a", 1, "Ready", "Rb"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .fence = 3000,
+         .conds = "SwapDeferred=True/PodsBusy",
+         .actions = "status event:N:SwapDeferred",
+         .requeue_ms = 1250},
+        {.title = "no running Pod: stopped at once, fence or not",
+         .m = {{"a", 1, "Ready", "N"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .fence = 1000,
+         .actions = "status scale:a=0"},
         {.title = "stale busy: re-probed, still reported busy",
          .m = {{"a", 1, "Ready", "RB"}, {"b", 0}},
          .resident = "a",
@@ -1536,7 +1591,8 @@ static void test_bad_args(void **state)
  * Each step plans, applies the plan like the controller (status, probes answered from a script,
  * replicas), then plays the InferenceService controller: replicas 0 -> pods terminate over two
  * steps and phase Stopped; replicas 1 -> a pod is created, runs next step, phase Ready (or the
- * member's scripted failure phase). The clock moves one second a step. */
+ * member's scripted failure phase). The clock moves one second a step; a swap's drain fence is
+ * two. */
 
 typedef struct {
     const char *name, *runtime, *fail_phase;
@@ -1555,6 +1611,7 @@ typedef struct {
     const char *dflt;
     plan_result *cur; /* owns the status the pool has now */
     int64_t now;
+    int64_t swap_seen; /* when the status first showed pendingMember, as the controller keeps it */
     int steps_idle;
     char log[4096]; /* events, in order */
     plan_member pm[MAXM];
@@ -1582,6 +1639,12 @@ static void sim_snapshot(sim *w)
                            .now_ms = w->now};
     if (w->cur)
         w->s.status = w->cur->status;
+    const char *pend = w->s.status.pending_member;
+    if (!pend || !*pend)
+        w->swap_seen = 0;
+    else if (!w->swap_seen)
+        w->swap_seen = w->now;
+    w->s.drain_after_ms = w->swap_seen ? w->swap_seen + 2000 : 0;
 }
 
 static sim_member *sim_find(sim *w, const char *name)
@@ -1926,6 +1989,7 @@ static void random_snapshot(t_fix *f)
     f->s.members = f->members;
     f->s.n_members = n;
     f->s.now_ms = NOW + rnd(1000);
+    f->s.drain_after_ms = rnd(2) ? NOW - 3000 + (int64_t)rnd(6000) : 0;
     f->s.default_member = rnd(3) == 0 ? ANY("a", "b", "c", "z", "") : NULL;
     f->s.swap_budget = rnd(10) ? ANY(NULL, "300s", "1m", "10s", "") : ANY("bogus", "0", "-1s");
     f->s.swap_policy = rnd(30) == 0 ? "greedy" : rnd(2) ? "sticky" : NULL;
