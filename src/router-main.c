@@ -67,6 +67,7 @@ int main(int argc, char **argv)
                          .max_body_bytes = opts.max_body_bytes,
                          .resident_grace_ms = opts.resident_grace_ms,
                          .upstream_timeout_ms = opts.upstream_timeout_ms,
+                         .drain_fence_ms = opts.drain_fence_ms,
                          .metrics = telemetry_registry(m.run.tm)};
     if (!(m.rt = rt_router_new(m.run.loop, m.run.client, &ro, msg, sizeof(msg))) ||
         rt_router_start(m.rt, msg, sizeof(msg)) < 0) {

@@ -24,7 +24,10 @@ typedef struct rt_router_opts {
     long long max_body_bytes;   /* larger bodies get 413 */
     long resident_grace_ms;     /* see rt_hold_pool.grace_ms */
     long upstream_timeout_ms;   /* from a request's end to its answer's first byte; 0 none */
-    metrics *metrics;           /* where the router's series go; borrowed */
+    /* The drain fence (the operator's --drain-fence): a request goes to the resident only within
+     * half of this after a read of the pool from the API server showed it resident; 0: 2000. */
+    long drain_fence_ms;
+    metrics *metrics; /* where the router's series go; borrowed */
 } rt_router_opts;
 
 /* NULL with err set when out of memory. Nothing starts yet. */

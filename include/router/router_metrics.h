@@ -26,7 +26,8 @@ void rt_metrics_held(rt_metrics *m, const char *ns, const char *pool, int delta)
 void rt_metrics_hold_ended(rt_metrics *m, const char *ns, const char *pool, uint64_t ms);
 void rt_metrics_activation(rt_metrics *m, const char *ns, const char *pool, const char *member);
 void rt_metrics_coalesced(rt_metrics *m, const char *ns, const char *pool, const char *member);
-/* reason: swap_budget, degraded, member_unavailable, shutdown */
+/* reason: swap_budget, unconfirmed (the drain fence's read), degraded, member_unavailable,
+ * shutdown */
 void rt_metrics_unavailable(rt_metrics *m, const char *ns, const char *pool, const char *reason);
 void rt_metrics_upstream(rt_metrics *m, const char *ns, const char *pool, const char *member,
                          uint64_t us);

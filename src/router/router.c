@@ -5,7 +5,12 @@
  * held until the cache changes, a grace ends or its swapBudget runs out. Cache events mark pools
  * dirty; one zero-delay timer decides for every dirty pool, so a burst of events costs one pass.
  * The only write is the pool's request annotation, once per swap: the write's resourceVersion is
- * remembered until the cache shows it, so no second request goes out meanwhile. */
+ * remembered until the cache shows it, so no second request goes out meanwhile.
+ * The drain fence: the operator unloads a swap's resident only on an idle probe sent
+ * drain_fence_ms after the swap was written, so a request goes to the resident only within half
+ * of that after a read of the pool from the API server (not the cache, which may lag by a relist's
+ * backoff) showed it resident with no swap. Such a request has reached the Pod before the probe
+ * that could unload it is sent. */
 #include "router/router.h"
 
 #include <errno.h>
@@ -35,6 +40,9 @@
 #define RT_REFUSED_WAIT_MS 250
 /* The request write: short, and not retried by the client (the decision retries it). */
 #define RT_PATCH_TIMEOUT_MS 5000
+/* A failed read for the drain fence is tried again after this, doubling up to the max. */
+#define RT_VERIFY_BACKOFF_MS 250
+#define RT_VERIFY_BACKOFF_MAX_MS 4000
 
 typedef struct rt_pool rt_pool;
 typedef struct rt_mq rt_mq;
@@ -97,6 +105,13 @@ struct rt_pool {
     /* Swap timing from the status as this router saw it change (monotonic ms). */
     uint64_t swap_seen_ms;
     uint64_t swap_estimate_ms;
+    /* The drain fence's read of the pool: in flight (sent at verify_sent_ms), then the member the
+     * last good read showed resident with no swap (NULL: none) and when that read was sent. */
+    kube_call *verify;
+    uint64_t verify_sent_ms;
+    char *verified_member;
+    uint64_t verified_ms;
+    uint64_t verify_backoff_ms, verify_not_before; /* after a failed read */
 };
 
 struct rt_router {
@@ -323,6 +338,9 @@ static void rt_pool_free(rt_pool *p)
 {
     if (p->patch)
         kube_call_cancel(p->patch);
+    if (p->verify)
+        kube_call_cancel(p->verify);
+    free(p->verified_member);
     if (p->wake_timer)
         ev_timer_cancel(p->rt->loop, p->wake_timer);
     strmap_remove(&p->rt->pool_map, &p->node);
@@ -340,7 +358,7 @@ static void rt_pool_free(rt_pool *p)
  * learnt of a pool that still exists. */
 static void rt_pool_maybe_free(rt_pool *p)
 {
-    if (p->dirty || p->patch || p->wake_timer || p->awaiting)
+    if (p->dirty || p->patch || p->verify || p->wake_timer || p->awaiting)
         return;
     for (size_t i = 0; i < p->nmq; i++)
         if (p->mqs[i]->waiting || p->mqs[i]->in_flight)
@@ -703,6 +721,85 @@ static void rt_activate(rt_pool *p, const pool_obj *o, const char *member)
     free(body);
 }
 
+/* ---- the drain fence ---- */
+
+static uint64_t rt_fence_window_ms(const rt_router *rt)
+{
+    return (uint64_t)rt->o.drain_fence_ms / 2;
+}
+
+/* A request may go to member now: a read sent less than half the fence ago showed it resident. */
+static bool rt_fence_open(const rt_pool *p, const char *member, uint64_t now)
+{
+    return rt_str_eq(p->verified_member, member) &&
+           now - p->verified_ms < rt_fence_window_ms(p->rt);
+}
+
+static void rt_verify_done(void *ud, const kube_error *err, long code, const cJSON *body)
+{
+    rt_pool *p = ud;
+    p->verify = NULL;
+    int derr = 0;
+    pool_obj *o = err->kind == KUBE_OK ? pool_obj_decode(body, &derr) : NULL;
+    const char *res = o ? o->status.resident_member : NULL;
+    const char *pend = o ? o->status.pending_member : NULL;
+    bool settled = res && *res && !(pend && *pend);
+    free(p->verified_member);
+    p->verified_member = settled ? strdup(res) : NULL;
+    p->verified_ms = p->verify_sent_ms;
+    free(o);
+    if (p->verified_member) {
+        p->verify_backoff_ms = 0;
+        p->verify_not_before = 0;
+    } else {
+        /* Failed, or the pool swaps while this cache says it does not: asked again after a
+         * backoff (a cache catching up marks the pool anyway). */
+        p->verify_backoff_ms =
+            p->verify_backoff_ms ? p->verify_backoff_ms * 2 : RT_VERIFY_BACKOFF_MS;
+        if (p->verify_backoff_ms > RT_VERIFY_BACKOFF_MAX_MS)
+            p->verify_backoff_ms = RT_VERIFY_BACKOFF_MAX_MS;
+        p->verify_not_before = ev_now_ms() + p->verify_backoff_ms;
+        rt_wake_at(p, p->verify_not_before);
+        char c[8];
+        snprintf(c, sizeof(c), "%ld", code);
+        log_kv(LOG_DEBUG,
+               "the pool's read for the drain fence shows no settled resident; its "
+               "requests wait",
+               "pool", p->key, "code", c, "error",
+               err->kind != KUBE_OK ? (err->message ? err->message : "")
+               : pend && *pend      ? "swapping"
+                                    : "no resident",
+               NULL);
+    }
+    rt_mark(p);
+}
+
+/* Reads the pool from the API server, unless a read is in flight or waits out its backoff. */
+static void rt_verify(rt_pool *p, uint64_t now)
+{
+    if (p->verify || now < p->verify_not_before)
+        return;
+    char *path = kube_path(POOL_GROUP, POOL_VERSION, p->ns, "modelpools", p->name, NULL);
+    /* An answer later than the window is of no use; the client does not retry (the decision
+     * does, with its backoff). */
+    kube_request req = {.method = KUBE_GET,
+                        .path = path,
+                        .timeout_ms =
+                            (long)(rt_fence_window_ms(p->rt) ? rt_fence_window_ms(p->rt) : 1),
+                        .max_retries = 0,
+                        .scratch = true};
+    kube_error err = {0};
+    p->verify_sent_ms = now;
+    if (path)
+        p->verify = kube_call_start(p->rt->client, &req, rt_verify_done, p, &err);
+    if (!p->verify) {
+        p->verify_not_before = now + RT_VERIFY_BACKOFF_MS;
+        rt_wake_at(p, p->verify_not_before);
+    }
+    kube_error_clear(&err);
+    free(path);
+}
+
 /* ---- the decision ---- */
 
 static void rt_reject_all(rt_mq *m, rt_oai_err err, const char *msg, const char *reason)
@@ -823,6 +920,14 @@ static void rt_decide(rt_pool *p)
             rt_reject_all(mq[i], RT_OAI_POOL_UNAVAILABLE, reason,
                           why[i] == RT_REJECT_DEGRADED ? "degraded" : "member_unavailable");
         } else if (v[i] == RT_HOLD_SERVE) {
+            /* The drain fence: none goes without a young read; one is asked for ahead of time
+             * while requests flow, so a steady stream does not stop for it. */
+            if (mq[i]->head && !rt_fence_open(p, hm[i].name, hp.now_ms)) {
+                rt_verify(p, hp.now_ms);
+                continue;
+            }
+            if (mq[i]->head && hp.now_ms - p->verified_ms >= rt_fence_window_ms(rt) / 2)
+                rt_verify(p, hp.now_ms);
             while (mq[i]->head &&
                    (d.serve_before_ms == 0 || mq[i]->head->arrived_ms < d.serve_before_ms)) {
                 rt_req *q = mq[i]->head;
@@ -894,12 +999,21 @@ static void rt_budget_over(ev_loop *loop, void *ud)
     rt_mq_unlink(q);
     uint32_t retry =
         rt_hold_retry_after_s(p->swap_estimate_ms, p->swap_seen_ms, ev_now_ms(), budget);
+    /* Resident in this cache all along: what it lacked was the drain fence's read. */
+    bool unconfirmed = o && rt_str_eq(o->status.resident_member, q->mq->member) &&
+                       !(o->status.pending_member && *o->status.pending_member);
     char msg[512];
-    snprintf(msg, sizeof(msg),
-             "model %s (member %s of pool %s) is still loading: not resident within the pool's "
-             "swapBudget (%llu ms); retry in %u s",
-             q->scan.name, q->mq->member, p->key, (unsigned long long)budget, retry);
-    rt_metrics_unavailable(&q->rt->m, p->ns, p->name, "swap_budget");
+    if (unconfirmed)
+        snprintf(msg, sizeof(msg),
+                 "model %s (member %s of pool %s) could not be confirmed resident with the API "
+                 "server within the pool's swapBudget (%llu ms); retry in %u s",
+                 q->scan.name, q->mq->member, p->key, (unsigned long long)budget, retry);
+    else
+        snprintf(msg, sizeof(msg),
+                 "model %s (member %s of pool %s) is still loading: not resident within the "
+                 "pool's swapBudget (%llu ms); retry in %u s",
+                 q->scan.name, q->mq->member, p->key, (unsigned long long)budget, retry);
+    rt_metrics_unavailable(&q->rt->m, p->ns, p->name, unconfirmed ? "unconfirmed" : "swap_budget");
     rt_answer(q, RT_OAI_MODEL_LOADING, msg, retry);
     rt_mark(p);
 }
@@ -1237,6 +1351,8 @@ rt_router *rt_router_new(ev_loop *loop, kube_client *client, const rt_router_opt
     rt->loop = loop;
     rt->client = client;
     rt->o = *o;
+    if (rt->o.drain_fence_ms <= 0)
+        rt->o.drain_fence_ms = 2000;
     if (strmap_init(&rt->pool_map) < 0)
         goto oom;
     if ((o->namespace_ && !(rt->ns_copy = strdup(o->namespace_))) ||

@@ -38,10 +38,10 @@ int rt_metrics_init(rt_metrics *m, metrics *reg)
         reg, METRICS_COUNTER, "modelpool_router_coalesced_requests_total",
         "Requests that waited on an activation already asked for (no write of their own).", pm,
         NULL, 0);
-    m->unavailable = metrics_family_new(
-        reg, METRICS_COUNTER, "modelpool_router_unavailable_total",
-        "503 answers, by reason (swap_budget, degraded, member_unavailable, shutdown).", pr, NULL,
-        0);
+    m->unavailable = metrics_family_new(reg, METRICS_COUNTER, "modelpool_router_unavailable_total",
+                                        "503 answers, by reason (swap_budget, unconfirmed, "
+                                        "degraded, member_unavailable, shutdown).",
+                                        pr, NULL, 0);
     m->upstream =
         metrics_family_new(reg, METRICS_HISTOGRAM, "modelpool_router_upstream_first_byte_seconds",
                            "From forwarding a request to a member until its first response byte.",
