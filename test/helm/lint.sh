@@ -176,6 +176,9 @@ expect_eq "router.resources" '{"limits": {"memory": "1Gi"}, "requests": {"cpu": 
 	"$(check get "$(example router.resources)" $rd $c.resources)"
 expect_eq "router.extraArgs come last" '"--resident-grace=30s"' \
 	"$(check get "$(example router.extraArgs)" $rd $c.args | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)[-1]))')"
+f=$(example drainFence)
+expect_eq "drainFence: the operator's and the router's, the same" "--drain-fence=5s --drain-fence=5s" \
+	"$(args_of "$f" | grep -o -- '--drain-fence=[0-9a-z]*') $(check get "$f" $rd $c.args | grep -o -- '--drain-fence=[0-9a-z]*')"
 render "$s/router-ns.yaml" --set router.enabled=true --set watchNamespace=team-a
 expect_eq "router Role namespace" team-a "$(check get "$s/router-ns.yaml" Role/modelpool-router metadata.namespace)"
 expect_eq "the router's Role and metrics-auth rules are its ClusterRole's" "$(check get "$f" ClusterRole/modelpool-router rules)" \
@@ -204,6 +207,7 @@ bad "/watchNamespace" --set watchNamespace=Team_A
 bad "/image/pullPolicy" --set image.pullPolicy=Sometimes
 bad "additional properties 'replicas' not allowed" --set replicas=3
 bad "/extraArgs" --set-json 'extraArgs=[1]'
+bad "/drainFence" --set drainFence=2
 bad "replicaCount > 1 needs leaderElection.enabled" --set leaderElection.enabled=false
 bad "metrics.port and health.port must differ" --set metrics.port=8081
 bad "/metrics/certSecret" --set metrics.certSecret=Not_A_Name
