@@ -743,17 +743,21 @@ static void rt_verify_done(void *ud, const kube_error *err, long code, const cJS
     pool_obj *o = err->kind == KUBE_OK ? pool_obj_decode(body, &derr) : NULL;
     const char *res = o ? o->status.resident_member : NULL;
     const char *pend = o ? o->status.pending_member : NULL;
-    bool settled = res && *res && !(pend && *pend);
-    free(p->verified_member);
-    p->verified_member = settled ? strdup(res) : NULL;
-    p->verified_ms = p->verify_sent_ms;
-    free(o);
-    if (p->verified_member) {
+    bool swapping = pend && *pend, settled = res && *res && !swapping;
+    const pool_obj *cached = rt_pool_rec(p);
+    bool agrees = settled && cached && rt_str_eq(cached->status.resident_member, res);
+    if (o) { /* a failed read leaves the last good one to its age */
+        free(p->verified_member);
+        p->verified_member = settled ? strdup(res) : NULL;
+        p->verified_ms = p->verify_sent_ms;
+        free(o);
+    }
+    if (agrees && p->verified_member) {
         p->verify_backoff_ms = 0;
         p->verify_not_before = 0;
     } else {
-        /* Failed, or the pool swaps while this cache says it does not: asked again after a
-         * backoff (a cache catching up marks the pool anyway). */
+        /* Failed, or the pool is not what this cache says: asked again after a backoff (a
+         * cache catching up marks the pool anyway). */
         p->verify_backoff_ms =
             p->verify_backoff_ms ? p->verify_backoff_ms * 2 : RT_VERIFY_BACKOFF_MS;
         if (p->verify_backoff_ms > RT_VERIFY_BACKOFF_MAX_MS)
@@ -763,11 +767,12 @@ static void rt_verify_done(void *ud, const kube_error *err, long code, const cJS
         char c[8];
         snprintf(c, sizeof(c), "%ld", code);
         log_kv(LOG_DEBUG,
-               "the pool's read for the drain fence shows no settled resident; its "
-               "requests wait",
+               "the pool's read for the drain fence does not confirm this cache's resident; "
+               "its requests wait",
                "pool", p->key, "code", c, "error",
                err->kind != KUBE_OK ? (err->message ? err->message : "")
-               : pend && *pend      ? "swapping"
+               : swapping           ? "swapping"
+               : settled            ? "another resident"
                                     : "no resident",
                NULL);
     }
@@ -1001,7 +1006,8 @@ static void rt_budget_over(ev_loop *loop, void *ud)
         rt_hold_retry_after_s(p->swap_estimate_ms, p->swap_seen_ms, ev_now_ms(), budget);
     /* Resident in this cache all along: what it lacked was the drain fence's read. */
     bool unconfirmed = o && rt_str_eq(o->status.resident_member, q->mq->member) &&
-                       !(o->status.pending_member && *o->status.pending_member);
+                       !(o->status.pending_member && *o->status.pending_member) &&
+                       rt_count_ready(p->rt, p->ns, q->mq->member) > 0;
     char msg[512];
     if (unconfirmed)
         snprintf(msg, sizeof(msg),
