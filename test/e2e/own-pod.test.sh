@@ -5,7 +5,9 @@
 # pool is created still has its Pod terminating (finalizer, terminate-ms) when the cold pool picks
 # it as its default. (2) A warm pool swaps from m-c to m-d; while m-d loads (slowly) and the
 # operator is down, m-c is requested back and runs; the operator, back, holds m-c at 0 (its Pod
-# terminates slowly) and stops m-d: m-c is the target, held at 0, with its own Pod terminating.
+# terminates slowly) and stops m-d: m-c is the target, held at 0, with its own Pod terminating. m-d's
+# Pod, which never ran, terminates slowly too: m-c is drained only after the drain fence, and a slot
+# already free by then would rightly keep m-c as it runs.
 # slot-check watches the whole test for two Pods holding the slot, of one member or of two.
 ns=own-pod
 install_crds
@@ -68,7 +70,9 @@ wait_for 60 condition_is pool2 Swapping True/Loading "$ns"
 wait_for 30 no_live_pods m-c "$ns"
 log "the operator is down; m-c is requested back and runs (m-d's Pod never ran)"
 stop_operator
-kubectl_admin -n "$ns" annotate isvc m-c sim.modelpool.test/terminate-ms=600000 --overwrite >/dev/null
+for m in m-c m-d; do
+	kubectl_admin -n "$ns" annotate isvc "$m" sim.modelpool.test/terminate-ms=600000 --overwrite >/dev/null
+done
 kubectl_admin -n "$ns" scale isvc m-c --replicas=1 >/dev/null
 wait_for 60 isvc_phase_is m-c Ready
 old=$(live_pods m-c "$ns")
@@ -77,6 +81,7 @@ start_operator
 wait_for 30 pending_is pool2 m-c "$ns"
 wait_for 30 pod_terminating m-c
 wait_for 30 replicas_are m-d 0 "$ns"
+kubectl_admin -n "$ns" annotate isvc m-d sim.modelpool.test/terminate-ms=0 --overwrite >/dev/null
 wait_for 30 no_live_pods m-d "$ns"
 replan_barrier pool2 "$ns"
 expect_eq "m-c replicas while its old Pod terminates" 0 "$(isvc_get m-c '{.spec.replicas}' "$ns")"

@@ -45,6 +45,26 @@ no_live_pods llama-8b || fail "llama-8b still has Pods after the swap: $(live_po
 expect_eq "pending member after the swap" "" "$(pool_get shared-gpu '{.status.pendingMember}')"
 wait_for 30 condition_is shared-gpu SwapDeferred False/NotDeferred
 wait_for 30 condition_is shared-gpu SlotAllocated True/Resident
+# The drain fence: the operator probes (and so unloads) the incumbent no sooner than --drain-fence (2s)
+# after it began the swap, so a router's request forwarded on a read from before the swap has reached the
+# Pod. From its log: the status write that set pendingMember, then the first probe answer for llama-8b
+# (the swap is seen when the write's watch event arrives, a few ms either side of that log line).
+gap=$(python3 - "$MP_STATE_DIR/operator.log" <<-'PY'
+	import datetime, sys
+	def ms(line):
+	    t = datetime.datetime.strptime(line[:23], "%Y-%m-%dT%H:%M:%S.%f")
+	    return t.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000
+	begun = None
+	for line in open(sys.argv[1]):
+	    if begun is None and " status " in line and "pending=qwen-7b" in line:
+	        begun = ms(line)
+	    elif begun is not None and " probed " in line and "/llama-8b-" in line:
+	        print(int(ms(line) - begun))
+	        break
+	PY
+)
+log "first probe of the incumbent $gap ms after the swap began"
+[ -n "$gap" ] && [ "$gap" -ge 1950 ] || fail "the incumbent was probed ${gap:-never} ms after the swap began, inside the 2 s drain fence"
 events=$(kubectl_admin get events --field-selector involvedObject.name=shared-gpu -o 'jsonpath={range .items[*]}{.reason}{" "}{end}')
 for r in SwapStarted SwapDeferred SwapCompleted; do
 	grep -qw "$r" <<<"$events" || fail "no $r event on the pool (events: $events)"
