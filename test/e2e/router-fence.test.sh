@@ -1,0 +1,137 @@
+# The probe-to-deletion window with a lagging router: the router's link to the API server is slowed (a
+# toxiproxy latency toxic, its watch frozen) while a swap away from the resident it serves is requested with
+# kubectl. The operator (direct) probes the resident idle in a gap of the traffic and scales it to 0; a router
+# that still forwards on its stale cache sends requests to a Pod about to be deleted: a busy model unloaded.
+# The simulator's answers come a little late throughout (a member controller and kubelet are not instant), so
+# the Pod stops serving a moment after the operator's write, as it does in a cluster. Each round swaps to m-b
+# under the lag, removes it, and lets the router's own request bring m-a back.
+# Checked: no Pod of the pool deleted while serving (sim.log busy=true), every request ends 200 from the
+# right member's Pod or 503 with Retry-After (none cut, none past the budget plus a margin), slot-check clean.
+# MP_FENCE_ROUNDS sets the rounds (default 5); MP_TOXIPROXY names toxiproxy-server (run-one.sh finds it).
+ns=router-fence
+rounds=${MP_FENCE_ROUNDS:-5}
+budget_s=20
+# How long the router's watch lags: longer than any swap here, so the router never sees one before the
+# toxic is removed (removing it lets everything held through at once).
+lag_ms=60000
+[ -x "${MP_TOXIPROXY:-}" ] || fail "MP_TOXIPROXY must name toxiproxy-server (test/controlplane/build-toxiproxy.sh)"
+
+install_crds
+install_operator_rbac
+install_router_rbac
+start_slot_check
+
+log "toxiproxy: the router's link to the API server, and the simulator's (the operator is direct)"
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+toxi_port=$(free_port)
+LOG_LEVEL=warn "$MP_TOXIPROXY" -host 127.0.0.1 -port "$toxi_port" >>"$MP_STATE_DIR/toxiproxy.log" 2>&1 &
+toxi_pid=$!
+toxi=http://127.0.0.1:$toxi_port
+wait_for 30 curl -fsS "$toxi/version"
+# proxy NAME KUBECONFIG: a proxy to the API server and a copy of KUBECONFIG through it (NAME-proxied.kubeconfig).
+proxy() {
+	local port
+	port=$(free_port)
+	curl -fsS -X POST "$toxi/proxies" \
+		-d "{\"name\":\"$1\",\"listen\":\"127.0.0.1:$port\",\"upstream\":\"${MP_APISERVER_URL#https://}\"}" >/dev/null
+	sed -e "s#server: .*#server: https://127.0.0.1:$port#" "$2" >"$MP_STATE_DIR/$1-proxied.kubeconfig"
+}
+# toxic_on PROXY NAME LATENCY_MS / toxic_off PROXY NAME: a latency toxic on what the API server sends.
+toxic_on() {
+	curl -fsS -X POST "$toxi/proxies/$1/toxics" \
+		-d "{\"name\":\"$2\",\"type\":\"latency\",\"stream\":\"downstream\",\"attributes\":{\"latency\":$3}}" >/dev/null
+}
+toxic_off() { curl -fsS -X DELETE "$toxi/proxies/$1/toxics/$2" >/dev/null; }
+proxy router "$MP_ROUTER_KUBECONFIG"
+proxy sim "$KUBECONFIG"
+
+# The member controller and kubelet the simulator plays take a moment to act on a scale to 0 (a real one
+# takes longer still): every answer to it comes $sim_lag_ms late, so a Pod stops serving that long after
+# the operator's write. Without it the window here is a few ms (nothing but loopback between the writes).
+sim_lag_ms=250
+toxic_on sim kubelet "$sim_lag_ms"
+KUBECONFIG=$MP_STATE_DIR/sim-proxied.kubeconfig start_sim --finalizer --terminate-ms 200 --load-ms 300
+start_operator
+create_members "$ns" m-a m-b
+for m in m-a m-b; do
+	# Requests of 3 tokens, 80 ms each: about 240 ms of work, with the client's gaps between them.
+	kubectl_admin -n "$ns" annotate --overwrite inferenceservice "$m" sim.modelpool.test/token-ms=80 >/dev/null
+done
+kubectl_admin -n "$ns" apply -f - >/dev/null <<-YAML
+	apiVersion: inference.llmkube.dev/v1alpha1
+	kind: ModelPool
+	metadata:
+	  name: pool
+	spec:
+	  default: m-a
+	  swapBudget: ${budget_s}s
+	  members:
+	    - inferenceServiceRef: {name: m-a}
+	    - inferenceServiceRef: {name: m-b}
+YAML
+wait_for 60 pool_is pool Ready m-a "$ns"
+
+MP_ROUTER_KUBECONFIG=$MP_STATE_DIR/router-proxied.kubeconfig start_router
+wait_for 60 router_ready
+url="http://127.0.0.1:$(router_port api)/v1/chat/completions"
+
+now_ms() { date +%s%3N; }
+
+reqs=$MP_STATE_DIR/requests.jsonl
+stop=$MP_STATE_DIR/load.stop
+margin_s=15
+log "steady, gappy traffic for m-a through the router: one client, ~240 ms requests, 20-150 ms gaps"
+python3 "$MP_SOURCE_DIR/test/tools/paced-load.py" --url "$url" --model m-a --out "$reqs" --stop "$stop" \
+	--clients 1 --max-tokens 3 --gap-min-ms 20 --gap-max-ms 150 --timeout $((budget_s + margin_s)) &
+load_pid=$!
+
+# served_since T_MS: a request that began at or after T_MS was answered 200 by a Pod of m-a.
+served_since() {
+	jq -se --argjson t "$1" 'any(.[]; .t0_ms >= $t and .code == 200 and (.pod // "" | startswith("m-a-")))' "$reqs"
+}
+busy_deletions() { { sim_deleted_busy "$ns" m-a; sim_deleted_busy "$ns" m-b; } | grep -c . || true; }
+
+hit_rounds=0
+for round in $(seq 1 "$rounds"); do
+	t_start=$(now_ms)
+	busy_before=$(busy_deletions)
+	wait_for 60 served_since "$t_start"
+	toxic_on router lag "$lag_ms"
+	log "round $round: the router's link lags ${lag_ms} ms; swap to m-b requested with kubectl"
+	kubectl_admin -n "$ns" annotate --overwrite modelpool pool modelpool-operator.dev/request=m-b >/dev/null
+	wait_for 90 pool_is pool Ready m-b "$ns"
+	toxic_off router lag
+	t_off=$(now_ms)
+	# The router catches up, sees m-b resident and asks for m-a back for the traffic.
+	wait_for 90 pool_is pool Ready m-a "$ns"
+	wait_for 60 served_since "$t_off"
+	t_end=$(now_ms)
+	busy=$(($(busy_deletions) - busy_before))
+	codes=$(jq -sr --argjson a "$t_start" --argjson b "$t_end" \
+		'[.[] | select(.t0_ms >= $a and .t0_ms < $b) | .code] | group_by(.) | map("\(.[0])x\(length)") | join(" ")' "$reqs")
+	cut=$(jq -s --argjson a "$t_start" --argjson b "$t_end" \
+		'[.[] | select(.t0_ms >= $a and .t0_ms < $b and .code != 200 and (.code != 503 or .retry_after == null))] | length' "$reqs")
+	log "round $round: $((t_end - t_start)) ms; busy Pods deleted: $busy; requests by status: $codes; cut or refused: $cut"
+	[ "$busy" -eq 0 ] && [ "$cut" -eq 0 ] || hit_rounds=$((hit_rounds + 1))
+done
+touch "$stop"
+wait "$load_pid"
+log "$hit_rounds of $rounds rounds hit the window"
+
+deleted_busy=$({ sim_deleted_busy "$ns" m-a; sim_deleted_busy "$ns" m-b; })
+[ -z "$deleted_busy" ] || fail "a Pod of the pool was deleted while serving (a busy model unloaded):"$'\n'"$deleted_busy"
+total=$(wc -l <"$reqs")
+[ "$total" -ge 10 ] || fail "only $total requests"
+bad=$(jq -sc '[.[] | select(.code != 200 and (.code != 503 or .retry_after == null))][:5][]' "$reqs")
+[ -z "$bad" ] || fail "requests that ended neither 200 nor 503 with Retry-After (cut, refused or hung): $bad"
+late=$(jq -sc --argjson max $(((budget_s + 5) * 1000)) '[.[] | select(.ms > $max)][:5][]' "$reqs")
+[ -z "$late" ] || fail "requests answered past the budget plus a margin: $late"
+wrong=$(jq -sc '[.[] | select(.code == 200 and ((.pod // "") | startswith("m-a-") | not))][:5][]' "$reqs")
+[ -z "$wrong" ] || fail "requests for m-a answered by another Pod: $wrong"
+sim_overlap "$ns" m-a m-b || fail "two Pods held the GPU at once (the simulator's log)"
+
+stop_router
+kill -TERM "$toxi_pid"
+wait "$toxi_pid" || true
+stop_operator
+stop_slot_check
