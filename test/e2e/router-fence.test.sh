@@ -12,8 +12,9 @@ ns=router-fence
 rounds=${MP_FENCE_ROUNDS:-5}
 budget_s=20
 # How long the router's watch lags: longer than any swap here, so the router never sees one before the
-# toxic is removed (removing it lets everything held through at once).
-lag_ms=60000
+# toxic is removed (removing it lets everything held through at once). MP_FENCE_LAG_MS=0 is the control: a
+# router that keeps up holds the resident's requests once the swap is pending, and the test passes.
+lag_ms=${MP_FENCE_LAG_MS:-60000}
 [ -x "${MP_TOXIPROXY:-}" ] || fail "MP_TOXIPROXY must name toxiproxy-server (test/controlplane/build-toxiproxy.sh)"
 
 install_crds
@@ -70,6 +71,13 @@ kubectl_admin -n "$ns" apply -f - >/dev/null <<-YAML
 	    - inferenceServiceRef: {name: m-b}
 YAML
 wait_for 60 pool_is pool Ready m-a "$ns"
+# Every status the pool shows, as kubectl sees it: a router that keeps up asks for m-a back at once, so
+# m-b's turn can be too short to poll.
+kubectl_admin -n "$ns" get modelpool pool --watch \
+	-o 'jsonpath={.status.phase}/{.status.residentMember}{"\n"}' >"$MP_STATE_DIR/pool.watch" &
+watch_pid=$!
+# became SINCE PHASE/RESIDENT: the pool showed that after line SINCE of the watch.
+became() { tail -n +"$(($1 + 1))" "$MP_STATE_DIR/pool.watch" | grep_all -x "$2"; }
 
 MP_ROUTER_KUBECONFIG=$MP_STATE_DIR/router-proxied.kubeconfig start_router
 wait_for 60 router_ready
@@ -98,8 +106,9 @@ for round in $(seq 1 "$rounds"); do
 	wait_for 60 served_since "$t_start"
 	toxic_on router lag "$lag_ms"
 	log "round $round: the router's link lags ${lag_ms} ms; swap to m-b requested with kubectl"
+	mark=$(wc -l <"$MP_STATE_DIR/pool.watch")
 	kubectl_admin -n "$ns" annotate --overwrite modelpool pool modelpool-operator.dev/request=m-b >/dev/null
-	wait_for 90 pool_is pool Ready m-b "$ns"
+	wait_for 90 became "$mark" Ready/m-b
 	toxic_off router lag
 	t_off=$(now_ms)
 	# The router catches up, sees m-b resident and asks for m-a back for the traffic.
@@ -131,7 +140,8 @@ wrong=$(jq -sc '[.[] | select(.code == 200 and ((.pod // "") | startswith("m-a-"
 sim_overlap "$ns" m-a m-b || fail "two Pods held the GPU at once (the simulator's log)"
 
 stop_router
-kill -TERM "$toxi_pid"
+kill -TERM "$watch_pid" "$toxi_pid"
+wait "$watch_pid" || true
 wait "$toxi_pid" || true
 stop_operator
 stop_slot_check
