@@ -98,6 +98,17 @@ served_since() {
 	jq -se --argjson t "$1" 'any(.[]; .t0_ms >= $t and .code == 200 and (.pod // "" | startswith("m-a-")))' "$reqs"
 }
 busy_deletions() { { sim_deleted_busy "$ns" m-a; sim_deleted_busy "$ns" m-b; } | grep -c . || true; }
+# The requests that went wrong (jq conditions on a request line): cut, refused or hung (neither 200 nor 503
+# with Retry-After), and answered by a Pod not m-a's (forwarded to an address another member now holds).
+cut_q='.code != 200 and (.code != 503 or .retry_after == null)'
+wrong_q='.code == 200 and ((.pod // "") | startswith("m-a-") | not)'
+# count_where / first_where JQ_CONDITION [FROM_MS TO_MS]: how many requests (begun in that span) meet it;
+# the first three of them.
+count_where() {
+	jq -s --argjson a "${2:-0}" --argjson b "${3:-1e15}" \
+		"[.[] | select(.t0_ms >= \$a and .t0_ms < \$b) | select($1)] | length" "$reqs"
+}
+first_where() { jq -sc "[.[] | select($1)][:3][]" "$reqs"; }
 
 hit_rounds=0
 for round in $(seq 1 "$rounds"); do
@@ -117,27 +128,30 @@ for round in $(seq 1 "$rounds"); do
 	t_end=$(now_ms)
 	busy=$(($(busy_deletions) - busy_before))
 	codes=$(jq -sr --argjson a "$t_start" --argjson b "$t_end" \
-		'[.[] | select(.t0_ms >= $a and .t0_ms < $b) | .code] | group_by(.) | map("\(.[0])x\(length)") | join(" ")' "$reqs")
-	cut=$(jq -s --argjson a "$t_start" --argjson b "$t_end" \
-		'[.[] | select(.t0_ms >= $a and .t0_ms < $b and .code != 200 and (.code != 503 or .retry_after == null))] | length' "$reqs")
-	log "round $round: $((t_end - t_start)) ms; busy Pods deleted: $busy; requests by status: $codes; cut or refused: $cut"
-	[ "$busy" -eq 0 ] && [ "$cut" -eq 0 ] || hit_rounds=$((hit_rounds + 1))
+		'[.[] | select(.t0_ms >= $a and .t0_ms < $b) | "\(.code)\(if .code == 200 then " " + (.pod // "-" | .[:3]) else "" end)"]
+		| group_by(.) | map("\(length) x \(.[0])") | join(", ")' "$reqs")
+	log "round $round: $((t_end - t_start)) ms; Pods deleted busy: $busy; requests: $codes"
+	hit=$(($(count_where "$cut_q" "$t_start" "$t_end") + $(count_where "$wrong_q" "$t_start" "$t_end")))
+	[ "$busy" -eq 0 ] && [ "$hit" -eq 0 ] || hit_rounds=$((hit_rounds + 1))
 done
 touch "$stop"
 wait "$load_pid"
 log "$hit_rounds of $rounds rounds hit the window"
 
+# Every check runs, so a failure shows all the evidence at once.
+problems=()
 deleted_busy=$({ sim_deleted_busy "$ns" m-a; sim_deleted_busy "$ns" m-b; })
-[ -z "$deleted_busy" ] || fail "a Pod of the pool was deleted while serving (a busy model unloaded):"$'\n'"$deleted_busy"
+[ -z "$deleted_busy" ] || problems+=("Pods of the pool deleted while serving (a busy model unloaded):"$'\n'"$deleted_busy")
 total=$(wc -l <"$reqs")
-[ "$total" -ge 10 ] || fail "only $total requests"
-bad=$(jq -sc '[.[] | select(.code != 200 and (.code != 503 or .retry_after == null))][:5][]' "$reqs")
-[ -z "$bad" ] || fail "requests that ended neither 200 nor 503 with Retry-After (cut, refused or hung): $bad"
-late=$(jq -sc --argjson max $(((budget_s + 5) * 1000)) '[.[] | select(.ms > $max)][:5][]' "$reqs")
-[ -z "$late" ] || fail "requests answered past the budget plus a margin: $late"
-wrong=$(jq -sc '[.[] | select(.code == 200 and ((.pod // "") | startswith("m-a-") | not))][:5][]' "$reqs")
-[ -z "$wrong" ] || fail "requests for m-a answered by another Pod: $wrong"
-sim_overlap "$ns" m-a m-b || fail "two Pods held the GPU at once (the simulator's log)"
+[ "$total" -ge 10 ] || problems+=("only $total requests")
+n=$(count_where "$cut_q")
+[ "$n" -eq 0 ] || problems+=("$n requests ended neither 200 nor 503 with Retry-After (cut, refused or hung); the first: $(first_where "$cut_q")")
+n=$(count_where "$wrong_q")
+[ "$n" -eq 0 ] || problems+=("$n requests for m-a answered by another member's Pod (at an address it now holds); the first: $(first_where "$wrong_q")")
+late=$(first_where ".ms > $(((budget_s + 5) * 1000))")
+[ -z "$late" ] || problems+=("requests answered past the budget plus a margin: $late")
+sim_overlap "$ns" m-a m-b || problems+=("two Pods held the GPU at once (the simulator's log)")
+[ "${#problems[@]}" -eq 0 ] || fail "$(printf '%s\n' "${problems[@]}")"
 
 stop_router
 kill -TERM "$watch_pid" "$toxi_pid"
