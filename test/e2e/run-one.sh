@@ -13,6 +13,9 @@ export MP_BUILD_DIR=${MP_BUILD_DIR:?run-one.sh: MP_BUILD_DIR must name the build
 # Cached after the first build; it must run before HOME moves below (the cache lives under HOME).
 MP_CONTROLPLANE_BIN=$(bash "$MP_SOURCE_DIR/test/controlplane/build.sh")
 export MP_CONTROLPLANE_BIN
+# The fault proxy, for the tests that put one between a component and the API server (cached the same way).
+MP_TOXIPROXY=${MP_TOXIPROXY:-$(bash "$MP_SOURCE_DIR/test/controlplane/build-toxiproxy.sh")}
+export MP_TOXIPROXY
 
 state=$(mktemp -d "${TMPDIR:-/tmp}/mp-e2e.$(basename "$script" .test.sh).XXXXXX")
 export MP_STATE_DIR=$state
