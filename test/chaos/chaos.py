@@ -24,6 +24,10 @@ NS = "chaos"
 MEMBERS = 3
 BUDGET_S = 30
 SIM = "sim.modelpool.test/"
+# The operator replicas (chaos.test.sh starts one per letter), and those no fault kills or pauses: a spared
+# replica lives until it loses the Lease it holds, so its memory can be followed for longer.
+REPLICAS = os.environ.get("MP_CHAOS_REPLICAS", "ab")
+SPARED = os.environ.get("MP_CHAOS_SPARED", "")
 REQUEST = "modelpool-operator.dev/request"
 OPERATOR_USER = "system:serviceaccount:modelpool-system:modelpool-operator"
 # A pool Swapping longer than its budget plus this, with no condition saying why, is a violation; the
@@ -468,7 +472,7 @@ class Run:
 
     def sample_rss(self):
         """RSS of each replica process and of the router (MP_CHAOS_ROUTER_PID), which lives the whole run."""
-        for r in "ab" + ("r" if os.environ.get("MP_CHAOS_ROUTER_PID") else ""):
+        for r in REPLICAS + ("r" if os.environ.get("MP_CHAOS_ROUTER_PID") else ""):
             pid = int(os.environ["MP_CHAOS_ROUTER_PID"]) if r == "r" else replica_pid(r)
             if not pid:
                 continue
@@ -635,13 +639,18 @@ class Run:
             etcd_compact()
             return None
         if kind == "operator-kill":
-            r = self.leader() if x < 0.6 else "ab"[int(x * 10) % 2]
-            pid = replica_pid(r or "a")
+            fair = [r for r in REPLICAS if r not in SPARED]
+            r = self.leader() if x < 0.6 else None
+            if r is None or r in SPARED:
+                r = fair[int(x * 10) % len(fair)]
+            pid = replica_pid(r)
             if pid:
                 os.kill(pid, signal.SIGKILL)
             return None
         if kind == "operator-pause":
             r = self.leader()
+            if r and r in SPARED:
+                raise RuntimeError("the leader, replica %s, is spared" % r)
             pid = replica_pid(r) if r else None
             if not pid:
                 raise RuntimeError("no leader to pause")
@@ -711,7 +720,7 @@ class Run:
         for fn in getattr(self, "pending_undo", []):
             self.run_undo(fn)
         self.toxi.call("POST", "/reset")  # every toxic gone, the proxy enabled, whatever an undo missed
-        for r in "ab":
+        for r in REPLICAS:
             pid = replica_pid(r)
             if pid:
                 try:
@@ -818,7 +827,7 @@ class Run:
                 "by_outcome": {k: {"n": n, "longest_s": round(t, 1)} for k, (n, t) in sorted(by.items())}}
 
     def rss_report(self):
-        """Per process (replica a or b, or the router r) sampled for 60 s or more: RSS 30 s after its first
+        """Per process (an operator replica by its letter, or the router r) sampled for 60 s or more: RSS 30 s after its first
         sample, at its last, and its highest."""
         rows = []
         for (who, pid), s in sorted(self.rss.items()):
@@ -915,7 +924,7 @@ def run(a):
     if len(bad) > 20:
         r.violation("%d more writes by a replica that did not hold the Lease" % (len(bad) - 20))
     restarts = {}
-    for x in "ab":
+    for x in REPLICAS:
         try:
             with open(state("replica-%s.runs" % x)) as f:
                 restarts[x] = sum(1 for l in f if " start " in l)

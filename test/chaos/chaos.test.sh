@@ -4,11 +4,16 @@
 mode=${MP_CHAOS_MODE:-short}
 case $mode in
 short) pools=${MP_CHAOS_POOLS:-8} seconds=${MP_CHAOS_SECONDS:-150} clients=${MP_CHAOS_CLIENTS:-3} ;;
-long) pools=${MP_CHAOS_POOLS:-100} seconds=${MP_CHAOS_SECONDS:-3600} clients=${MP_CHAOS_CLIENTS:-8} ;;
+long) pools=${MP_CHAOS_POOLS:-100} seconds=${MP_CHAOS_SECONDS:-3600} clients=${MP_CHAOS_CLIENTS:-8}
+	# a third replica that no fault kills or pauses: its memory over a longer life
+	: "${MP_CHAOS_REPLICAS:=abc}" "${MP_CHAOS_SPARED:=c}" ;;
 *) fail "MP_CHAOS_MODE=$mode: want short or long" ;;
 esac
 seed=${MP_CHAOS_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 log "chaos: mode=$mode seed=$seed pools=$pools seconds=$seconds clients=$clients (MP_CHAOS_SEED=$seed replays it)"
+export MP_CHAOS_REPLICAS=${MP_CHAOS_REPLICAS:-ab} MP_CHAOS_SPARED=${MP_CHAOS_SPARED:-}
+replicas=$(echo "$MP_CHAOS_REPLICAS" | fold -w1 | paste -sd ' ' -)
+log "operator replicas: $replicas${MP_CHAOS_SPARED:+ (spared by the faults: $MP_CHAOS_SPARED)}"
 [ -x "${MP_TOXIPROXY:-}" ] || fail "MP_TOXIPROXY must name toxiproxy-server (test/chaos/run.sh builds it)"
 
 install_crds
@@ -37,7 +42,7 @@ curl -fsS -X POST "$MP_TOXI_API/proxies" -d "$MP_TOXI_PROXY" >/dev/null
 # through the proxy; restarted by its supervisor whenever it exits (a lost lease ends the process, a
 # SIGKILL is a fault), until the stop file appears.
 pki=$MP_STATE_DIR/pki
-for r in a b; do
+for r in $replicas; do
 	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$pki/replica-$r.key" \
 		-subj "/O=system:serviceaccounts/O=system:serviceaccounts:modelpool-system/O=chaos:replica-$r/CN=$MP_OPERATOR_USER" 2>/dev/null |
 		openssl x509 -req -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -set_serial "0x$(openssl rand -hex 16)" -days 30 \
@@ -62,11 +67,14 @@ supervise() {
 		sleep 0.5
 	done
 }
-supervise a &
-sup_a=$!
-supervise b &
-sup_b=$!
-wait_for 90 grep -q "became leader" "$MP_STATE_DIR"/operator-a.log "$MP_STATE_DIR"/operator-b.log
+sups=()
+for r in $replicas; do
+	supervise "$r" &
+	sups+=("$!")
+done
+logs=()
+for r in $replicas; do logs+=("$MP_STATE_DIR/operator-$r.log"); done
+wait_for 90 grep -qs "became leader" "${logs[@]}"
 
 # The router (issue 14) with its own identity, through the same proxy, so every network fault is its
 # too; clients send it chat completions (MP_CHAOS_ROUTER=0 leaves it out).
@@ -84,8 +92,8 @@ python3 "$MP_SOURCE_DIR/test/chaos/chaos.py" run --seed "$seed" --pools "$pools"
 
 log "stopping the replicas"
 touch "$MP_STATE_DIR/chaos.stop"
-for r in a b; do kill -CONT "$(cat "$MP_STATE_DIR/replica-$r.pid")" 2>/dev/null || true; kill -TERM "$(cat "$MP_STATE_DIR/replica-$r.pid")" 2>/dev/null || true; done
-wait "$sup_a" "$sup_b" || true
+for r in $replicas; do kill -CONT "$(cat "$MP_STATE_DIR/replica-$r.pid")" 2>/dev/null || true; kill -TERM "$(cat "$MP_STATE_DIR/replica-$r.pid")" 2>/dev/null || true; done
+wait "${sups[@]}" || true
 [ -z "${MP_CHAOS_ROUTER_URL:-}" ] || stop_router
 stop_slot_check
 if [ "$rc" -eq 77 ]; then
