@@ -59,12 +59,13 @@ kubectl_router() { kubectl --kubeconfig "$MP_ROUTER_KUBECONFIG" "$@"; }
 
 # apply_crd FILE...: creates or updates CRDs as admin and waits until the API server serves them and
 # discovery lists them (Established can come a moment earlier), so the next request for the kind does not
-# race its registration.
+# race its registration. kubectl wait is itself retried: on a CRD just created, whose status has no
+# conditions yet, it fails at once (".status.conditions accessor error: <nil> is of the type <nil>").
 apply_crd() {
 	local f name
 	for f in "$@"; do
 		kubectl_admin apply -f "$f" >/dev/null
-		kubectl_admin wait --for=condition=Established --timeout=60s -f "$f" >/dev/null
+		wait_for 60 kubectl_admin wait --for=condition=Established --timeout=30s -f "$f"
 		for name in $(kubectl_admin get -f "$f" -o 'jsonpath={.metadata.name}{" "}'); do
 			wait_for 60 kubectl_admin get "$name" --all-namespaces
 		done
