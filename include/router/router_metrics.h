@@ -15,6 +15,7 @@ typedef struct rt_metrics {
     metrics_family *coalesced;   /* counter {namespace,pool,member} */
     metrics_family *unavailable; /* counter {namespace,pool,reason} */
     metrics_family *upstream;    /* histogram {namespace,pool,member} seconds to first byte */
+    metrics_family *fence_reads; /* counter {namespace,pool,result} */
 } rt_metrics;
 
 /* Declares the families in reg. 0 or -ENOMEM. */
@@ -31,6 +32,9 @@ void rt_metrics_coalesced(rt_metrics *m, const char *ns, const char *pool, const
 void rt_metrics_unavailable(rt_metrics *m, const char *ns, const char *pool, const char *reason);
 void rt_metrics_upstream(rt_metrics *m, const char *ns, const char *pool, const char *member,
                          uint64_t us);
+/* A read of the pool for the drain fence. result: confirmed (this cache's resident, no swap),
+ * not_confirmed (a swap, or another resident), failed (no answer, an error) */
+void rt_metrics_fence_read(rt_metrics *m, const char *ns, const char *pool, const char *result);
 /* Drops every series of a deleted pool. */
 void rt_metrics_forget_pool(metrics *reg, const char *ns, const char *pool);
 

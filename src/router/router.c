@@ -746,6 +746,10 @@ static void rt_verify_done(void *ud, const kube_error *err, long code, const cJS
     bool swapping = pend && *pend, settled = res && *res && !swapping;
     const pool_obj *cached = rt_pool_rec(p);
     bool agrees = settled && cached && rt_str_eq(cached->status.resident_member, res);
+    rt_metrics_fence_read(&p->rt->m, p->ns, p->name,
+                          !o       ? "failed"
+                          : agrees ? "confirmed"
+                                   : "not_confirmed");
     if (o) { /* a failed read leaves the last good one to its age */
         free(p->verified_member);
         p->verified_member = settled ? strdup(res) : NULL;

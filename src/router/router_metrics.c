@@ -19,6 +19,7 @@ int rt_metrics_init(rt_metrics *m, metrics *reg)
     static const char *const pm[] = {"namespace", "pool", "member", NULL};
     static const char *const p[] = {"namespace", "pool", NULL};
     static const char *const pr[] = {"namespace", "pool", "reason", NULL};
+    static const char *const pr2[] = {"namespace", "pool", "result", NULL};
     m->requests = metrics_family_new(
         reg, METRICS_COUNTER, "modelpool_router_requests_total",
         "Requests answered, by pool, member and HTTP status (502 and 503 the router's own).", pmc,
@@ -46,8 +47,13 @@ int rt_metrics_init(rt_metrics *m, metrics *reg)
         metrics_family_new(reg, METRICS_HISTOGRAM, "modelpool_router_upstream_first_byte_seconds",
                            "From forwarding a request to a member until its first response byte.",
                            pm, rt_upstream_buckets, RT_N(rt_upstream_buckets));
+    m->fence_reads = metrics_family_new(
+        reg, METRICS_COUNTER, "modelpool_router_fence_reads_total",
+        "Reads of a pool from the API server for the drain fence, by result (confirmed, "
+        "not_confirmed, failed).",
+        pr2, NULL, 0);
     return m->requests && m->held && m->hold && m->activations && m->coalesced && m->unavailable &&
-                   m->upstream
+                   m->upstream && m->fence_reads
                ? 0
                : -ENOMEM;
 }
@@ -103,4 +109,10 @@ void rt_metrics_forget_pool(metrics *reg, const char *ns, const char *pool)
     static const char *const names[] = {"namespace", "pool"};
     const char *values[] = {ns, pool};
     metrics_remove(reg, names, values, 2);
+}
+
+void rt_metrics_fence_read(rt_metrics *m, const char *ns, const char *pool, const char *result)
+{
+    const char *v[] = {ns, pool, result};
+    metrics_add(m->fence_reads, v, 1);
 }

@@ -68,6 +68,10 @@ expect_eq "codes" "50 200" "$(cat "$MP_STATE_DIR"/c*.code | sort | uniq -c | awk
 expect_eq "answered by m-c" 50 "$(cat "$MP_STATE_DIR"/c? "$MP_STATE_DIR"/c?? | jq -r .model | grep -cx m-c)"
 expect_eq "activations" 2 "$(activations)"
 expect_eq "coalesced requests" 49 "$(router_metric 'modelpool_router_coalesced_requests_total{namespace="router",pool="pool",member="m-c"}')"
+# The drain fence: the 50 went out on a few reads of the pool, not one each (a read covers a second).
+reads=$(router_metric 'modelpool_router_fence_reads_total{namespace="router",pool="pool",result="confirmed"}')
+log "drain fence reads confirmed so far: $reads"
+[ "$reads" -ge 1 ] && [ "$reads" -le 20 ] || fail "$reads confirmed fence reads for 52 forwarded requests"
 expect_eq "Pods created for m-c" 1 "$(created m-c)"
 expect_sole_resident pool m-c "$ns"
 
