@@ -380,7 +380,8 @@ create_members() {
 	done
 }
 
-# create_pool NS POOL DEFAULT MEMBER...: a ModelPool over those members; DEFAULT "" for none.
+# create_pool NS POOL DEFAULT MEMBER...: a ModelPool over those members; DEFAULT "" for none;
+# MP_POOL_BUDGET (a Go duration) sets its swapBudget.
 create_pool() {
 	local ns=$1 pool=$2 dflt=$3 name members=""
 	shift 3
@@ -394,6 +395,7 @@ create_pool() {
 		  name: $pool
 		spec:
 		${dflt:+  default: $dflt}
+		${MP_POOL_BUDGET:+  swapBudget: $MP_POOL_BUDGET}
 		  members:
 		$members
 	YAML

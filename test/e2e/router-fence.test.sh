@@ -58,18 +58,7 @@ for m in m-a m-b; do
 	# Requests of 3 tokens, 80 ms each: about 240 ms of work, with the client's gaps between them.
 	kubectl_admin -n "$ns" annotate --overwrite inferenceservice "$m" sim.modelpool.test/token-ms=80 >/dev/null
 done
-kubectl_admin -n "$ns" apply -f - >/dev/null <<-YAML
-	apiVersion: inference.llmkube.dev/v1alpha1
-	kind: ModelPool
-	metadata:
-	  name: pool
-	spec:
-	  default: m-a
-	  swapBudget: ${budget_s}s
-	  members:
-	    - inferenceServiceRef: {name: m-a}
-	    - inferenceServiceRef: {name: m-b}
-YAML
+MP_POOL_BUDGET=${budget_s}s create_pool "$ns" pool m-a m-a m-b
 wait_for 60 pool_is pool Ready m-a "$ns"
 # Every status the pool shows, as kubectl sees it: a router that keeps up asks for m-a back at once, so
 # m-b's turn can be too short to poll.

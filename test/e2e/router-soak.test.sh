@@ -12,19 +12,7 @@ create_members "$ns" m-a m-b m-c
 for m in m-a m-b m-c; do
 	kubectl_admin -n "$ns" annotate --overwrite inferenceservice "$m" sim.modelpool.test/token-ms=20 >/dev/null
 done
-kubectl_admin -n "$ns" apply -f - >/dev/null <<-YAML
-	apiVersion: inference.llmkube.dev/v1alpha1
-	kind: ModelPool
-	metadata:
-	  name: pool
-	spec:
-	  default: m-a
-	  swapBudget: ${budget_s}s
-	  members:
-	    - inferenceServiceRef: {name: m-a}
-	    - inferenceServiceRef: {name: m-b}
-	    - inferenceServiceRef: {name: m-c}
-YAML
+MP_POOL_BUDGET=${budget_s}s create_pool "$ns" pool m-a m-a m-b m-c
 wait_for 60 pool_is pool Ready m-a "$ns"
 start_router --resident-grace 2s
 router1=$MP_ROUTER_PID
