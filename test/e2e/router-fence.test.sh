@@ -7,6 +7,8 @@
 # under the lag, removes it, and lets the router's own request bring m-a back.
 # Checked: no Pod of the pool deleted while serving (sim.log busy=true), every request ends 200 from the
 # right member's Pod or 503 with Retry-After (none cut, none past the budget plus a margin), slot-check clean.
+# Then fail closed: with no byte passing to the router, a request for the resident waits out the budget and
+# gets 503 (unconfirmed) with Retry-After; once the link is back it is served.
 # MP_FENCE_ROUNDS sets the rounds (default 5); MP_TOXIPROXY names toxiproxy-server (run-one.sh finds it).
 ns=router-fence
 rounds=${MP_FENCE_ROUNDS:-5}
@@ -141,6 +143,28 @@ late=$(first_where ".ms > $(((budget_s + 5) * 1000))")
 [ -z "$late" ] || problems+=("requests answered past the budget plus a margin: $late")
 sim_overlap "$ns" m-a m-b || problems+=("two Pods held the GPU at once (the simulator's log)")
 [ "${#problems[@]}" -eq 0 ] || fail "$(printf '%s\n' "${problems[@]}")"
+
+log "fail closed: no byte passes between the router and the API server; a request for the resident m-a waits out the budget, 503"
+wait_for 60 pool_is pool Ready m-a "$ns"
+unconfirmed_q='modelpool_router_unavailable_total{namespace="router-fence",pool="pool",reason="unconfirmed"}'
+before=$(router_metric "$unconfirmed_q" || echo 0)
+curl -fsS -X POST "$toxi/proxies/router/toxics" \
+	-d '{"name":"cut","type":"timeout","stream":"downstream","attributes":{"timeout":0}}' >/dev/null
+# Half the fence (1 s) after its last read the router may no longer forward: a time the design sets.
+sleep 1.5
+code=$(curl -sS -o "$MP_STATE_DIR/unconfirmed.json" -D "$MP_STATE_DIR/unconfirmed.headers" -w '%{http_code}' \
+	--max-time $((budget_s + margin_s)) -X POST -H 'Content-Type: application/json' \
+	--data-binary '{"model":"m-a","messages":[{"role":"user","content":"hi"}]}' "$url")
+expect_eq "a request the router cannot confirm" 503 "$code"
+grep -qi '^retry-after: [0-9]' "$MP_STATE_DIR/unconfirmed.headers" || fail "no Retry-After on the 503"
+grep -q 'could not be confirmed resident' "$MP_STATE_DIR/unconfirmed.json" ||
+	fail "the 503 does not say why: $(cat "$MP_STATE_DIR/unconfirmed.json")"
+expect_eq "503s counted as unconfirmed" $((before + 1)) "$(router_metric "$unconfirmed_q")"
+expect_eq "m-a's replicas while the router could not read" 1 "$(isvc_get m-a '{.spec.replicas}' "$ns")"
+curl -fsS -X DELETE "$toxi/proxies/router/toxics/cut" >/dev/null
+log "the link is back: the next request is answered by m-a"
+expect_eq "after the link is back" 200 "$(curl -sS -o /dev/null -w '%{http_code}' --max-time $((budget_s + margin_s)) \
+	-X POST -H 'Content-Type: application/json' --data-binary '{"model":"m-a","messages":[]}' "$url")"
 
 stop_router
 kill -TERM "$watch_pid" "$toxi_pid"
