@@ -281,11 +281,16 @@ static bool live(const plan_pod *p)
 
 /* ---- the rules every plan keeps, whatever the snapshot ---- */
 
-/* A swap is on and member is not its target: routers may have been forwarding to it. */
-static bool fenced(const plan_snapshot *s, const char *member)
+/* A swap is on and member, brought to `to` replicas, is one routers may have been forwarding to:
+ * any but the target, and the target too when it is the resident being brought to 0 (a swap
+ * superseded by a request for the resident, "returning to" it while another member is up). */
+static bool fenced(const plan_snapshot *s, const char *member, int32_t to)
 {
     const char *pend = s->status.pending_member;
-    return pend && *pend && strcmp(pend, member) != 0;
+    if (!pend || !*pend)
+        return false;
+    return strcmp(pend, member) != 0 ||
+           (to == 0 && strcmp(nz(s->status.resident_member), member) == 0);
 }
 
 static void check_safety(const plan_snapshot *s, const plan_result *p)
@@ -336,14 +341,15 @@ static void check_safety(const plan_snapshot *s, const plan_result *p)
                 continue;
             assert_int_equal(pod->probe, PLAN_PROBE_IDLE);
             assert_true(s->now_ms - pod->probed_at_ms < PLAN_PROBE_TTL_MS);
-            /* in a swap, the drain fence: a member routers may serve (any but the target) is
+            /* in a swap, the drain fence: a member routers may have served (fenced) is
              * unloaded on an idle answer from a probe sent after the fence only */
-            if (fenced(s, a->member))
+            if (fenced(s, a->member, a->replicas))
                 assert_true(pod->probed_at_ms >= s->drain_after_ms);
         }
     }
     for (size_t i = 0; i < p->n_actions; i++) /* no probe sent before the drain fence */
-        if (p->actions[i].kind == PLAN_PROBE && fenced(s, p->actions[i].member))
+        if (p->actions[i].kind == PLAN_PROBE &&
+            fenced(s, p->actions[i].member, p->actions[i].replicas))
             assert_true(s->now_ms >= s->drain_after_ms);
     if (activation) { /* rule 3: the pendingMember write stands alone */
         assert_int_equal(n_work, 0);
@@ -727,6 +733,16 @@ static void test_drain(void **state)
          .conds = "SwapDeferred=True/PodsBusy",
          .actions = "status event:N:SwapDeferred",
          .requeue_ms = 1250},
+        {.title = "returning to the resident while another member is up: the resident is fenced "
+                  "too",
+         .m = {{"a", 1, "Ready", "Ri"}, {"b", 1, "Creating", "Ri"}},
+         .releasing = "b",
+         .resident = "a",
+         .pending = "a",
+         .stage = "Draining",
+         .fence = 1000,
+         .actions = "status",
+         .requeue_ms = 750},
         {.title = "no running Pod: stopped at once, fence or not",
          .m = {{"a", 1, "Ready", "N"}, {"b", 0}},
          .resident = "a",
