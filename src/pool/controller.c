@@ -40,7 +40,7 @@ typedef struct pc_pool {
      * until its timeout must not keep other pools waiting for one (rule 6); its answer queues the
      * pool again. */
     prober_batch *probing;
-    uint64_t probe_sent_ms; /* when probing was sent (monotonic): its answers' time */
+    uint64_t probe_sent_ms; /* when probing was sent (monotonic), for the drain fence */
     /* When this replica first saw the pool's pendingMember set (monotonic ms), 0 while it is not:
      * the drain fence counts from here, never from before the swap was written. */
     uint64_t swap_seen_ms;
@@ -656,7 +656,7 @@ static void pc_on_probed(void *ud, const prober_verdict *results, size_t n)
                probe_verdict_name(results[i].verdict), "message", results[i].message, NULL);
         if (uid)
             prober_memo_set(pc->prober, uid, key, results[i].verdict, results[i].message,
-                            (int64_t)st->probe_sent_ms);
+                            (int64_t)st->probe_sent_ms, (int64_t)ev_now_ms());
         free(key);
     }
     /* Probe results are inputs of the plan: plan again with them. */
