@@ -767,8 +767,10 @@ static void pc_plan_metrics(pc_run *run)
 }
 
 /* The drain fence of pool's swap (plan_snapshot.drain_after_ms), from when this replica first saw
- * it: a replica that takes over a swap waits the fence out again. 0 or -ENOMEM. */
-static int pc_fence(pool_controller *pc, const char *key, const pool_obj *pool, plan_snapshot *s)
+ * it: a replica that takes over a swap waits the fence out again. now: the monotonic instant the
+ * snapshot was built at (its probe times were converted at it too). 0 or -ENOMEM. */
+static int pc_fence(pool_controller *pc, const char *key, const pool_obj *pool, uint64_t now,
+                    plan_snapshot *s)
 {
     bool swapping = pool->status.pending_member && *pool->status.pending_member;
     pc_pool *st = pc_pool_get(pc, key, swapping);
@@ -781,7 +783,6 @@ static int pc_fence(pool_controller *pc, const char *key, const pool_obj *pool, 
     }
     if (!st)
         return -ENOMEM;
-    uint64_t now = ev_now_ms();
     if (!st->swap_seen_ms)
         st->swap_seen_ms = now;
     s->drain_after_ms = s->now_ms - (int64_t)(now - st->swap_seen_ms) + pc->cfg.drain_fence_ms;
@@ -801,10 +802,11 @@ static int pc_build(pc_run *run, const pool_obj *pool)
                         .probe = pc_memo_lookup,
                         .probe_ud = pc};
     pool_snapshot snap;
-    int rc = pool_snapshot_build(pool, &src, pc_wall_ms(), (int64_t)ev_now_ms(), &snap);
+    uint64_t mono = ev_now_ms();
+    int rc = pool_snapshot_build(pool, &src, pc_wall_ms(), (int64_t)mono, &snap);
     if (rc < 0)
         return rc;
-    if ((rc = pc_fence(pc, run->key, pool, &snap.snap)) < 0) {
+    if ((rc = pc_fence(pc, run->key, pool, mono, &snap.snap)) < 0) {
         pool_snapshot_release(&snap);
         return rc;
     }
