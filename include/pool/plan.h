@@ -44,7 +44,8 @@ typedef struct {
     int32_t port;           /* the port its Pod spec names for the server container, 0 if none */
     /* The controller's last idle probe of this pod (key it by pod UID so a new pod starts over). */
     plan_probe_result probe;
-    int64_t probed_at_ms; /* when the probe was sent; same clock as plan_snapshot.now_ms */
+    int64_t probed_at_ms;  /* when its answer came (its age); same clock as plan_snapshot.now_ms */
+    int64_t probe_sent_ms; /* when that probe was sent (the drain fence); same clock */
     const char *probe_message;
 } plan_pod;
 

@@ -46,7 +46,10 @@ void prober_cancel(prober_batch *b);
  * back or forth must not make a stale "idle" look fresh. */
 typedef struct prober_memo {
     probe_verdict verdict;
-    int64_t at_mono_ms; /* when it was probed (the caller's monotonic clock) */
+    int64_t at_mono_ms; /* when its answer came (the caller's monotonic clock): its age */
+    /* when the probe that found it was sent (same clock): the drain fence counts only probes
+     * sent after it (plan_snapshot.drain_after_ms), whatever their answer took */
+    int64_t sent_mono_ms;
     const char *message;
 } prober_memo;
 
@@ -57,9 +60,10 @@ typedef bool (*prober_alive_fn)(void *ud, const char *pod_key, const char *uid);
  * alive says are gone are freed (a relist may skip the DELETED event that forgets one). Without
  * it nothing is swept. */
 void prober_memo_alive(prober *p, prober_alive_fn alive, void *ud);
-/* Remembers v for the Pod with this uid (under pod_key), replacing its last one. 0 or -ENOMEM. */
+/* Remembers v for the Pod with this uid (under pod_key), found by a probe sent at sent_mono_ms
+ * and answered at now_mono_ms, replacing its last one. 0 or -ENOMEM. */
 int prober_memo_set(prober *p, const char *uid, const char *pod_key, probe_verdict v,
-                    const char *message, int64_t now_mono_ms);
+                    const char *message, int64_t sent_mono_ms, int64_t now_mono_ms);
 /* The last verdict of the Pod with this uid, borrowed until the next memo call; NULL if none. */
 const prober_memo *prober_memo_get(const prober *p, const char *uid);
 /* Forgets the Pod with this uid (deleted, or replaced under its name). */

@@ -40,7 +40,7 @@ typedef struct pc_pool {
      * until its timeout must not keep other pools waiting for one (rule 6); its answer queues the
      * pool again. */
     prober_batch *probing;
-    uint64_t probe_sent_ms; /* when probing was sent (monotonic): its answers' time */
+    uint64_t probe_sent_ms; /* when probing was sent (monotonic), for the drain fence */
     /* When this replica first saw the pool's pendingMember set (monotonic ms), 0 while it is not:
      * the drain fence counts from here, never from before the swap was written. */
     uint64_t swap_seen_ms;
@@ -656,7 +656,7 @@ static void pc_on_probed(void *ud, const prober_verdict *results, size_t n)
                probe_verdict_name(results[i].verdict), "message", results[i].message, NULL);
         if (uid)
             prober_memo_set(pc->prober, uid, key, results[i].verdict, results[i].message,
-                            (int64_t)st->probe_sent_ms);
+                            (int64_t)st->probe_sent_ms, (int64_t)ev_now_ms());
         free(key);
     }
     /* Probe results are inputs of the plan: plan again with them. */
@@ -767,8 +767,10 @@ static void pc_plan_metrics(pc_run *run)
 }
 
 /* The drain fence of pool's swap (plan_snapshot.drain_after_ms), from when this replica first saw
- * it: a replica that takes over a swap waits the fence out again. 0 or -ENOMEM. */
-static int pc_fence(pool_controller *pc, const char *key, const pool_obj *pool, plan_snapshot *s)
+ * it: a replica that takes over a swap waits the fence out again. now: the monotonic instant the
+ * snapshot was built at (its probe times were converted at it too). 0 or -ENOMEM. */
+static int pc_fence(pool_controller *pc, const char *key, const pool_obj *pool, uint64_t now,
+                    plan_snapshot *s)
 {
     bool swapping = pool->status.pending_member && *pool->status.pending_member;
     pc_pool *st = pc_pool_get(pc, key, swapping);
@@ -781,7 +783,6 @@ static int pc_fence(pool_controller *pc, const char *key, const pool_obj *pool, 
     }
     if (!st)
         return -ENOMEM;
-    uint64_t now = ev_now_ms();
     if (!st->swap_seen_ms)
         st->swap_seen_ms = now;
     s->drain_after_ms = s->now_ms - (int64_t)(now - st->swap_seen_ms) + pc->cfg.drain_fence_ms;
@@ -801,10 +802,11 @@ static int pc_build(pc_run *run, const pool_obj *pool)
                         .probe = pc_memo_lookup,
                         .probe_ud = pc};
     pool_snapshot snap;
-    int rc = pool_snapshot_build(pool, &src, pc_wall_ms(), (int64_t)ev_now_ms(), &snap);
+    uint64_t mono = ev_now_ms();
+    int rc = pool_snapshot_build(pool, &src, pc_wall_ms(), (int64_t)mono, &snap);
     if (rc < 0)
         return rc;
-    if ((rc = pc_fence(pc, run->key, pool, &snap.snap)) < 0) {
+    if ((rc = pc_fence(pc, run->key, pool, mono, &snap.snap)) < 0) {
         pool_snapshot_release(&snap);
         return rc;
     }

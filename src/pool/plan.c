@@ -353,7 +353,7 @@ static void drain(plan_ctx *c, const plan_member *m, int32_t to, int64_t not_bef
         running++;
         bool fresh = pod->probe != PLAN_PROBE_NONE && now - pod->probed_at_ms < PLAN_PROBE_TTL_MS;
         /* Idle before the fence: a router's request may still have been on its way. */
-        if (!fresh || (pod->probe == PLAN_PROBE_IDLE && pod->probed_at_ms < not_before))
+        if (!fresh || (pod->probe == PLAN_PROBE_IDLE && pod->probe_sent_ms < not_before))
             need++;
         if (pod->probe == PLAN_PROBE_NONE)
             d->unknown = true;

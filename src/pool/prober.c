@@ -225,7 +225,7 @@ static void prober_memo_sweep(prober *p)
 }
 
 int prober_memo_set(prober *p, const char *uid, const char *pod_key, probe_verdict v,
-                    const char *message, int64_t now_mono_ms)
+                    const char *message, int64_t sent_mono_ms, int64_t now_mono_ms)
 {
     prober_memo_forget(p, uid);
     prober_memo_entry *m = calloc(1, sizeof(*m));
@@ -238,7 +238,10 @@ int prober_memo_set(prober *p, const char *uid, const char *pod_key, probe_verdi
         free(m);
         return -ENOMEM;
     }
-    m->memo = (prober_memo){.verdict = v, .at_mono_ms = now_mono_ms, .message = m->message};
+    m->memo = (prober_memo){.verdict = v,
+                            .at_mono_ms = now_mono_ms,
+                            .sent_mono_ms = sent_mono_ms,
+                            .message = m->message};
     strmap_insert(&p->memos, &m->node, m->uid);
     if (p->alive && p->memos.count >= p->sweep_at)
         prober_memo_sweep(p);

@@ -59,6 +59,7 @@ static bool snap_add_pod(const char *key, const void *rec, void *ud)
     if (memo) {
         p->probe = snap_probe_result(memo->verdict);
         p->probed_at_ms = w->now_ms - (w->now_mono_ms - memo->at_mono_ms);
+        p->probe_sent_ms = w->now_ms - (w->now_mono_ms - memo->sent_mono_ms);
         p->probe_message = memo->message;
     }
     return true;

@@ -786,8 +786,15 @@ static void rt_verify_done(void *ud, const kube_error *err, long code, const cJS
 /* Reads the pool from the API server, unless a read is in flight or waits out its backoff. */
 static void rt_verify(rt_pool *p, uint64_t now)
 {
-    if (p->verify || now < p->verify_not_before)
+    if (p->verify)
         return;
+    if (now < p->verify_not_before) {
+        /* Asked again: the wake set when the backoff began may have been folded into an earlier
+         * one (one timer a pool), which has fired by now; the requests waiting for this read
+         * would otherwise wait for another event, or their budget. */
+        rt_wake_at(p, p->verify_not_before);
+        return;
+    }
     char *path = kube_path(POOL_GROUP, POOL_VERSION, p->ns, "modelpools", p->name, NULL);
     /* An answer later than the window is of no use; the client does not retry (the decision
      * does, with its backoff). */

@@ -103,6 +103,7 @@ static void fix_pods(t_fix *f, size_t mi, const char *member, const char *dsl)
             size_t idx = (size_t)(k - codes);
             p->probe = (plan_probe_result)(PLAN_PROBE_IDLE + idx % 4);
             p->probed_at_ms = idx < 4 ? NOW - 500 : NOW - 10000;
+            p->probe_sent_ms = p->probed_at_ms; /* answered at once; t_case.probe_took_ms */
             p->probe_message = p->probe == PLAN_PROBE_ERROR ? "connection refused" : NULL;
             c++;
         }
@@ -132,7 +133,8 @@ typedef struct {
     const char *actions; /* exact rendering of the action list, see render() */
     const char *msg_has; /* a substring of some condition's message */
     int64_t requeue_ms;
-    int64_t fence; /* plan_snapshot.drain_after_ms as an offset from NOW; 0 none */
+    int64_t fence;         /* plan_snapshot.drain_after_ms as an offset from NOW; 0 none */
+    int64_t probe_took_ms; /* every probe was sent this long before its answer came */
 } t_case;
 
 static int32_t reps(const plan_member *m)
@@ -170,6 +172,9 @@ static void fix_build(t_fix *f, const t_case *tc)
     f->s.refused = tc->refused;
     f->s.requested = tc->requested;
     f->s.drain_after_ms = tc->fence ? NOW + tc->fence : 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < f->members[i].n_pods; k++)
+            f->pods[i][k].probe_sent_ms -= tc->probe_took_ms;
     f->s.status.resident_member = (char *)tc->resident;
     f->s.status.pending_member = (char *)tc->pending;
     f->s.status.conditions = f->conds;
@@ -281,11 +286,16 @@ static bool live(const plan_pod *p)
 
 /* ---- the rules every plan keeps, whatever the snapshot ---- */
 
-/* A swap is on and member is not its target: routers may have been forwarding to it. */
-static bool fenced(const plan_snapshot *s, const char *member)
+/* A swap is on and member, brought to `to` replicas, is one routers may have been forwarding to:
+ * any but the target, and the target too when it is the resident being brought to 0 (a swap
+ * superseded by a request for the resident, "returning to" it while another member is up). */
+static bool fenced(const plan_snapshot *s, const char *member, int32_t to)
 {
     const char *pend = s->status.pending_member;
-    return pend && *pend && strcmp(pend, member) != 0;
+    if (!pend || !*pend)
+        return false;
+    return strcmp(pend, member) != 0 ||
+           (to == 0 && strcmp(nz(s->status.resident_member), member) == 0);
 }
 
 static void check_safety(const plan_snapshot *s, const plan_result *p)
@@ -336,14 +346,15 @@ static void check_safety(const plan_snapshot *s, const plan_result *p)
                 continue;
             assert_int_equal(pod->probe, PLAN_PROBE_IDLE);
             assert_true(s->now_ms - pod->probed_at_ms < PLAN_PROBE_TTL_MS);
-            /* in a swap, the drain fence: a member routers may serve (any but the target) is
+            /* in a swap, the drain fence: a member routers may have served (fenced) is
              * unloaded on an idle answer from a probe sent after the fence only */
-            if (fenced(s, a->member))
-                assert_true(pod->probed_at_ms >= s->drain_after_ms);
+            if (fenced(s, a->member, a->replicas))
+                assert_true(pod->probe_sent_ms >= s->drain_after_ms);
         }
     }
     for (size_t i = 0; i < p->n_actions; i++) /* no probe sent before the drain fence */
-        if (p->actions[i].kind == PLAN_PROBE && fenced(s, p->actions[i].member))
+        if (p->actions[i].kind == PLAN_PROBE &&
+            fenced(s, p->actions[i].member, p->actions[i].replicas))
             assert_true(s->now_ms >= s->drain_after_ms);
     if (activation) { /* rule 3: the pendingMember write stands alone */
         assert_int_equal(n_work, 0);
@@ -718,6 +729,23 @@ static void test_drain(void **state)
          .stage = "Draining",
          .fence = -500,
          .actions = "status scale:a=0"},
+        {.title = "idle from a probe sent after the fence, answered slowly: fresh from its "
+                  "answer, scaled to 0",
+         .m = {{"a", 1, "Ready", "Ri"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .fence = -3000,
+         .probe_took_ms = 2400,
+         .actions = "status scale:a=0"},
+        {.title = "idle answered after the fence from a probe sent before it: probed again",
+         .m = {{"a", 1, "Ready", "Ri"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .fence = -1000,
+         .probe_took_ms = 600,
+         .actions = "status probe:a[a-0]@8080"},
         {.title = "busy before the fence ends: still reported busy, no probe",
          .m = {{"a", 1, "Ready", "Rb"}, {"b", 0}},
          .resident = "a",
@@ -727,6 +755,16 @@ static void test_drain(void **state)
          .conds = "SwapDeferred=True/PodsBusy",
          .actions = "status event:N:SwapDeferred",
          .requeue_ms = 1250},
+        {.title = "returning to the resident while another member is up: the resident is fenced "
+                  "too",
+         .m = {{"a", 1, "Ready", "Ri"}, {"b", 1, "Creating", "Ri"}},
+         .releasing = "b",
+         .resident = "a",
+         .pending = "a",
+         .stage = "Draining",
+         .fence = 1000,
+         .actions = "status",
+         .requeue_ms = 750},
         {.title = "no running Pod: stopped at once, fence or not",
          .m = {{"a", 1, "Ready", "N"}, {"b", 0}},
          .resident = "a",
@@ -1741,7 +1779,7 @@ static size_t sim_step(sim *w)
                 for (size_t k = 0; k < m->n_pods; k++)
                     if (strcmp(m->pods[k].name, a->pods[j].name) == 0) {
                         m->pods[k].probe = r;
-                        m->pods[k].probed_at_ms = w->now;
+                        m->pods[k].probed_at_ms = m->pods[k].probe_sent_ms = w->now;
                     }
             break;
         }
@@ -1978,6 +2016,7 @@ static void random_snapshot(t_fix *f)
             p->container_running = rnd(3) != 0;
             p->probe = (plan_probe_result)rnd(5);
             p->probed_at_ms = NOW - (int64_t)rnd(4000);
+            p->probe_sent_ms = p->probed_at_ms - (int64_t)rnd(3000); /* a slow answer too */
             p->probe_message = rnd(2) ? "timeout" : NULL;
         }
         m->pods = f->pods[i];

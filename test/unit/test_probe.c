@@ -74,19 +74,20 @@ static void test_memo(void **state)
     for (int i = 0; i < 63; i++) {
         snprintf(uid, sizeof(uid), "u%d", i);
         snprintf(key, sizeof(key), "ns/p%d", i);
-        assert_int_equal(prober_memo_set(p, uid, key, PROBE_BUSY, "busy", 100 + i), 0);
+        assert_int_equal(prober_memo_set(p, uid, key, PROBE_BUSY, "busy", 90 + i, 100 + i), 0);
     }
     assert_int_equal(asked, 0);
     assert_int_equal(prober_memo_count(p), 63);
-    assert_int_equal(prober_memo_set(p, "u2", "ns/p2", PROBE_IDLE, "idle", 500), 0);
+    assert_int_equal(prober_memo_set(p, "u2", "ns/p2", PROBE_IDLE, "idle", 450, 500), 0);
     const prober_memo *m = prober_memo_get(p, "u2");
     assert_int_equal(m->verdict, PROBE_IDLE);
     assert_int_equal(m->at_mono_ms, 500);
+    assert_int_equal(m->sent_mono_ms, 450);
     assert_string_equal(m->message, "idle");
     prober_memo_forget(p, "u4");
     assert_null(prober_memo_get(p, "u4"));
-    assert_int_equal(prober_memo_set(p, "u63", "ns/p63", PROBE_ERROR, NULL, 9), 0);
-    assert_int_equal(prober_memo_set(p, "u64", "ns/p64", PROBE_ERROR, NULL, 9), 0);
+    assert_int_equal(prober_memo_set(p, "u63", "ns/p63", PROBE_ERROR, NULL, 8, 9), 0);
+    assert_int_equal(prober_memo_set(p, "u64", "ns/p64", PROBE_ERROR, NULL, 8, 9), 0);
     /* The 64th swept: the odd ones are gone, the even ones stay. */
     assert_int_equal(asked, 64);
     assert_int_equal(prober_memo_count(p), 32);

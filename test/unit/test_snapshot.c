@@ -142,7 +142,10 @@ static store *fill(const char **json, size_t n, const char *index, store_index_f
 }
 
 /* Probed at 1000 ms on the monotonic clock; the snapshot is built at 4000 ms on it. */
-static const prober_memo test_memo = {PROBE_BUSY, 1000, "1 of 1 slots processing"};
+static const prober_memo test_memo = {.verdict = PROBE_BUSY,
+                                      .at_mono_ms = 1000,
+                                      .sent_mono_ms = 400,
+                                      .message = "1 of 1 slots processing"};
 #define TEST_WALL_MS 1764763200000LL
 #define TEST_MONO_MS 4000
 
@@ -200,6 +203,7 @@ static void test_snapshot(void **state)
     assert_int_equal(p1->probe, PLAN_PROBE_BUSY);
     /* 3 s old by the monotonic clock, whatever the wall clock says: that age in wall time. */
     assert_int_equal(p1->probed_at_ms, TEST_WALL_MS - 3000);
+    assert_int_equal(p1->probe_sent_ms, TEST_WALL_MS - 3600); /* sent 600 ms before its answer */
     const plan_pod *p0 = find_pod(a, "a-old");
     assert_non_null(p0);
     assert_int_equal(p0->phase, PLAN_POD_FAILED);
