@@ -65,6 +65,10 @@ typedef struct fwd_request {
     /* The body's total length when known (what the upstream gets as Content-Length), -1 when
      * not: the body then goes chunked. Ignored when !more (the length is body_len then). */
     int64_t content_length;
+    /* The drain fence: an attempt that is not sending its request by this time (ev_now_ms) is
+     * failed before any byte goes out (connected late, a second target), so the caller may put
+     * the request back; 0: no deadline. */
+    uint64_t send_by_ms;
 } fwd_request;
 
 typedef enum fwd_outcome {

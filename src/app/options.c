@@ -17,6 +17,8 @@
 /* Bounds of --max-concurrent-reconciles: each reconcile in flight holds a plan and at most one
  * API call or probe batch, so the cap only guards against a typo. */
 #define APP_MAX_CONCURRENT 1000
+/* The smallest --drain-fence: the router's half of it must outlast a read of the pool. */
+#define APP_MIN_DRAIN_FENCE_MS 100
 
 const char *app_options_usage(void)
 {
@@ -381,9 +383,11 @@ int app_options_parse_for(app_program program, app_options *o, int argc, char **
             }
             break;
         case OPT_DRAIN_FENCE:
-            if (app_parse_timeout(optarg, &o->drain_fence_ms) < 0) {
+            /* Half of it is the router's window, which must outlast a read of the pool. */
+            if (app_parse_timeout(optarg, &o->drain_fence_ms) < 0 ||
+                o->drain_fence_ms < APP_MIN_DRAIN_FENCE_MS) {
                 snprintf(err, errlen,
-                         "--drain-fence %s: want a duration from 1ms to 24h, like 2s or 500ms",
+                         "--drain-fence %s: want a duration from 100ms to 24h, like 2s or 500ms",
                          optarg);
                 return -1;
             }

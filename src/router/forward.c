@@ -57,7 +57,8 @@ struct fwd_call {
     void *ud;
     fwd_target *targets; /* ips owned */
     size_t ntargets;
-    int attempt; /* index into targets of the one being tried */
+    int attempt;         /* index into targets of the one being tried */
+    uint64_t send_by_ms; /* fwd_request.send_by_ms */
     struct curl_slist *headers;
     char *path;
     char *method;
@@ -834,6 +835,19 @@ static void fwd_kick(fwd_call *c)
 
 /* ---- the calls ---- */
 
+/* Connected, about to send: too late for the drain fence is failed here, before any byte. */
+static int fwd_on_prereq(void *ud, char *primary_ip, char *local_ip, int primary_port,
+                         int local_port)
+{
+    (void)primary_ip, (void)local_ip, (void)primary_port, (void)local_port;
+    fwd_call *c = ud;
+    if (ev_now_ms() <= c->send_by_ms)
+        return CURL_PREREQFUNC_OK;
+    c->failed = true;
+    c->error = "forward: not sent within the drain fence's window (connected too late)";
+    return CURL_PREREQFUNC_ABORT;
+}
+
 static const char *fwd_setup(fwd_call *c, const fwd_request *req)
 {
     fwd *f = c->f;
@@ -859,6 +873,10 @@ static const char *fwd_setup(fwd_call *c, const fwd_request *req)
     FWD_SET(CURLOPT_WRITEFUNCTION, fwd_on_write);
     FWD_SET(CURLOPT_WRITEDATA, c);
     FWD_SET(CURLOPT_ERRORBUFFER, c->errbuf);
+    if (c->send_by_ms) {
+        FWD_SET(CURLOPT_PREREQFUNCTION, fwd_on_prereq);
+        FWD_SET(CURLOPT_PREREQDATA, c);
+    }
     if (strcmp(req->method, "HEAD") == 0) {
         FWD_SET(CURLOPT_NOBODY, 1L);
     } else if (c->upload) {
@@ -920,6 +938,7 @@ fwd_call *fwd_start(fwd *f, const fwd_request *req, const fwd_client *cl, void *
     c->cl = *cl;
     c->ud = ud;
     c->attempt = 0;
+    c->send_by_ms = req->send_by_ms;
     c->t0_us = ev_now_us();
     c->replayable = true;
     c->total = req->more ? req->content_length : (int64_t)req->body_len;

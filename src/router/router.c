@@ -149,6 +149,12 @@ static bool rt_same(const char *a, const char *b)
     return (!a && !b) || rt_str_eq(a, b);
 }
 
+/* How long after a read of the pool requests may go to the resident it showed: half the fence. */
+static uint64_t rt_fence_window_ms(const rt_router *rt)
+{
+    return (uint64_t)rt->o.drain_fence_ms / 2;
+}
+
 static const pool_obj *rt_pool_rec(const rt_pool *p)
 {
     return store_get(informer_store(p->rt->pools), p->key);
@@ -607,7 +613,9 @@ static void rt_forward(rt_req *q)
                       .body = body,
                       .body_len = blen,
                       .more = !q->body_end,
-                      .content_length = cl};
+                      .content_length = cl,
+                      /* rt_decide forwards only while the fence is open */
+                      .send_by_ms = q->pool->verified_ms + rt_fence_window_ms(rt)};
     const char *why = NULL;
     q->state = RQ_FORWARDING;
     q->mq->in_flight++;
@@ -723,11 +731,6 @@ static void rt_activate(rt_pool *p, const pool_obj *o, const char *member)
 
 /* ---- the drain fence ---- */
 
-static uint64_t rt_fence_window_ms(const rt_router *rt)
-{
-    return (uint64_t)rt->o.drain_fence_ms / 2;
-}
-
 /* A request may go to member now: a read sent less than half the fence ago showed it resident. */
 static bool rt_fence_open(const rt_pool *p, const char *member, uint64_t now)
 {
@@ -743,7 +746,7 @@ static void rt_verify_done(void *ud, const kube_error *err, long code, const cJS
     pool_obj *o = err->kind == KUBE_OK ? pool_obj_decode(body, &derr) : NULL;
     const char *res = o ? o->status.resident_member : NULL;
     const char *pend = o ? o->status.pending_member : NULL;
-    bool swapping = pend && *pend, settled = res && *res && !swapping;
+    bool decoded = o != NULL, swapping = pend && *pend, settled = res && *res && !swapping;
     const pool_obj *cached = rt_pool_rec(p);
     bool agrees = settled && cached && rt_str_eq(cached->status.resident_member, res);
     rt_metrics_fence_read(&p->rt->m, p->ns, p->name,
@@ -775,6 +778,7 @@ static void rt_verify_done(void *ud, const kube_error *err, long code, const cJS
                "its requests wait",
                "pool", p->key, "code", c, "error",
                err->kind != KUBE_OK ? (err->message ? err->message : "")
+               : !decoded           ? "an answer that is not a ModelPool"
                : swapping           ? "swapping"
                : settled            ? "another resident"
                                     : "no resident",
@@ -1286,7 +1290,15 @@ static void rt_pool_changed(void *ud, const void *old_rec, const void *rec)
     rt_router *rt = ud;
     const pool_obj *o = rec ? rec : old_rec;
     rt_routes_invalidate(rt->routes);
-    rt_mark_key(rt, o->ns, o->name);
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", o->ns ? o->ns : "", o->name);
+    rt_pool *p = rt_pool_find(rt, key);
+    if (!p)
+        return;
+    /* The cache moved: a fence read that disagreed with it may agree now, so no backoff. */
+    p->verify_backoff_ms = 0;
+    p->verify_not_before = 0;
+    rt_mark(p);
 }
 
 static void rt_pool_added(void *ud, const void *rec)

@@ -47,24 +47,31 @@ wait_for 30 condition_is shared-gpu SwapDeferred False/NotDeferred
 wait_for 30 condition_is shared-gpu SlotAllocated True/Resident
 # The drain fence: the operator probes (and so unloads) the incumbent no sooner than --drain-fence (2s)
 # after it began the swap, so a router's request forwarded on a read from before the swap has reached the
-# Pod. From its log: the status write that set pendingMember, then the first probe answer for llama-8b
-# (the swap is seen when the write's watch event arrives, a few ms either side of that log line).
-gap=$(python3 - "$MP_STATE_DIR/operator.log" <<-'PY'
-	import datetime, sys
-	def ms(line):
-	    t = datetime.datetime.strptime(line[:23], "%Y-%m-%dT%H:%M:%S.%f")
-	    return t.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000
-	begun = None
-	for line in open(sys.argv[1]):
-	    if begun is None and " status " in line and "pending=qwen-7b" in line:
-	        begun = ms(line)
-	    elif begun is not None and " probed " in line and "/llama-8b-" in line:
-	        print(int(ms(line) - begun))
-	        break
-	PY
-)
-log "first probe of the incumbent $gap ms after the swap began"
-[ -n "$gap" ] && [ "$gap" -ge 1950 ] || fail "the incumbent was probed ${gap:-never} ms after the swap began, inside the 2 s drain fence"
+# Pod. fence_gap FROM TARGET INCUMBENT: from the operator's log after line FROM, the ms from the status
+# write that set pendingMember TARGET to the first probe answer for INCUMBENT (the swap is seen when the
+# write's watch event arrives, after that log line).
+fence_gap() {
+	tail -n +"$(($1 + 1))" "$MP_STATE_DIR/operator.log" | python3 -c '
+import datetime, sys
+def ms(line):
+    t = datetime.datetime.strptime(line[:23], "%Y-%m-%dT%H:%M:%S.%f")
+    return t.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000
+begun = None
+for line in sys.stdin:
+    if begun is None and " status " in line and "pending=" + sys.argv[1] in line:
+        begun = ms(line)
+    elif begun is not None and " probed " in line and "/" + sys.argv[2] + "-" in line:
+        print(int(ms(line) - begun))
+        break
+' "$2" "$3"
+}
+expect_fence() { # FROM TARGET INCUMBENT
+	local gap
+	gap=$(fence_gap "$@")
+	log "first probe of $3 $gap ms after the swap to $2 began"
+	[ -n "$gap" ] && [ "$gap" -ge 1950 ] || fail "$3 was probed ${gap:-never} ms after the swap to $2 began, inside the 2 s drain fence"
+}
+expect_fence 0 qwen-7b llama-8b
 events=$(kubectl_admin get events --field-selector involvedObject.name=shared-gpu -o 'jsonpath={range .items[*]}{.reason}{" "}{end}')
 for r in SwapStarted SwapDeferred SwapCompleted; do
 	grep -qw "$r" <<<"$events" || fail "no $r event on the pool (events: $events)"
@@ -75,6 +82,12 @@ kubectl_admin patch modelpool shared-gpu --type=merge -p '{"spec":{"swapBudget":
 wait_for 30 observed_current shared-gpu
 expect_eq "resident after a spec change" qwen-7b "$(pool_get shared-gpu '{.status.residentMember}')"
 expect_eq "default member's replicas" 0 "$(isvc_get llama-8b '{.spec.replicas}')"
+
+log "a second swap, back to llama-8b: the fence counts from this swap, not the last"
+from=$(wc -l <"$MP_STATE_DIR/operator.log")
+kubectl_admin scale isvc llama-8b --replicas=1 >/dev/null
+wait_for 90 pool_is shared-gpu Ready llama-8b
+expect_fence "$from" llama-8b qwen-7b
 
 stop_operator
 stop_slot_check

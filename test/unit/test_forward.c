@@ -1039,6 +1039,45 @@ static void test_both_refuse(void **state)
     t_teardown(&t, loop, &u);
 }
 
+/* The drain fence's send deadline: past it, an attempt fails once connected, before any byte of
+ * the request goes out (the router puts such a request back); before it, nothing changes. */
+static void test_send_deadline(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u;
+    t_cli t;
+    t_setup(&t, &loop, &u, UP_OK, NULL);
+    fwd_target tg = {"127.0.0.1", u.port};
+    fwd_request req = {.method = "POST",
+                       .path = "/v1/completions",
+                       .targets = &tg,
+                       .ntargets = 1,
+                       .body = "{}",
+                       .body_len = 2,
+                       .send_by_ms = ev_now_ms() - 1};
+    t_start(&t, &req);
+    t_run(&t);
+    assert_int_equal(t.dones, 1);
+    assert_int_equal(t.heads, 0);
+    assert_int_equal(t.r.outcome, FWD_UPSTREAM_FAILED_BEFORE_RESPONSE);
+    assert_int_equal(t.r.bytes_up, 0);
+    assert_non_null(t.r.error);
+    assert_non_null(strstr(t.r.error, "drain fence"));
+    assert_int_equal(u.nrequests, 0); /* the member saw no request */
+
+    memset(&t.r, 0, sizeof(t.r));
+    t.dones = 0;
+    req.send_by_ms = ev_now_ms() + 60000;
+    t_start(&t, &req);
+    t_run(&t);
+    assert_int_equal(t.dones, 1);
+    assert_int_equal(t.r.outcome, FWD_OK);
+    assert_int_equal(t.r.status, 200);
+    assert_int_equal(u.nrequests, 1);
+    t_teardown(&t, loop, &u);
+}
+
 static void test_reset_after_head(void **state)
 {
     (void)state;
@@ -1330,6 +1369,7 @@ int main(void)
         cmocka_unit_test(test_dead_kept_alive_connection),
         cmocka_unit_test(test_no_retry_past_replay_cap),
         cmocka_unit_test(test_both_refuse),
+        cmocka_unit_test(test_send_deadline),
         cmocka_unit_test(test_reset_after_head),
         cmocka_unit_test(test_interim_response),
         cmocka_unit_test(test_malformed_response_head),

@@ -227,6 +227,9 @@ static void test_reconcile_flags(void **state)
     assert_int_equal(o.drain_fence_ms, 2000);
     assert_int_equal(parse(&o, err, sizeof(err), 3, "--drain-fence", "500ms"), 0);
     assert_int_equal(o.drain_fence_ms, 500);
+    assert_int_equal(parse(&o, err, sizeof(err), 3, "--drain-fence", "100ms"), 0);
+    assert_int_equal(parse(&o, err, sizeof(err), 3, "--drain-fence", "99ms"), -1);
+    assert_non_null(strstr(err, "from 100ms"));
 
     const char *bad_n[] = {"0", "-1", "x", "4x", "1001", ""};
     for (size_t i = 0; i < sizeof(bad_n) / sizeof(*bad_n); i++) {
