@@ -43,6 +43,9 @@ void pool_clocks_scaling(pool_clocks *c, const char *pool_key, const char *membe
 /* The swap waits for a busy member: that wait is no part of the operator's reaction (path a
  * stops without a sample). */
 void pool_clocks_deferred(pool_clocks *c, const char *pool_key);
+/* The swap waits for the drain fence until until_us: path a starts again there, the wait being
+ * the fence's (by design), not the operator's reaction. */
+void pool_clocks_fenced(pool_clocks *c, const char *pool_key, uint64_t until_us);
 /* The swap completed, or the pool is gone: its clocks stop without a sample. */
 void pool_clocks_stop(pool_clocks *c, const char *pool_key);
 

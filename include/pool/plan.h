@@ -184,6 +184,9 @@ typedef struct {
     int64_t swap_ms;
     /* A swap deferred (PLAN_FACT_SWAP_DEFERRED): the condition's reason (PodsBusy, ...). */
     char *deferred_reason;
+    /* A drain this plan holds back for the drain fence: when the fence ends (snapshot clock), 0
+     * when none is held. The wait is by design, not part of the operator's reaction. */
+    int64_t fenced_until_ms;
 } plan_result;
 
 /* Decides what to do for one pool. Returns 0 with *out set (free with plan_free), -EINVAL for a

@@ -199,6 +199,13 @@ void pool_clocks_deferred(pool_clocks *c, const char *pool_key)
     }
 }
 
+void pool_clocks_fenced(pool_clocks *c, const char *pool_key, uint64_t until_us)
+{
+    clock_entry *e = c ? clock_get(c, pool_key) : NULL;
+    if (e && e->requested_us && e->requested_us < until_us)
+        e->requested_us = until_us;
+}
+
 void pool_clocks_stop(pool_clocks *c, const char *pool_key)
 {
     clock_entry *e = c ? clock_get(c, pool_key) : NULL;

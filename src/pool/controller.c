@@ -829,6 +829,10 @@ static int pc_build(pc_run *run, const pool_obj *pool)
     }
     if (rc == 0)
         pc_plan_metrics(run);
+    if (rc == 0 && run->plan->fenced_until_ms > snap.snap.now_ms)
+        pool_clocks_fenced(pc->cfg.clocks, run->key,
+                           ev_now_us() +
+                               (uint64_t)(run->plan->fenced_until_ms - snap.snap.now_ms) * 1000);
     pool_snapshot_release(&snap);
     return rc;
 }

@@ -397,9 +397,10 @@ static void drain(plan_ctx *c, const plan_member *m, int32_t to, int64_t not_bef
             defer_add(d, "IdleCheckUnsupported", "member %s: runtime %s has no idle probe", m->name,
                       m->runtime);
     } else {
-        if (bad_until == 0 && need > 0 && now < not_before)
+        if (bad_until == 0 && need > 0 && now < not_before) {
             defer_requeue(d, not_before - now);
-        else if (bad_until == 0 && need > 0)
+            c->p->fenced_until_ms = not_before;
+        } else if (bad_until == 0 && need > 0)
             push_probe(c, m, to, running);
         if (busy + failed + unsupported > 0) {
             defer_add(d,

@@ -90,18 +90,24 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Samples of path ("a" or "b") recorded so far. */
-static double samples(const fixture *f, const char *path)
+/* The reaction histogram's series (_count or _sum) of path ("a" or "b") so far. */
+static double series(const fixture *f, const char *suffix, const char *path)
 {
     size_t len = 0;
     char *text = metrics_render(f->reg, &len);
     assert_non_null(text);
     char needle[96];
-    snprintf(needle, sizeof(needle), "modelpool_reaction_seconds_count{path=\"%s\"} ", path);
+    snprintf(needle, sizeof(needle), "modelpool_reaction_seconds_%s{path=\"%s\"} ", suffix, path);
     const char *at = strstr(text, needle);
     double n = at ? strtod(at + strlen(needle), NULL) : 0;
     free(text);
     return n;
+}
+
+/* Samples of path ("a" or "b") recorded so far. */
+static double samples(const fixture *f, const char *path)
+{
+    return series(f, "count", path);
 }
 
 static void test_request_annotation(void **state)
@@ -200,6 +206,24 @@ static void test_deferred_and_stop(void **state)
     assert_int_equal(samples(f, "b"), 0);
 }
 
+static void test_fenced(void **state)
+{
+    fixture *f = *state;
+    cache_pool(f, "a", "b");
+    /* Requested at 10 us; the drain fence holds the probe until 2,000,010 us; the scale-down at
+     * 2,000,510 us: the reaction is the 500 us after the fence, not the fence. */
+    pool_clocks_member_up(f->clocks, f->pools, "ns", "b", 10);
+    pool_clocks_fenced(f->clocks, "ns/p", 2000010);
+    pool_clocks_fenced(f->clocks, "ns/p", 1000); /* an earlier end moves nothing back */
+    pool_clocks_scaling(f->clocks, "ns/p", "a", 0, 2000510);
+    assert_int_equal(samples(f, "a"), 1);
+    assert_true(series(f, "sum", "a") > 0.00049 && series(f, "sum", "a") < 0.00051);
+    /* No clock running: nothing to move, nothing kept. */
+    pool_clocks_fenced(f->clocks, "ns/p", 3000000);
+    pool_clocks_fenced(NULL, "ns/p", 1);
+    assert_int_equal(pool_clocks_running(f->clocks), 0);
+}
+
 static void test_null(void **state)
 {
     (void)state;
@@ -220,6 +244,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_request_annotation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_member_up_and_pod_gone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deferred_and_stop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fenced, setup, teardown),
         cmocka_unit_test(test_null),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

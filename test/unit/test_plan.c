@@ -1614,6 +1614,37 @@ static void test_parse_duration(void **state)
     assert_int_equal(plan_parse_duration_ms(NULL, &ms), -EINVAL);
 }
 
+/* A drain held back by the fence says until when (the controller moves the reaction clock there);
+ * one that is not held says nothing. */
+static void test_fenced_until(void **state)
+{
+    (void)state;
+    const t_case held = {.title = "held by the fence",
+                         .m = {{"a", 1, "Ready", "R"}, {"b", 0}},
+                         .resident = "a",
+                         .pending = "b",
+                         .stage = "Draining",
+                         .fence = 1000};
+    const t_case open = {.title = "fence over",
+                         .m = {{"a", 1, "Ready", "R"}, {"b", 0}},
+                         .resident = "a",
+                         .pending = "b",
+                         .stage = "Draining",
+                         .fence = -1000};
+    const t_case *cases[] = {&held, &open};
+    const int64_t want[] = {NOW + 1000, 0};
+    for (size_t i = 0; i < 2; i++) {
+        t_fix *f = calloc(1, sizeof *f);
+        assert_non_null(f);
+        fix_build(f, cases[i]);
+        plan_result *p = NULL;
+        assert_int_equal(plan_build(&f->s, &p), 0);
+        assert_int_equal(p->fenced_until_ms, want[i]);
+        plan_free(p);
+        free(f);
+    }
+}
+
 static void test_bad_args(void **state)
 {
     (void)state;
@@ -2135,6 +2166,7 @@ int main(void)
         cmocka_unit_test(test_pool_request),
         cmocka_unit_test(test_pod_port),
         cmocka_unit_test(test_parse_duration),
+        cmocka_unit_test(test_fenced_until),
         cmocka_unit_test(test_bad_args),
         cmocka_unit_test(test_sim_cold_start_default),
         cmocka_unit_test(test_sim_swap_busy_then_idle),
