@@ -663,6 +663,18 @@ static void rt_wake_at(rt_pool *p, uint64_t t)
     p->wake_timer = ev_timer_add(p->rt->loop, t > now ? t - now : 0, rt_wake, p);
 }
 
+/* The next try after a failure: *ms doubles from first up to max; the pool is decided again then.
+ * Returns when (monotonic ms). */
+static uint64_t rt_backoff(rt_pool *p, uint64_t *ms, uint64_t first, uint64_t max)
+{
+    *ms = *ms ? *ms * 2 : first;
+    if (*ms > max)
+        *ms = max;
+    uint64_t at = ev_now_ms() + *ms;
+    rt_wake_at(p, at);
+    return at;
+}
+
 static void rt_patch_done(void *ud, const kube_error *err, long code, const cJSON *body)
 {
     rt_pool *p = ud;
@@ -688,11 +700,7 @@ static void rt_patch_done(void *ud, const kube_error *err, long code, const cJSO
         }
     } else {
         /* Not again before a backoff (RBAC missing would otherwise be a write a turn). */
-        p->patch_backoff_ms = p->patch_backoff_ms ? p->patch_backoff_ms * 2 : 500;
-        if (p->patch_backoff_ms > 30000)
-            p->patch_backoff_ms = 30000;
-        p->patch_not_before = ev_now_ms() + p->patch_backoff_ms;
-        rt_wake_at(p, p->patch_not_before);
+        p->patch_not_before = rt_backoff(p, &p->patch_backoff_ms, 500, 30000);
         char c[8];
         snprintf(c, sizeof(c), "%ld", code);
         log_kv(LOG_ERROR, "request through the pool failed", "pool", p->key, "member",
@@ -765,12 +773,8 @@ static void rt_verify_done(void *ud, const kube_error *err, long code, const cJS
     } else {
         /* Failed, or the pool is not what this cache says: asked again after a backoff (a
          * cache catching up marks the pool anyway). */
-        p->verify_backoff_ms =
-            p->verify_backoff_ms ? p->verify_backoff_ms * 2 : RT_VERIFY_BACKOFF_MS;
-        if (p->verify_backoff_ms > RT_VERIFY_BACKOFF_MAX_MS)
-            p->verify_backoff_ms = RT_VERIFY_BACKOFF_MAX_MS;
-        p->verify_not_before = ev_now_ms() + p->verify_backoff_ms;
-        rt_wake_at(p, p->verify_not_before);
+        p->verify_not_before =
+            rt_backoff(p, &p->verify_backoff_ms, RT_VERIFY_BACKOFF_MS, RT_VERIFY_BACKOFF_MAX_MS);
         char c[8];
         snprintf(c, sizeof(c), "%ld", code);
         log_kv(LOG_DEBUG,
@@ -1252,11 +1256,17 @@ static void rt_request(void *ud, httpd_req *hr)
 
 /* ---- caches ---- */
 
-static void rt_mark_key(rt_router *rt, const char *ns, const char *name)
+/* The state of pool ns/name, if this router keeps one. */
+static rt_pool *rt_pool_find_named(rt_router *rt, const char *ns, const char *name)
 {
     char key[512];
     snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", name);
-    rt_pool *p = rt_pool_find(rt, key);
+    return rt_pool_find(rt, key);
+}
+
+static void rt_mark_key(rt_router *rt, const char *ns, const char *name)
+{
+    rt_pool *p = rt_pool_find_named(rt, ns, name);
     if (p)
         rt_mark(p);
 }
@@ -1290,9 +1300,7 @@ static void rt_pool_changed(void *ud, const void *old_rec, const void *rec)
     rt_router *rt = ud;
     const pool_obj *o = rec ? rec : old_rec;
     rt_routes_invalidate(rt->routes);
-    char key[512];
-    snprintf(key, sizeof(key), "%s/%s", o->ns ? o->ns : "", o->name);
-    rt_pool *p = rt_pool_find(rt, key);
+    rt_pool *p = rt_pool_find_named(rt, o->ns, o->name);
     if (!p)
         return;
     /* The cache moved: a fence read that disagreed with it may agree now, so no backoff. */
