@@ -28,15 +28,11 @@ start_sim --finalizer --load-ms 200 --terminate-ms 100 --ip-first 256 --ip-count
 start_slot_check
 
 log "toxiproxy between the operator replicas and the API server"
-toxi_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-LOG_LEVEL=warn "$MP_TOXIPROXY" -host 127.0.0.1 -port "$toxi_port" >>"$MP_STATE_DIR/toxiproxy.log" 2>&1 &
-echo "$!" >"$MP_STATE_DIR/toxiproxy.pid"
-export MP_TOXI_API=http://127.0.0.1:$toxi_port
-wait_for 30 curl -fsS "$MP_TOXI_API/version"
-proxy_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+start_toxiproxy
+toxi_proxy apiserver
+proxy_port=$MP_TOXI_PORT
 # The proxy's definition, also for chaos.py: it restarts toxiproxy when its control API hangs or it dies.
-export MP_TOXI_PROXY="{\"name\":\"apiserver\",\"listen\":\"127.0.0.1:$proxy_port\",\"upstream\":\"${MP_APISERVER_URL#https://}\"}"
-curl -fsS -X POST "$MP_TOXI_API/proxies" -d "$MP_TOXI_PROXY" >/dev/null
+export MP_TOXI_PROXY=$MP_TOXI_DEF
 
 # Each replica: the operator's user and groups plus its own group (the audit log names the writer),
 # through the proxy; restarted by its supervisor whenever it exits (a lost lease ends the process, a

@@ -207,6 +207,29 @@ stop_router() {
 	expect_eq "router exit status after SIGTERM" 0 "$rc"
 }
 
+# free_port: a loopback port that is free now.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# start_toxiproxy: the fault proxy ($MP_TOXIPROXY, which run-one.sh finds) on a free loopback port; its
+# control API in MP_TOXI_API (exported), its pid in MP_TOXI_PID and toxiproxy.pid, its log toxiproxy.log.
+start_toxiproxy() {
+	local port
+	port=$(free_port)
+	LOG_LEVEL=warn "$MP_TOXIPROXY" -host 127.0.0.1 -port "$port" >>"$MP_STATE_DIR/toxiproxy.log" 2>&1 &
+	MP_TOXI_PID=$!
+	echo "$MP_TOXI_PID" >"$MP_STATE_DIR/toxiproxy.pid"
+	export MP_TOXI_API=http://127.0.0.1:$port
+	wait_for 30 curl -fsS "$MP_TOXI_API/version"
+}
+
+# toxi_proxy NAME: a proxy NAME to the API server on a free loopback port; its definition (JSON) in
+# MP_TOXI_DEF and its port in MP_TOXI_PORT.
+toxi_proxy() {
+	MP_TOXI_PORT=$(free_port)
+	MP_TOXI_DEF="{\"name\":\"$1\",\"listen\":\"127.0.0.1:$MP_TOXI_PORT\",\"upstream\":\"${MP_APISERVER_URL#https://}\"}"
+	curl -fsS -X POST "$MP_TOXI_API/proxies" -d "$MP_TOXI_DEF" >/dev/null
+}
+
 # start_slot_check / stop_slot_check: watches the whole test for two Pods of a pool (of two members or of
 # one) holding the slot (Running, terminating or not) or two members reporting Ready at once; stop fails
 # the test on any violation.

@@ -25,19 +25,12 @@ install_router_rbac
 start_slot_check
 
 log "toxiproxy: the router's link to the API server, and the simulator's (the operator is direct)"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-toxi_port=$(free_port)
-LOG_LEVEL=warn "$MP_TOXIPROXY" -host 127.0.0.1 -port "$toxi_port" >>"$MP_STATE_DIR/toxiproxy.log" 2>&1 &
-toxi_pid=$!
-toxi=http://127.0.0.1:$toxi_port
-wait_for 30 curl -fsS "$toxi/version"
+start_toxiproxy
+toxi=$MP_TOXI_API
 # proxy NAME KUBECONFIG: a proxy to the API server and a copy of KUBECONFIG through it (NAME-proxied.kubeconfig).
 proxy() {
-	local port
-	port=$(free_port)
-	curl -fsS -X POST "$toxi/proxies" \
-		-d "{\"name\":\"$1\",\"listen\":\"127.0.0.1:$port\",\"upstream\":\"${MP_APISERVER_URL#https://}\"}" >/dev/null
-	sed -e "s#server: .*#server: https://127.0.0.1:$port#" "$2" >"$MP_STATE_DIR/$1-proxied.kubeconfig"
+	toxi_proxy "$1"
+	sed -e "s#server: .*#server: https://127.0.0.1:$MP_TOXI_PORT#" "$2" >"$MP_STATE_DIR/$1-proxied.kubeconfig"
 }
 # toxic_on PROXY NAME LATENCY_MS / toxic_off PROXY NAME: a latency toxic on what the API server sends.
 toxic_on() {
@@ -167,8 +160,8 @@ expect_eq "after the link is back" 200 "$(curl -sS -o /dev/null -w '%{http_code}
 	-X POST -H 'Content-Type: application/json' --data-binary '{"model":"m-a","messages":[]}' "$url")"
 
 stop_router
-kill -TERM "$watch_pid" "$toxi_pid"
+kill -TERM "$watch_pid" "$MP_TOXI_PID"
 wait "$watch_pid" || true
-wait "$toxi_pid" || true
+wait "$MP_TOXI_PID" || true
 stop_operator
 stop_slot_check
