@@ -2,6 +2,7 @@
  * the pools it fronts on one event loop until SIGTERM/SIGINT; then held requests are answered 503
  * (Retry-After 1: another replica takes them), requests being forwarded finish (up to 25 s, within
  * the Pod's default 30 s grace), and it exits 0. Replicas are all active: no leader. */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,13 @@ static void router_shutdown(void *ud)
 
 int main(int argc, char **argv)
 {
+#ifdef __GLIBC__
+    /* Request bodies are kept in buffers up to --max-body-size: each one from 64 KiB is a mapping
+     * of its own (glibc's threshold would climb to 32 MiB after the first large free and leave
+     * freed bodies in the heap), so a body given back is memory given back, and growing one
+     * copies nothing (mremap). */
+    mallopt(M_MMAP_THRESHOLD, 64 * 1024);
+#endif
     app_options opts;
     char msg[256];
     kube_config cfg;
@@ -65,6 +73,8 @@ int main(int argc, char **argv)
                          .namespace_ = opts.namespace_,
                          .label_selector = opts.label_selector,
                          .max_body_bytes = opts.max_body_bytes,
+                         .body_budget_bytes = opts.body_budget_bytes,
+                         .body_idle_ms = opts.body_idle_ms,
                          .resident_grace_ms = opts.resident_grace_ms,
                          .upstream_timeout_ms = opts.upstream_timeout_ms,
                          .drain_fence_ms = opts.drain_fence_ms,

@@ -32,13 +32,17 @@ typedef struct app_options {
      * pool younger than half of it. 2s */
     long drain_fence_ms;
     /* The router's own. */
-    const char *bind_addr;      /* --bind-address: the OpenAI endpoint; :8080 */
-    const char *label_selector; /* --label-selector: the ModelPools fronted; NULL all */
-    long long max_body_bytes;   /* --max-body-size BYTES (or 32Mi, 1Gi): larger is 413; 32 MiB */
-    long resident_grace_ms;     /* --resident-grace DURATION: a busy resident's new requests go on
-                                   while another member waits, for this long; 10s */
-    long upstream_timeout_ms;   /* --upstream-timeout DURATION: a member's first answer byte after
-                                   the request is sent, else 502; 10m */
+    const char *bind_addr;       /* --bind-address: the OpenAI endpoint; :8080 */
+    const char *label_selector;  /* --label-selector: the ModelPools fronted; NULL all */
+    long long max_body_bytes;    /* --max-body-size BYTES (or 32Mi, 1Gi): larger is 413; 32 MiB */
+    long resident_grace_ms;      /* --resident-grace DURATION: a busy resident's new requests go on
+                                    while another member waits, for this long; 10s */
+    long upstream_timeout_ms;    /* --upstream-timeout DURATION: a member's first answer byte after
+                                    the request is sent, else 502; 10m */
+    long long body_budget_bytes; /* --body-buffer-budget BYTES: body bytes kept by all requests at
+                                    once; past it 503; 128 MiB */
+    long
+        body_idle_ms; /* --body-idle-timeout DURATION: a silent upload before its model: 408; 30s */
     bool help, version;
 } app_options;
 

@@ -123,6 +123,15 @@ void httpd_req_stream_on_drain(httpd_req *r, void (*fn)(void *ud), void *ud);
  * bytes than Content-Length). r is gone for its owner afterwards. */
 void httpd_req_stream_end(httpd_req *r, bool ok);
 
+/* Ends r now, its body partly read (a stalled upload, one that will not be read on): MHD could
+ * send an answer only after the whole body, so on a plain connection for which nothing was sent
+ * the reply (code, headers, body, and Connection: close) is written straight to the socket; then
+ * the connection is closed (over TLS, or once a response began: closed unanswered). The reply is
+ * read by a client that has stopped sending; one still sending may see a reset instead. r is
+ * gone for its owner afterwards (on_close does not run). */
+void httpd_req_abort(httpd_req *r, unsigned code, const httpd_header *headers, size_t n,
+                     const char *body, size_t len);
+
 /* fn runs once, from the loop, when r's connection ends before its owner answered it
  * (httpd_req_reply or httpd_req_stream_end): the client went away, a read or write failed, or
  * the connection timed out. r is gone once fn returns: its owner must forget it there.

@@ -9,10 +9,12 @@
 
 typedef struct ev_loop ev_loop;
 
-enum { EV_READ = 1, EV_WRITE = 2 };
+/* EV_ERROR alone watches for errors and hang-ups only (epoll reports those whatever is asked):
+ * for a socket whose end of file, always readable, must not wake the loop again and again. */
+enum { EV_READ = 1, EV_WRITE = 2, EV_ERROR = 4 };
 
 /* Called when fd is ready; events is a mask of EV_READ/EV_WRITE (errors and hang-ups are
- * reported as EV_READ so the owner's read sees them). */
+ * reported as EV_READ so the owner's read sees them, and as EV_ERROR). */
 typedef void (*ev_fd_fn)(ev_loop *loop, int fd, int events, void *ud);
 /* Called once when a timer fires; the timer is already gone when it runs. */
 typedef void (*ev_timer_fn)(ev_loop *loop, void *ud);

@@ -1,7 +1,10 @@
 /* rt_model: finds the model a request asks for in its JSON body without holding the body whole.
  * Pure (no I/O, no allocation): the body goes in with rt_model_feed() in chunks cut anywhere (one
- * byte at a time works), and the scanner stops as soon as the top-level object's "model" is known,
- * so the router can decide (forward, hold, reject) and then stream the rest untouched. */
+ * byte at a time works). The status is known as soon as the top-level object's "model" is, so the
+ * router can decide (forward, hold, reject) and stream the rest; the rest is still fed through,
+ * chunk by chunk before it goes on, so a second "model" key (which llama.cpp and vLLM would take
+ * instead of the first) or invalid JSON after the model refuses the request before the member
+ * has the whole body. */
 #ifndef MP_ROUTER_MODEL_H
 #define MP_ROUTER_MODEL_H
 
@@ -19,7 +22,7 @@ typedef enum rt_model_status {
     RT_MODEL_MORE,  /* the bytes so far decide nothing: feed more, or call rt_model_finish() */
     RT_MODEL_FOUND, /* name, tok_start and tok_end are set */
     RT_MODEL_NONE,  /* the top-level object has no "model", or its first "model" is not a string */
-    RT_MODEL_BAD,   /* not a JSON object, invalid JSON before the model, or an unusable name */
+    RT_MODEL_BAD,   /* not a JSON object, invalid JSON, an unusable name, or "model" twice */
 } rt_model_status;
 
 /* The scanner's state; all fields are private except the results named below. */
@@ -31,8 +34,8 @@ typedef struct rt_model_scan {
     size_t name_len;
     uint64_t tok_start, tok_end;
     const char *reason;
-    /* Bytes of the body scanned: after FOUND this equals tok_end, the bytes after are not read;
-     * after BAD it is the offset of the byte refused (the body's length when it ended early). */
+    /* Bytes of the body scanned: while FOUND, every byte fed; after BAD it is the offset of the
+     * byte refused (the body's length when it ended early). */
     uint64_t pos;
 
     /* Private. */
@@ -49,19 +52,22 @@ typedef struct rt_model_scan {
     int hex_left;  /* \uXXXX digits still to read */
     uint32_t cp;   /* the code point being read */
     uint32_t high; /* a high surrogate waiting for its low half, or 0 */
+    int finished;  /* rt_model_finish ran: nothing more is read */
 } rt_model_scan;
 
 void rt_model_init(rt_model_scan *s);
 
-/* Scans len more bytes of the body. Returns MORE until the model is decided; FOUND, NONE and BAD
- * are final: later calls return the same status and read nothing. Duplicate top-level "model"
- * keys: the first one decides (cJSON and most parsers the upstream may run keep the first too, and
- * the router forwards the body unchanged except for a rewrite of that first value), and the scan
- * stops there, so a later duplicate is never seen. */
+/* Scans len more bytes of the body. Returns MORE until the model is decided. NONE and BAD are
+ * final: later calls return the same status and read nothing. FOUND reads on: the rest of the body
+ * must be fed too (each chunk before it is sent on), and FOUND turns BAD on invalid JSON or on a
+ * second top-level "model" key ("duplicate \"model\" key"): parsers disagree on which of two keys
+ * counts (cJSON the first, llama.cpp's and Python's the last), so such a body is refused rather
+ * than routed by one name and served by another. */
 rt_model_status rt_model_feed(rt_model_scan *s, const void *data, size_t len);
 
-/* The body ended. A final status stays; else NONE if the body was a whole object with no model
- * (whitespace may follow it), BAD if it was empty, truncated or not an object. */
+/* The body ended; nothing more is read afterwards. NONE and BAD stay; FOUND stays if the object
+ * closed (whitespace may follow), else BAD (truncated); MORE becomes NONE if the body was a whole
+ * object with no model, BAD if it was empty, truncated or not an object. */
 rt_model_status rt_model_finish(rt_model_scan *s);
 
 /* Builds the body prefix with the model's token replaced by name, JSON-encoded (quotes, backslash

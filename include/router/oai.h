@@ -19,6 +19,8 @@ typedef enum rt_oai_err {
     RT_OAI_BAD_GATEWAY,        /* 502 server_error, upstream_error: the member failed */
     RT_OAI_MODEL_LOADING,      /* 503 server_error, model_loading: swapBudget passed */
     RT_OAI_POOL_UNAVAILABLE,   /* 503 server_error, pool_unavailable: Degraded, target Failed */
+    RT_OAI_OVERLOADED,         /* 503 server_error, overloaded: the body buffer budget is spent */
+    RT_OAI_TIMEOUT,            /* 408 invalid_request_error, request_timeout: the upload stalled */
 } rt_oai_err;
 
 /* The HTTP status for err (400 for a value outside the enum). */

@@ -22,8 +22,12 @@ typedef struct rt_router_opts {
     const char *namespace_;     /* NULL: every namespace */
     const char *label_selector; /* the ModelPools fronted; NULL all */
     long long max_body_bytes;   /* larger bodies get 413 */
-    long resident_grace_ms;     /* see rt_hold_pool.grace_ms */
-    long upstream_timeout_ms;   /* from a request's end to its answer's first byte; 0 none */
+    /* Body bytes kept in memory by all requests at once (until their model is known, and while
+     * held); past it new ones get 503. 0: 128 MiB. */
+    long long body_budget_bytes;
+    long body_idle_ms;      /* an upload silent this long before its model is known: 408; 0: 30 s */
+    long resident_grace_ms; /* see rt_hold_pool.grace_ms */
+    long upstream_timeout_ms; /* from a request's end to its answer's first byte; 0 none */
     /* The drain fence (the operator's --drain-fence): a request goes to the resident only within
      * half of this after a read of the pool from the API server showed it resident; 0: 2000. */
     long drain_fence_ms;

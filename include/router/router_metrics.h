@@ -16,6 +16,7 @@ typedef struct rt_metrics {
     metrics_family *unavailable; /* counter {namespace,pool,reason} */
     metrics_family *upstream;    /* histogram {namespace,pool,member} seconds to first byte */
     metrics_family *fence_reads; /* counter {namespace,pool,result} */
+    metrics_family *buffered;    /* gauge: request body bytes held, all requests */
 } rt_metrics;
 
 /* Declares the families in reg. 0 or -ENOMEM. */
@@ -35,6 +36,8 @@ void rt_metrics_upstream(rt_metrics *m, const char *ns, const char *pool, const 
 /* A read of the pool for the drain fence. result: confirmed (this cache's resident, no swap),
  * not_confirmed (a swap, or another resident), failed (no answer, an error) */
 void rt_metrics_fence_read(rt_metrics *m, const char *ns, const char *pool, const char *result);
+/* The request body bytes the router holds now (its buffer budget's use). */
+void rt_metrics_buffered(rt_metrics *m, uint64_t bytes);
 /* Drops every series of a deleted pool. */
 void rt_metrics_forget_pool(metrics *reg, const char *ns, const char *pool);
 

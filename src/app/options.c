@@ -95,6 +95,13 @@ const char *app_options_usage_for(app_program program)
            "  --bind-address ADDR serve the OpenAI API at ADDR; default :8080\n"
            "  --max-body-size N   largest request body in bytes (or 32Mi, 1Gi); larger\n"
            "                      ones get 413; default 32Mi\n"
+           "  --body-buffer-budget N\n"
+           "                      request body bytes kept in memory by all requests at\n"
+           "                      once (until each one's model is known, and while held);\n"
+           "                      past it new requests get 503; default 128Mi\n"
+           "  --body-idle-timeout DURATION\n"
+           "                      an upload that sends nothing this long before its model\n"
+           "                      is known gets 408; default 30s\n"
            "  --resident-grace DURATION\n"
            "                      while requests wait for another member, new requests\n"
            "                      for a busy resident still go to it for this long, then\n"
@@ -234,6 +241,8 @@ enum {
     OPT_MAX_BODY,
     OPT_RESIDENT_GRACE,
     OPT_UPSTREAM_TIMEOUT,
+    OPT_BODY_BUDGET,
+    OPT_BODY_IDLE,
 };
 
 /* Whether flag c is one of program's. */
@@ -268,6 +277,8 @@ int app_options_parse_for(app_program program, app_options *o, int argc, char **
         {"max-body-size", required_argument, NULL, OPT_MAX_BODY},
         {"resident-grace", required_argument, NULL, OPT_RESIDENT_GRACE},
         {"upstream-timeout", required_argument, NULL, OPT_UPSTREAM_TIMEOUT},
+        {"body-buffer-budget", required_argument, NULL, OPT_BODY_BUDGET},
+        {"body-idle-timeout", required_argument, NULL, OPT_BODY_IDLE},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -278,6 +289,8 @@ int app_options_parse_for(app_program program, app_options *o, int argc, char **
     o->max_body_bytes = 32LL << 20;
     o->resident_grace_ms = 10000;
     o->upstream_timeout_ms = 600000;
+    o->body_budget_bytes = 128LL << 20;
+    o->body_idle_ms = 30000;
     o->kubeconfig = getenv_fn("KUBECONFIG");
     o->namespace_ = getenv_fn("WATCH_NAMESPACE");
     o->leader_election_id = "modelpool-operator";
@@ -422,6 +435,23 @@ int app_options_parse_for(app_program program, app_options *o, int argc, char **
                 return -1;
             }
             break;
+        case OPT_BODY_BUDGET:
+            if (app_parse_size(optarg, &o->body_budget_bytes) < 0 ||
+                o->body_budget_bytes < (1LL << 20)) {
+                snprintf(err, errlen,
+                         "--body-buffer-budget %s: want a size from 1Mi to 64Gi, like 128Mi",
+                         optarg);
+                return -1;
+            }
+            break;
+        case OPT_BODY_IDLE:
+            if (app_parse_timeout(optarg, &o->body_idle_ms) < 0) {
+                snprintf(err, errlen,
+                         "--body-idle-timeout %s: want a duration from 1ms to 24h, like 30s",
+                         optarg);
+                return -1;
+            }
+            break;
         case 'h':
             o->help = true;
             break;
@@ -481,6 +511,8 @@ static bool app_flag_of(app_program program, int c)
     case OPT_MAX_BODY:
     case OPT_RESIDENT_GRACE:
     case OPT_UPSTREAM_TIMEOUT:
+    case OPT_BODY_BUDGET:
+    case OPT_BODY_IDLE:
         return program == APP_ROUTER;
     default:
         return true;

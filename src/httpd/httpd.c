@@ -15,6 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "httpd/intake.h"
 
 /* Idle keep-alive connections (a scraper's, a prober's) are closed after this. */
 #define HTTPD_IDLE_TIMEOUT_S 30u
@@ -59,6 +63,8 @@ struct httpd_req {
     bool closed;       /* the connection ended under its owner: on_close ran or runs */
     bool peer_gone;    /* the client closed while the req waited: MHD must drop it */
     bool watching;     /* fd is in the loop, watched for the client's close while asleep */
+    bool eof_seen;     /* the client sent its end of file: only an error or hang-up is watched */
+    bool http11;       /* the request line says HTTP/1.1 (an interim 1xx may be sent) */
     int fd;
     httpd_body_fn body;
     void *body_ud;
@@ -87,6 +93,8 @@ struct httpd {
 
 /* The first call for a request only announces it; MHD expects the answer on a later call. */
 static char httpd_seen;
+/* What the URI callback hands the first call for a request whose raw path httpd refuses. */
+static char httpd_odd_path;
 
 static void httpd_on_timer(ev_loop *loop, void *ud);
 
@@ -184,22 +192,41 @@ static void httpd_req_gone(httpd_req *r)
     r->on_close(r->close_ud);
 }
 
+static bool httpd_req_raw_ok(httpd_req *r, bool plain);
+static bool httpd_req_send_raw(httpd_req *r, const char *bytes, size_t len);
+
 /* A sleeping req's socket became readable. Nothing is expected from a client waiting for its
- * answer, so end of file or an error means it left: its owner is told now, and MHD, woken, drops
- * the connection (httpd_req_step, httpd_stream_read). Bytes instead (a pipelined request) cannot
- * be told from a close without reading them, which is MHD's job: the watch ends there. */
+ * answer. An error means it left: its owner is told now, and MHD, woken, drops the connection
+ * (httpd_req_step, httpd_stream_read). End of file is a client that closed, or one that only
+ * half-closed (shutdown(SHUT_WR)) and still reads: TCP tells them apart only when something is
+ * written. So a plain HTTP/1.1 request with no response begun gets an interim "100 Continue"
+ * (clients must accept unexpected 1xx, RFC 9110 section 15.2): a closed peer answers it with a
+ * reset, which the watch, now on errors and hang-ups only (end of file stays readable), sees at
+ * once; a half-closed one stays quiet and gets its answer. Where nothing may be written (TLS,
+ * HTTP/1.0) the request stays, and a gone client fails at the write. Once its response has begun
+ * (a stream waiting for bytes), end of file means gone, as a client stopping a stream would. Bytes
+ * instead (a pipelined request) cannot be told from a close without reading them, which is
+ * MHD's job: the watch ends there. */
 static void httpd_on_peer(ev_loop *loop, int fd, int events, void *ud)
 {
-    (void)loop;
-    (void)events;
     httpd_req *r = ud;
     char c;
-    ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+    ssize_t n = r->eof_seen ? -1 : recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && !r->eof_seen && (errno == EAGAIN || errno == EINTR))
         return;
+    if (n > 0) {
+        httpd_req_unwatch(r);
+        return;
+    }
+    if (n == 0 && !(events & EV_ERROR) && httpd_req_raw_ok(r, false)) {
+        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        r->eof_seen = true;
+        bool kept = !httpd_req_raw_ok(r, true) ||
+                    httpd_req_send_raw(r, cont, sizeof(cont) - 1); /* else it reset already */
+        if (kept && ev_fd_set(loop, fd, EV_ERROR, httpd_on_peer, r) == 0)
+            return;
+    }
     httpd_req_unwatch(r);
-    if (n > 0)
-        return;
     r->peer_gone = true;
     httpd_req_gone(r);
     r->suspended = false;
@@ -218,7 +245,8 @@ static void httpd_req_sleep(httpd_req *r, bool watch)
     MHD_suspend_connection(r->conn);
     const union MHD_ConnectionInfo *ci =
         watch ? MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
-    if (ci && ev_fd_set(r->h->loop, ci->connect_fd, EV_READ, httpd_on_peer, r) == 0) {
+    if (ci && ev_fd_set(r->h->loop, ci->connect_fd, r->eof_seen ? EV_ERROR : EV_READ, httpd_on_peer,
+                        r) == 0) {
         r->fd = ci->connect_fd;
         r->watching = true;
     }
@@ -435,15 +463,58 @@ static enum MHD_Result httpd_req_step(httpd_req *r, const char *upload, size_t *
     return MHD_YES;
 }
 
+/* MHD hands the raw request target here before it decodes the path; what this returns is the
+ * request's first *req_cls. */
+static void *httpd_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    (void)conn;
+    return httpd_intake_raw_path(uri) ? &httpd_odd_path : NULL;
+}
+
+static enum MHD_Result httpd_on_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+                                        const char *value)
+{
+    (void)kind;
+    httpd_framing_add(cls, key, value ? value : "");
+    return MHD_YES;
+}
+
+/* Why a new request is refused (400) before its owner sees it, or NULL. */
+static const char *httpd_intake(struct MHD_Connection *conn, const char *url, bool odd_path)
+{
+    httpd_framing f = {0};
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, httpd_on_framing, &f);
+    const char *why = httpd_framing_check(&f);
+    if (!why && odd_path)
+        why = "the path's percent-encoding is ambiguous (an encoded reserved character, "
+              "backslash or control character, or a bad escape)";
+    return why ? why : httpd_intake_path(url);
+}
+
+static httpd_reply httpd_refusal(const char *why)
+{
+    char *body = NULL;
+    int n = asprintf(&body, "bad request: %s\n", why);
+    return (httpd_reply){.code = 400, .body = n < 0 ? NULL : body, .len = n < 0 ? 0 : (size_t)n};
+}
+
 static enum MHD_Result httpd_on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                         const char *method, const char *version, const char *upload,
                                         size_t *upload_size, void **req_cls)
 {
-    (void)version;
     httpd *h = cls;
+    bool odd_path = *req_cls == &httpd_odd_path;
+    if (odd_path)
+        *req_cls = NULL;
     if (h->answer) { /* the immediate form: no body wanted */
         if (!*req_cls) {
             *req_cls = &httpd_seen;
+            const char *why = httpd_intake(conn, url, odd_path);
+            if (why) {
+                httpd_reply rep = httpd_refusal(why);
+                return httpd_queue(conn, &rep);
+            }
             return MHD_YES;
         }
         if (*upload_size) {
@@ -459,11 +530,18 @@ static enum MHD_Result httpd_on_request(void *cls, struct MHD_Connection *conn, 
         if (!(r = calloc(1, sizeof(*r))))
             return MHD_NO;
         *r = (httpd_req){.h = h, .conn = conn, .method = method, .path = url, .next = h->reqs};
+        r->http11 = strcmp(version, MHD_HTTP_VERSION_1_1) == 0;
         if (h->reqs)
             h->reqs->prev = r;
         h->reqs = r;
         *req_cls = r; /* freed when MHD says the request is over (httpd_on_completed) */
-        h->request(h->ud, r);
+        const char *why = httpd_intake(conn, url, odd_path);
+        if (why) {
+            httpd_reply rep = httpd_refusal(why);
+            httpd_req_reply(r, &rep);
+        } else {
+            h->request(h->ud, r);
+        }
     }
     return httpd_req_step(r, upload, upload_size);
 }
@@ -475,7 +553,7 @@ static void httpd_on_completed(void *cls, struct MHD_Connection *conn, void **re
     (void)conn;
     httpd_req *r = *req_cls;
     *req_cls = NULL;
-    if (!r || r == (void *)&httpd_seen)
+    if (!r || r == (void *)&httpd_seen || r == (void *)&httpd_odd_path)
         return;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
         httpd_req_gone(r);
@@ -545,12 +623,13 @@ static void httpd_target_add(httpd_target *t, const char *p, size_t n)
     t->s[t->len] = '\0';
 }
 
-static void httpd_target_escaped(httpd_target *t, const char *v)
+/* Appends v percent-encoded: RFC 3986's unreserved characters and those in keep stay. */
+static void httpd_target_escaped(httpd_target *t, const char *v, const char *keep)
 {
     static const char hex[] = "0123456789ABCDEF";
     for (const unsigned char *c = (const unsigned char *)v; *c; c++) {
         if ((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
-            *c == '-' || *c == '.' || *c == '_' || *c == '~') {
+            *c == '-' || *c == '.' || *c == '_' || *c == '~' || strchr(keep, *c)) {
             httpd_target_add(t, (const char *)c, 1);
         } else {
             char e[3] = {'%', hex[*c >> 4], hex[*c & 15]};
@@ -565,10 +644,10 @@ static enum MHD_Result httpd_on_argument(void *cls, enum MHD_ValueKind kind, con
     (void)kind;
     httpd_target *t = cls;
     httpd_target_add(t, strchr(t->s, '?') ? "&" : "?", 1);
-    httpd_target_escaped(t, key);
+    httpd_target_escaped(t, key, "");
     if (value) {
         httpd_target_add(t, "=", 1);
-        httpd_target_escaped(t, value);
+        httpd_target_escaped(t, value, "");
     }
     return MHD_YES;
 }
@@ -576,7 +655,7 @@ static enum MHD_Result httpd_on_argument(void *cls, enum MHD_ValueKind kind, con
 char *httpd_req_target(const httpd_req *r)
 {
     httpd_target t = {0};
-    httpd_target_add(&t, r->path, strlen(r->path));
+    httpd_target_escaped(&t, r->path, "/:@!$&'()*+,;=");
     if (!t.oom)
         MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, httpd_on_argument, &t);
     if (t.oom) {
@@ -750,6 +829,62 @@ void httpd_req_stream_end(httpd_req *r, bool ok)
     httpd_req_wake(r);
 }
 
+/* MHD has no response for r, so it has sent nothing of one (a 100 Continue of its own is
+ * complete by the time r waits or its body is read); with plain, also an HTTP/1.1 connection
+ * without TLS: bytes may be written straight to its socket, beside MHD. */
+static bool httpd_req_raw_ok(httpd_req *r, bool plain)
+{
+    return (!plain || (r->http11 && !r->h->tls_cert)) && !r->queued &&
+           !MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+}
+
+/* Writes bytes to r's socket if httpd_req_raw_ok: true when all of them went out. */
+static bool httpd_req_send_raw(httpd_req *r, const char *bytes, size_t len)
+{
+    const union MHD_ConnectionInfo *fd =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return fd && httpd_req_raw_ok(r, true) &&
+           send(fd->connect_fd, bytes, len, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)len;
+}
+
+void httpd_req_abort(httpd_req *r, unsigned code, const httpd_header *headers, size_t n,
+                     const char *body, size_t len)
+{
+    if (httpd_req_answered(r) || r->closed)
+        return;
+    const char *reason = MHD_get_reason_phrase_for(code);
+    size_t cap = 128 + strlen(reason) + len;
+    for (size_t i = 0; i < n; i++)
+        cap += strlen(headers[i].name) + strlen(headers[i].value) + 4;
+    char *msg = malloc(cap);
+    if (msg) {
+        int at =
+            snprintf(msg, cap, "HTTP/1.1 %u %s\r\nConnection: close\r\nContent-Length: %zu\r\n",
+                     code, reason, len);
+        for (size_t i = 0; i < n; i++)
+            at += snprintf(msg + at, cap - (size_t)at, "%s: %s\r\n", headers[i].name,
+                           headers[i].value);
+        at += snprintf(msg + at, cap - (size_t)at, "\r\n");
+        memcpy(msg + at, body, len);
+        httpd_req_send_raw(r, msg, (size_t)at + len);
+        free(msg);
+    }
+    r->replied = true; /* finished for its owner: no on_close */
+    r->peer_gone = true;
+    /* MHD closes the connection at its next look: resumed if asleep, else the socket's shutdown
+     * wakes its poll (the reply sent goes out before the FIN). */
+    const union MHD_ConnectionInfo *fd =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (r->suspended) {
+        httpd_req_unwatch(r);
+        r->suspended = false;
+        MHD_resume_connection(r->conn);
+        httpd_kick(r->h);
+    } else if (fd) {
+        shutdown(fd->connect_fd, SHUT_RDWR);
+    }
+}
+
 void httpd_req_on_close(httpd_req *r, void (*fn)(void *ud), void *ud)
 {
     r->on_close = fn;
@@ -852,8 +987,9 @@ httpd *httpd_start_config(ev_loop *loop, const httpd_config *cfg, char *err, siz
                          cfg->idle_timeout_s ? cfg->idle_timeout_s : HTTPD_IDLE_TIMEOUT_S,
                          MHD_OPTION_CONNECTION_LIMIT,
                          cfg->max_connections ? cfg->max_connections : HTTPD_MAX_CONNECTIONS,
-                         MHD_OPTION_EXTERNAL_LOGGER, httpd_on_log, h, MHD_OPTION_NOTIFY_COMPLETED,
-                         httpd_on_completed, h, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+                         MHD_OPTION_URI_LOG_CALLBACK, httpd_on_uri, h, MHD_OPTION_EXTERNAL_LOGGER,
+                         httpd_on_log, h, MHD_OPTION_NOTIFY_COMPLETED, httpd_on_completed, h,
+                         MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
     const union MHD_DaemonInfo *info =
         h->d ? MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
     if (info)

@@ -83,7 +83,7 @@ void ev_free(ev_loop *loop)
 
 int ev_fd_set(ev_loop *loop, int fd, int events, ev_fd_fn fn, void *ud)
 {
-    if (fd < 0 || !fn || !(events & (EV_READ | EV_WRITE)))
+    if (fd < 0 || !fn || !(events & (EV_READ | EV_WRITE | EV_ERROR)))
         return -EINVAL;
     if ((size_t)fd >= loop->nfds) {
         size_t n = loop->nfds ? loop->nfds : 64;
@@ -269,6 +269,8 @@ int ev_run(ev_loop *loop)
             int mask = 0;
             if (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
                 mask |= EV_READ;
+            if (evs[i].events & (EPOLLERR | EPOLLHUP))
+                mask |= EV_ERROR;
             if (evs[i].events & EPOLLOUT)
                 mask |= EV_WRITE;
             ev_fdreg r = loop->fds[fd];

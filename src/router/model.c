@@ -1,6 +1,6 @@
-/* rt_model: a byte-at-a-time JSON state machine that validates the body up to the top-level
- * "model" value and decodes that value (and the top-level keys, so "mod\u0065l" is "model" too).
- * Nested values are validated and skipped without decoding; nothing is buffered but the name. */
+/* rt_model: a byte-at-a-time JSON state machine that validates the whole body, decodes the
+ * top-level "model" value and the top-level keys (so "mod\u0065l" is "model" too, and a second
+ * "model" key is seen). Nested values are validated and skipped; nothing is kept but the name. */
 #include "router/model.h"
 
 #include <errno.h>
@@ -265,6 +265,10 @@ static int rt_model_step(rt_model_scan *s, unsigned char c)
         if (c == '"') {
             if (s->str_kind == SK_KEY)
                 s->key_is_model = s->key_match == (int)sizeof(rt_model_key) - 1;
+            if (s->str_kind == SK_KEY && s->key_is_model && s->status == RT_MODEL_FOUND) {
+                rt_model_fail(s, RT_MODEL_BAD, "duplicate \"model\" key");
+                return 1;
+            }
             s->state = s->str_then;
         } else if (c == '\\') {
             s->state = ST_ESC;
@@ -377,10 +381,11 @@ rt_model_status rt_model_feed(rt_model_scan *s, const void *data, size_t len)
 {
     const unsigned char *p = data;
     size_t i = 0;
-    while (i < len && s->status == RT_MODEL_MORE) {
+    while (i < len && !s->finished && (s->status == RT_MODEL_MORE || s->status == RT_MODEL_FOUND)) {
         int was_model = s->state == ST_STR && s->str_kind == SK_MODEL;
+        rt_model_status before = s->status;
         int used = rt_model_step(s, p[i]);
-        if (s->status != RT_MODEL_MORE)
+        if (s->status != before)
             break;
         if (used) {
             i++;
@@ -399,8 +404,13 @@ rt_model_status rt_model_feed(rt_model_scan *s, const void *data, size_t len)
 
 rt_model_status rt_model_finish(rt_model_scan *s)
 {
-    if (s->status != RT_MODEL_MORE)
+    if (s->finished || (s->status != RT_MODEL_MORE && s->status != RT_MODEL_FOUND))
         return s->status;
+    s->finished = 1;
+    if (s->status == RT_MODEL_FOUND)
+        return s->state == ST_TRAILER
+                   ? s->status
+                   : rt_model_fail(s, RT_MODEL_BAD, "request body is truncated JSON");
     if (s->state == ST_TRAILER)
         return rt_model_fail(s, RT_MODEL_NONE, "request body has no \"model\" field");
     if (s->state == ST_START)

@@ -10,7 +10,11 @@
  * drain_fence_ms after the swap was written, so a request goes to the resident only within half
  * of that after a read of the pool from the API server (not the cache, which may lag by a relist's
  * backoff) showed it resident with no swap. Such a request has reached the Pod before the probe
- * that could unload it is sent. */
+ * that could unload it is sent.
+ * Memory: the bytes of bodies kept before their forward (until the model is known, and while
+ * held) come out of one budget for all requests (rt_reserve): a body of known length reserves it
+ * whole when it arrives, so a request that cannot fit is refused before its body is read; an
+ * upload that stalls before its model is known is ended (408) after body_idle_ms. */
 #include "router/router.h"
 
 #include <errno.h>
@@ -68,8 +72,11 @@ typedef struct rt_req {
     struct rt_req *all_prev, *all_next; /* every live request, for rt_router_free */
     uint64_t arrived_ms;
     uint64_t budget_timer;
-    unsigned refused;  /* forwards that failed before any response byte */
-    uint64_t retry_at; /* put back after one: not forwarded again before this */
+    size_t reserved;       /* of the body budget: at least cap */
+    uint64_t idle_timer;   /* while READING: the upload's silence is timed */
+    uint64_t last_byte_ms; /* when its last body bytes came */
+    unsigned refused;      /* forwards that failed before any response byte */
+    uint64_t retry_at;     /* put back after one: not forwarded again before this */
     fwd_call *call;
 } rt_req;
 
@@ -130,7 +137,8 @@ struct rt_router {
     rt_req *arriving; /* the request rt_enqueue decides for: forwarded at once, not held */
     rt_req *reqs;     /* every live request */
     bool stopping;
-    size_t in_flight; /* forwards running, all pools */
+    size_t in_flight;  /* forwards running, all pools */
+    uint64_t buffered; /* body bytes reserved by every request, at most o.body_budget_bytes */
     void (*stopped)(void *ud);
     void *stopped_ud;
     uint64_t stop_deadline, stop_timer;
@@ -184,6 +192,45 @@ static void rt_pool_reason(const pool_obj *o, char *buf, size_t len)
              msg ? msg : "");
 }
 
+/* ---- the body budget ---- */
+
+/* Reserves room for q's kept body to grow to want bytes. Reservations larger than one small body
+ * (RT_MODEL_BODY_EXACT_MAX) stay out of the budget's last eighth, so large uploads alone cannot
+ * refuse a small request. 0, or -ENOSPC when it does not fit. */
+static int rt_reserve(rt_req *q, size_t want)
+{
+    rt_router *rt = q->rt;
+    if (want <= q->reserved)
+        return 0;
+    uint64_t budget = (uint64_t)rt->o.body_budget_bytes;
+    uint64_t limit = want > RT_MODEL_BODY_EXACT_MAX ? budget - budget / 8 : budget;
+    if (rt->buffered + (want - q->reserved) > limit)
+        return -ENOSPC;
+    rt->buffered += want - q->reserved;
+    q->reserved = want;
+    rt_metrics_buffered(&rt->m, rt->buffered);
+    return 0;
+}
+
+/* Gives back what q reserved beyond keep bytes. */
+static void rt_unreserve(rt_req *q, size_t keep)
+{
+    if (q->reserved <= keep)
+        return;
+    q->rt->buffered -= q->reserved - keep;
+    q->reserved = keep;
+    rt_metrics_buffered(&q->rt->m, q->rt->buffered);
+}
+
+/* Frees q's kept body and its reservation. */
+static void rt_buf_drop(rt_req *q)
+{
+    free(q->buf);
+    q->buf = NULL;
+    q->len = q->cap = 0;
+    rt_unreserve(q, 0);
+}
+
 /* ---- answers the router writes itself ---- */
 
 static void rt_req_free(rt_req *q)
@@ -197,7 +244,9 @@ static void rt_req_free(rt_req *q)
         q->all_next->all_prev = q->all_prev;
     if (q->budget_timer)
         ev_timer_cancel(q->rt->loop, q->budget_timer);
-    free(q->buf);
+    if (q->idle_timer)
+        ev_timer_cancel(q->rt->loop, q->idle_timer);
+    rt_buf_drop(q);
     free(q);
 }
 
@@ -405,9 +454,7 @@ static void rt_forward_abort(rt_req *q, rt_oai_err err, const char *msg)
 static void rt_fwd_head(void *ud, int status, const fwd_header *headers, size_t n)
 {
     rt_req *q = ud;
-    free(q->buf); /* answered: never put back */
-    q->buf = NULL;
-    q->len = q->cap = 0;
+    rt_buf_drop(q); /* answered: never put back */
     httpd_header h[RT_MAX_HEADERS];
     if (n > RT_MAX_HEADERS) {
         rt_forward_abort(q, RT_OAI_BAD_GATEWAY, "the member answered with too many headers");
@@ -628,11 +675,8 @@ static void rt_forward(rt_req *q)
         rt_answer(q, RT_OAI_BAD_GATEWAY, why ? why : "cannot forward", 0);
         return;
     }
-    if (!q->body_end) { /* the rest streams: the start is the forwarder's to replay now */
-        free(q->buf);
-        q->buf = NULL;
-        q->len = q->cap = 0;
-    }
+    if (!q->body_end) /* the rest streams: the start is the forwarder's to replay now */
+        rt_buf_drop(q);
     if (!q->body_end && q->body_paused) {
         q->body_paused = false;
         httpd_req_body_resume(q->hr);
@@ -1091,12 +1135,15 @@ static void rt_enqueue(rt_req *q)
     rt_mark(p);
 }
 
+/* Keeps len more body bytes: 0, -ENOSPC (over the body budget) or -ENOMEM. */
 static int rt_buf_add(rt_req *q, const char *data, size_t len)
 {
     if (len == 0)
         return 0;
     if (q->len + len > q->cap) {
         size_t c = rt_model_buf_cap(q->cap, q->content_length, q->len + len);
+        if (rt_reserve(q, c) < 0)
+            return -ENOSPC;
         char *b = realloc(q->buf, c);
         if (!b)
             return -ENOMEM;
@@ -1108,6 +1155,52 @@ static int rt_buf_add(rt_req *q, const char *data, size_t len)
     return 0;
 }
 
+/* Ends q, which is READING, HELD or FORWARDING, with err: a forward is cut. */
+static void rt_refuse(rt_req *q, rt_oai_err err, const char *msg, uint32_t retry_s)
+{
+    if (q->state == RQ_FORWARDING) {
+        rt_forward_abort(q, err, msg);
+        return;
+    }
+    if (q->state == RQ_HELD) {
+        rt_mq_unlink(q);
+        rt_mark(q->pool);
+    }
+    rt_answer(q, err, msg, retry_s);
+}
+
+static void rt_overloaded(rt_router *rt, char *msg, size_t len)
+{
+    snprintf(msg, len,
+             "the router holds %llu bytes of request bodies, its --body-buffer-budget (%lld): "
+             "retry shortly",
+             (unsigned long long)rt->buffered, rt->o.body_budget_bytes);
+}
+
+/* An upload still looking for its model that sent nothing for body_idle_ms: 408, and its bytes
+ * go back to the budget. Its body is partly read, so the answer ends the connection. */
+static void rt_body_idle(ev_loop *loop, void *ud)
+{
+    rt_req *q = ud;
+    rt_router *rt = q->rt;
+    q->idle_timer = 0;
+    uint64_t now = ev_now_ms(), idle = (uint64_t)rt->o.body_idle_ms;
+    if (now - q->last_byte_ms < idle) {
+        q->idle_timer = ev_timer_add(loop, q->last_byte_ms + idle - now, rt_body_idle, q);
+        return;
+    }
+    char msg[160];
+    snprintf(msg, sizeof(msg),
+             "the request body stalled: nothing received for %ld ms (--body-idle-timeout)",
+             rt->o.body_idle_ms);
+    char *body = rt_oai_error(RT_OAI_TIMEOUT, msg);
+    httpd_header h[] = {{"Content-Type", "application/json"}};
+    rt_metrics_request(&rt->m, "", "", "", rt_oai_status(RT_OAI_TIMEOUT));
+    httpd_req_abort(q->hr, rt_oai_status(RT_OAI_TIMEOUT), h, 1, body, body ? strlen(body) : 0);
+    free(body);
+    rt_req_free(q);
+}
+
 static void rt_body(void *ud, const char *data, size_t len, bool end)
 {
     rt_req *q = ud;
@@ -1116,19 +1209,21 @@ static void rt_body(void *ud, const char *data, size_t len, bool end)
     if (q->body_total > (uint64_t)rt->o.max_body_bytes) {
         char msg[128];
         snprintf(msg, sizeof(msg), "request body larger than %lld bytes", rt->o.max_body_bytes);
-        if (q->state == RQ_FORWARDING) {
-            rt_forward_abort(q, RT_OAI_TOO_LARGE, msg);
-            return;
-        }
-        if (q->state == RQ_HELD) {
-            rt_mq_unlink(q);
-            rt_mark(q->pool);
-        }
-        rt_answer(q, RT_OAI_TOO_LARGE, msg, 0);
+        rt_refuse(q, RT_OAI_TOO_LARGE, msg, 0);
         return;
     }
     if (end)
         q->body_end = true;
+    /* Every byte is scanned before it is kept or sent on: a second "model" key, or invalid JSON
+     * after the model, stops the request before the member has the whole body. */
+    rt_model_status st = rt_model_feed(&q->scan, data, len);
+    if (end && (st == RT_MODEL_MORE || st == RT_MODEL_FOUND))
+        st = rt_model_finish(&q->scan);
+    if (st == RT_MODEL_NONE || st == RT_MODEL_BAD) {
+        rt_refuse(q, RT_OAI_BAD_REQUEST,
+                  q->scan.reason ? q->scan.reason : "the body names no model", 0);
+        return;
+    }
     if (q->state == RQ_FORWARDING) {
         if (fwd_body(q->call, data, len, end) == 1 && !end) {
             q->body_paused = true;
@@ -1136,27 +1231,26 @@ static void rt_body(void *ud, const char *data, size_t len, bool end)
         }
         return;
     }
-    if (rt_buf_add(q, data, len) < 0) {
-        if (q->state == RQ_HELD) {
-            rt_mq_unlink(q);
-            rt_mark(q->pool);
-        }
-        rt_answer(q, RT_OAI_BAD_GATEWAY, "out of memory", 0);
+    int rc = rt_buf_add(q, data, len);
+    if (rc < 0) {
+        char msg[192];
+        if (rc == -ENOSPC)
+            rt_overloaded(rt, msg, sizeof(msg));
+        else
+            snprintf(msg, sizeof(msg), "out of memory");
+        rt_refuse(q, rc == -ENOSPC ? RT_OAI_OVERLOADED : RT_OAI_BAD_GATEWAY, msg,
+                  rc == -ENOSPC ? 1 : 0);
         return;
     }
     if (q->state == RQ_HELD)
         return; /* bytes that came with the pause: kept for the forward */
-    rt_model_status st = rt_model_feed(&q->scan, data, len);
-    if (st == RT_MODEL_MORE && end)
-        st = rt_model_finish(&q->scan);
+    q->last_byte_ms = ev_now_ms();
     if (st == RT_MODEL_MORE)
         return;
-    if (st != RT_MODEL_FOUND) {
-        rt_answer(q, RT_OAI_BAD_REQUEST,
-                  q->scan.reason ? q->scan.reason : "the body names no model", 0);
-        return;
-    }
-    if (!end) { /* hold the rest of the body until the request goes out */
+    ev_timer_cancel(rt->loop, q->idle_timer);
+    q->idle_timer = 0;
+    rt_unreserve(q, q->cap); /* the rest streams to the member: only what is kept stays */
+    if (!end) {              /* hold the rest of the body until the request goes out */
         q->body_paused = true;
         httpd_req_body_pause(q->hr);
     }
@@ -1229,9 +1323,13 @@ static void rt_request(void *ud, httpd_req *hr)
             return;
         }
         cl = v;
-        if (v > rt->o.max_body_bytes) {
+        /* What the budget can ever hold for one large body is its limit too. */
+        long long most = rt->o.max_body_bytes, room = rt->o.body_budget_bytes;
+        room -= room / 8;
+        if (v > most || v > room) {
             char msg[128];
-            snprintf(msg, sizeof(msg), "request body larger than %lld bytes", rt->o.max_body_bytes);
+            snprintf(msg, sizeof(msg), "request body larger than %lld bytes",
+                     most < room ? most : room);
             rt_reply_error(hr, RT_OAI_TOO_LARGE, msg, 0);
             return;
         }
@@ -1244,12 +1342,22 @@ static void rt_request(void *ud, httpd_req *hr)
     q->rt = rt;
     q->hr = hr;
     q->content_length = cl;
+    if (cl > 0 && rt_reserve(q, (size_t)cl) < 0) { /* refused before its body is read */
+        char msg[192];
+        rt_overloaded(rt, msg, sizeof(msg));
+        free(q);
+        rt_metrics_request(&rt->m, "", "", "", rt_oai_status(RT_OAI_OVERLOADED));
+        rt_reply_error(hr, RT_OAI_OVERLOADED, msg, 1);
+        return;
+    }
     q->all_next = rt->reqs;
     if (rt->reqs)
         rt->reqs->all_prev = q;
     rt->reqs = q;
     rt_model_init(&q->scan);
     httpd_req_on_close(hr, rt_closed, q);
+    q->last_byte_ms = ev_now_ms();
+    q->idle_timer = ev_timer_add(rt->loop, (uint64_t)rt->o.body_idle_ms, rt_body_idle, q);
     if (httpd_req_body(hr, rt_body, q) < 0)
         rt_answer(q, RT_OAI_BAD_REQUEST, "cannot read the body", 0);
 }
@@ -1390,6 +1498,10 @@ rt_router *rt_router_new(ev_loop *loop, kube_client *client, const rt_router_opt
     rt->o = *o;
     if (rt->o.drain_fence_ms <= 0)
         rt->o.drain_fence_ms = 2000;
+    if (rt->o.body_budget_bytes <= 0)
+        rt->o.body_budget_bytes = 128LL << 20;
+    if (rt->o.body_idle_ms <= 0)
+        rt->o.body_idle_ms = 30000;
     if (strmap_init(&rt->pool_map) < 0)
         goto oom;
     if ((o->namespace_ && !(rt->ns_copy = strdup(o->namespace_))) ||

@@ -52,8 +52,12 @@ int rt_metrics_init(rt_metrics *m, metrics *reg)
         "Reads of a pool from the API server for the drain fence, by result (confirmed, "
         "not_confirmed, failed).",
         pr2, NULL, 0);
+    m->buffered = metrics_family_new(
+        reg, METRICS_GAUGE, "modelpool_router_buffered_bytes",
+        "Request body bytes held in memory now, all requests (at most --body-buffer-budget).", NULL,
+        NULL, 0);
     return m->requests && m->held && m->hold && m->activations && m->coalesced && m->unavailable &&
-                   m->upstream && m->fence_reads
+                   m->upstream && m->fence_reads && m->buffered
                ? 0
                : -ENOMEM;
 }
@@ -115,4 +119,9 @@ void rt_metrics_fence_read(rt_metrics *m, const char *ns, const char *pool, cons
 {
     const char *v[] = {ns, pool, result};
     metrics_add(m->fence_reads, v, 1);
+}
+
+void rt_metrics_buffered(rt_metrics *m, uint64_t bytes)
+{
+    metrics_set(m->buffered, NULL, (double)bytes);
 }

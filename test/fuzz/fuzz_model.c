@@ -1,7 +1,7 @@
 /* libFuzzer entry point for the request body's model scanner. The first byte chooses how the rest
  * (the body) is cut into chunks; every cut must give what the whole body gives, a FOUND token must
  * sit on the body's quotes and survive a rewrite, and where cJSON parses the body its first
- * top-level "model" must agree (FOUND: the same string; NONE: not a string). */
+ * top-level "model" must agree (FOUND: the same string, and no second one; NONE: not a string). */
 #include <cjson/cJSON.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -52,7 +52,7 @@ static void fuzz_check_found(const uint8_t *body, size_t len, const rt_model_sca
     if (s->name_len > RT_MODEL_NAME_MAX || s->name[s->name_len] != '\0' ||
         memchr(s->name, '\0', s->name_len) || !rt_model_utf8_valid(s->name, s->name_len))
         abort();
-    if (s->tok_start >= s->tok_end || s->tok_end > len || s->pos != s->tok_end ||
+    if (s->tok_start >= s->tok_end || s->tok_end > len || s->pos != len ||
         body[s->tok_start] != '"' || body[s->tok_end - 1] != '"')
         abort();
     /* Writing the same name back gives a prefix in which the scanner finds it again. */
@@ -101,6 +101,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             (!cJSON_IsString(m) || strcmp(cJSON_GetStringValue(m), whole.name) != 0))
             abort();
         if (st == RT_MODEL_NONE && cJSON_IsString(m))
+            abort();
+        int keys = 0;
+        for (const cJSON *c = root->child; c; c = c->next)
+            keys += c->string && strcmp(c->string, "model") == 0;
+        if (st == RT_MODEL_FOUND && keys != 1)
             abort();
     }
     cJSON_Delete(root);

@@ -63,9 +63,16 @@ static const test_case test_cases[] = {
     FOUND("{\"model\":\"\"}", ""),
     /* Keys close to "model" are other keys. */
     FOUND("{\"Model\":\"a\",\"models\":\"b\",\"mode\":\"c\",\"\":\"d\",\"model\":\"e\"}", "e"),
-    /* The first top-level "model" wins, whatever follows it. */
-    FOUND("{\"model\":\"first\",\"model\":\"second\"}", "first"),
-    FOUND("{\"model\":\"first\" garbage", "first"),
+    /* A second top-level "model" key is refused (parsers differ on which one counts), however
+     * spelt; one below the top level is another key. Invalid JSON after the model is refused. */
+    BAD("{\"model\":\"first\",\"model\":\"second\"}", "duplicate \"model\" key"),
+    BAD("{\"model\":\"A\",\"messages\":[],\"mod\\u0065l\":\"B\"}", "duplicate"),
+    BAD("{\"model\":\"A\",\"model\":null}", "duplicate"),
+    FOUND("{\"model\":\"A\",\"x\":{\"model\":\"B\"},\"y\":[{\"model\":\"C\"}]}", "A"),
+    BAD("{\"model\":\"first\" garbage", "expected ',' or '}'"),
+    BAD("{\"model\":\"first\",\"t\":NaN}", "expected a value"),
+    BAD("{\"model\":\"first\"} x", "data after"),
+    BAD("{\"model\":\"first\",\"a\":[1", "truncated"),
     NONE("{\"model\":null,\"model\":\"second\"}", "not a string"),
     NONE("{\"model\":42}", "not a string"),
     NONE("{\"model\":-1}", "not a string"),
@@ -149,10 +156,12 @@ static rt_model_status test_scan_cut(const char *body, size_t len, const size_t 
         st = rt_model_feed(s, body + at, to - at);
         at = to;
     }
-    /* A final status stays final: more bytes change nothing. */
-    if (st != RT_MODEL_MORE)
+    /* A final status stays final: more bytes change nothing (FOUND reads on until the end). */
+    if (st == RT_MODEL_NONE || st == RT_MODEL_BAD)
         assert_int_equal(rt_model_feed(s, "{\"model\":\"z\"}", 13), st);
-    return rt_model_finish(s);
+    st = rt_model_finish(s);
+    assert_int_equal(rt_model_feed(s, "{\"model\":\"z\"}", 13), st);
+    return st;
 }
 
 static void test_same(const rt_model_scan *a, const rt_model_scan *b)
@@ -182,11 +191,11 @@ static void test_one(const test_case *tc)
         assert_int_equal(whole.name_len, nl);
         assert_memory_equal(whole.name, tc->name, nl);
         assert_int_equal(whole.name[nl], '\0');
-        /* The token is the value with its quotes, and the scan stopped right after it. */
+        /* The token is the value with its quotes, and the scan read the whole body. */
         assert_true(whole.tok_start < whole.tok_end && whole.tok_end <= len);
         assert_int_equal(tc->body[whole.tok_start], '"');
         assert_int_equal(tc->body[whole.tok_end - 1], '"');
-        assert_int_equal(whole.pos, whole.tok_end);
+        assert_int_equal(whole.pos, len);
         assert_null(whole.reason);
     } else {
         assert_non_null(whole.reason);
@@ -408,13 +417,17 @@ static void test_depth_cap(void **state)
         assert_non_null(strstr(s.reason, "deeper"));
         free(b);
     }
-    /* Once the model is known, what follows is not read: depth there does not matter. */
+    /* Once the model is known the rest is still read (for a second "model" key): the cap holds
+     * there too, and the name found stays readable. */
     rt_model_scan s;
     char *b = test_deep_body(10000, '[', ']');
     char *pre = malloc(strlen(b) + 16);
     assert_non_null(pre);
     sprintf(pre, "{\"model\":\"m\",%s", b + 1);
-    test_found(pre, &s);
+    rt_model_init(&s);
+    assert_int_equal(rt_model_feed(&s, pre, strlen(pre)), RT_MODEL_BAD);
+    assert_non_null(strstr(s.reason, "deeper"));
+    assert_string_equal(s.name, "m");
     free(pre);
     free(b);
 }

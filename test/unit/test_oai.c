@@ -27,6 +27,8 @@ static const struct {
     {RT_OAI_BAD_GATEWAY, 502, "server_error", "upstream_error"},
     {RT_OAI_MODEL_LOADING, 503, "server_error", "model_loading"},
     {RT_OAI_POOL_UNAVAILABLE, 503, "server_error", "pool_unavailable"},
+    {RT_OAI_OVERLOADED, 503, "server_error", "overloaded"},
+    {RT_OAI_TIMEOUT, 408, "invalid_request_error", "request_timeout"},
 };
 
 /* Parses an error body and checks its shape: exactly message, type, param (null), code. */

@@ -284,6 +284,18 @@ static void test_router_flags(void **state)
     assert_int_equal(o.resident_grace_ms, 10000);
     assert_int_equal(o.upstream_timeout_ms, 600000);
     assert_int_equal(o.drain_fence_ms, 2000); /* shared with the operator, same default */
+    assert_int_equal(o.body_budget_bytes, 128LL << 20);
+    assert_int_equal(o.body_idle_ms, 30000);
+    assert_int_equal(
+        parse_router(&o, err, sizeof(err), 3, "--body-buffer-budget=2Mi", "--body-idle-timeout=1s"),
+        0);
+    assert_int_equal(o.body_budget_bytes, 2LL << 20);
+    assert_int_equal(o.body_idle_ms, 1000);
+    assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--body-buffer-budget=64Ki"), -1);
+    assert_non_null(strstr(err, "--body-buffer-budget 64Ki"));
+    assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--body-idle-timeout=never"), -1);
+    assert_non_null(strstr(err, "--body-idle-timeout never"));
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "--body-idle-timeout=1s"), -1);
     assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--drain-fence=5s"), 0);
     assert_int_equal(o.drain_fence_ms, 5000);
     assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--upstream-timeout=90s"), 0);
