@@ -69,9 +69,10 @@ typedef struct rt_hold_decision {
 void rt_hold_decide(const rt_hold_pool *pool, rt_hold_verdict *verdicts, rt_hold_reject *reasons,
                     rt_hold_decision *out);
 
-/* Retry-After for a request whose hold ran out, in whole seconds, at least 1: what is left of
- * this pool's typical swap (estimate_ms, 0 when none was seen) since the swap began
- * (swap_started_ms, 0 when none is in flight), else a tenth of the budget, at most 30 s. */
+/* Retry-After for a request whose hold ran out, in whole seconds: what is left of this pool's
+ * typical swap (estimate_ms, 0 when none was seen) since the swap began (swap_started_ms, 0 when
+ * none is in flight), else a tenth of the budget, at most 30 s; never more than the budget (in
+ * whole seconds, rounded down), and at least 1 (so over a budget under a second only). */
 uint32_t rt_hold_retry_after_s(uint64_t estimate_ms, uint64_t swap_started_ms, uint64_t now_ms,
                                uint64_t budget_ms);
 

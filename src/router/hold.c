@@ -104,6 +104,10 @@ uint32_t rt_hold_retry_after_s(uint64_t estimate_ms, uint64_t swap_started_ms, u
         if (left_ms > 30000)
             left_ms = 30000;
     }
-    uint64_t s = (left_ms + 999) / 1000;
+    /* Never past the budget: an estimate learnt from a slow swap (an hour) would tell the client
+     * to wait longer than the pool ever holds a request. Whole seconds, rounded down there. */
+    uint64_t s = (left_ms + 999) / 1000, most = budget_ms / 1000;
+    if (s > most)
+        s = most;
     return s < 1 ? 1 : (uint32_t)(s > UINT32_MAX ? UINT32_MAX : s);
 }

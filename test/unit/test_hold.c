@@ -258,6 +258,10 @@ static void test_retry_after(void **state)
     assert_int_equal(rt_hold_retry_after_s(0, 0, T0, 20000), 2);
     assert_int_equal(rt_hold_retry_after_s(0, 0, T0, 1), 1);
     assert_int_equal(rt_hold_retry_after_s(2500, 0, T0, 300000), 3);
+    /* An estimate from one very slow swap never asks for more than the pool's budget. */
+    assert_int_equal(rt_hold_retry_after_s(3600000, T0, T0 + 1000, 300000), 300);
+    assert_int_equal(rt_hold_retry_after_s(3600000, 0, T0, 2500), 2);
+    assert_int_equal(rt_hold_retry_after_s(3600000, 0, T0, 500), 1);
 }
 
 int main(void)
