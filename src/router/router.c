@@ -1536,6 +1536,7 @@ rt_router *rt_router_new(ev_loop *loop, kube_client *client, const rt_router_opt
               fwd_new(loop, &(fwd_config){.first_byte_timeout_ms = o->upstream_timeout_ms})) ||
         rt_metrics_init(&rt->m, o->metrics) < 0)
         goto oom;
+    rt_metrics_buffered(&rt->m, 0);
     return rt;
 oom:
     snprintf(err, errlen, "out of memory");
