@@ -84,7 +84,8 @@ int rt_model_rewrite(const char *prefix, size_t prefix_len, uint64_t tok_start, 
 
 /* The capacity of the buffer that keeps a request body until it is forwarded, growing from cap to
  * hold need bytes: first exactly the body when its content_length (-1: none sent) is known and at
- * most RT_MODEL_BODY_EXACT_MAX, else 4 KiB; then doubling. Sized to the body, a held request costs
+ * most RT_MODEL_BODY_EXACT_MAX, else 4 KiB; then doubling, but never past a content_length that
+ * holds need (the body budget reserved that much). Sized to the body, a held request costs
  * the bytes it sent, not a mostly empty page that the allocator still touches. */
 size_t rt_model_buf_cap(size_t cap, int64_t content_length, size_t need);
 

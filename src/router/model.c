@@ -469,5 +469,8 @@ size_t rt_model_buf_cap(size_t cap, int64_t content_length, size_t need)
     size_t c = cap ? cap : 4096;
     while (c < need)
         c *= 2;
+    /* Never past the length announced: that is what the body budget reserved for it. */
+    if (content_length > 0 && (uint64_t)content_length >= need && c > (uint64_t)content_length)
+        c = (size_t)content_length;
     return c;
 }

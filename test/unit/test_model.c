@@ -485,6 +485,9 @@ static void test_buf_cap(void **state)
     assert_int_equal(rt_model_buf_cap(250, 250, 250), 250); /* fits: unchanged */
     assert_int_equal(rt_model_buf_cap(250, 250, 251), 500);
     assert_int_equal(rt_model_buf_cap(4096, -1, 5000), 8192);
+    /* Doubling stops at the length announced (what the body budget reserved). */
+    assert_int_equal(rt_model_buf_cap(65536, 100000, 70000), 100000);
+    assert_int_equal(rt_model_buf_cap(65536, 100000, 100001), 131072);
 }
 
 int main(void)
