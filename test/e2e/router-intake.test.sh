@@ -72,7 +72,7 @@ EOF
 client() { python3 "$MP_STATE_DIR/client.py" "$1" "$port" "${@:2}"; }
 
 log "an upload of 1.5 MiB stalls before its model: its length is reserved from the 2 MiB budget"
-client upload $((1536 * 1024)) $((256 * 1024)) >"$MP_STATE_DIR/stalled.out" &
+python3 "$MP_STATE_DIR/client.py" upload "$port" $((1536 * 1024)) $((256 * 1024)) >"$MP_STATE_DIR/stalled.out" &
 stalled=$!
 wait_for 30 at_least $((1536 * 1024))
 
