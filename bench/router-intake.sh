@@ -97,6 +97,10 @@ import signal, socket, sys, threading
 port, n, size = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 lock = threading.Lock()
 socks = []
+def say(what):
+    with lock:
+        sys.stdout.write(what + "\n")
+        sys.stdout.flush()
 def one(i):
     s = socket.create_connection(("127.0.0.1", port))
     with lock:
@@ -107,22 +111,22 @@ def one(i):
     try:
         s.sendall(head + body)
     except OSError:
-        print("reset", flush=True)
+        say("reset")
         return
     s.settimeout(0.5)
     try:
         got = s.recv(64)
-        print(got.split(b" ")[1].decode() if got else "closed", flush=True)
+        say(got.split(b" ")[1].decode() if got else "closed")
     except socket.timeout:
-        print("held", flush=True)
+        say("held")
     except OSError:
-        print("reset", flush=True)
+        say("reset")
 threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
 for t in threads:
     t.start()
 for t in threads:
     t.join()
-print("done", flush=True)
+say("done")
 signal.sigwait([signal.SIGTERM])
 EOF
 
