@@ -153,13 +153,47 @@ static void test_fd_ready(void **state)
     ev_free(loop);
 }
 
+static void test_on_error(ev_loop *loop, int fd, int events, void *ud)
+{
+    test_pipe *p = ud;
+    assert_true(events & EV_ERROR);
+    p->reads++;
+    ev_fd_clear(loop, fd);
+    ev_stop(loop);
+}
+
+static void test_stop(ev_loop *loop, void *ud)
+{
+    (void)ud;
+    ev_stop(loop);
+}
+
+/* EV_ERROR alone: bytes to read (or an end of file) do not wake the loop, a hang-up does. */
+static void test_fd_error_only(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    test_pipe p = {0};
+    assert_int_equal(ev_fd_set(loop, fds[0], EV_ERROR, test_on_error, &p), 0);
+    assert_int_equal(write(fds[1], "x", 1), 1);
+    assert_true(ev_timer_add(loop, 0, test_stop, NULL) > 0); /* one turn: epoll saw the byte */
+    assert_int_equal(ev_run(loop), 0);
+    assert_int_equal(p.reads, 0);
+    close(fds[1]); /* the writer hangs up */
+    assert_int_equal(ev_run(loop), 0);
+    assert_int_equal(p.reads, 1);
+    close(fds[0]);
+    ev_free(loop);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_timer_order),
-        cmocka_unit_test(test_timer_from_callback),
-        cmocka_unit_test(test_timer_cancel_many),
-        cmocka_unit_test(test_fd_ready),
+        cmocka_unit_test(test_timer_order),       cmocka_unit_test(test_timer_from_callback),
+        cmocka_unit_test(test_timer_cancel_many), cmocka_unit_test(test_fd_ready),
+        cmocka_unit_test(test_fd_error_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
