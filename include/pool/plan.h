@@ -166,7 +166,8 @@ typedef struct {
     char *idle_path;
     plan_probe_pod *pods;
     size_t n_pods;
-    /* EVENT; reason also on SCALE: NoRunningPod or Idle (to 0), SlotFree (0 to 1), TooManyReplicas
+    /* EVENT; reason also on SCALE: NoRunningPod or Idle (to 0), HeldBack (a starting target to 0,
+     * unprobed), SlotFree (0 to 1), TooManyReplicas
      * (above 1 to 1) */
     bool warning; /* type Warning, else Normal */
     char *reason;

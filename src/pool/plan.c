@@ -833,6 +833,22 @@ static const char *live_pod_name(const plan_member *m)
     return "";
 }
 
+/* Rule 3: a target up beside another member (or beside its own old Pod, rule 1) is held at 0, its
+ * member controller would otherwise start it there. One that is not serving is scaled back at
+ * once, in the plan that records the request or the next, before any fence or probe: it never had
+ * the slot and is starting (a loading server fails its idle probe, which would keep two models on
+ * the GPU for the whole load). One that serves (it started while the operator was away) is probed
+ * first (rule 2), and the serving target of a new pool is the one kept, not restarted. */
+static void hold_back(plan_ctx *c, const plan_member *target, const char *res, plan_defer *d)
+{
+    if (!is_up(target) || (others_clear(c->s, target->name) && !has_terminating_pod(target)))
+        return;
+    if (!is_serving(target))
+        push_scale(c, target->name, 0, "HeldBack");
+    else if (res != NULL)
+        drain(c, target, 0, c->s->drain_after_ms, d);
+}
+
 /* pendingMember is set and no newer request: drain, hold, start, complete or cancel. */
 static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *pend,
                         int64_t budget_ms, plan_defer *d)
@@ -858,12 +874,9 @@ static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *
         return;
     }
     bool loading = started || (clear && is_up(target) && !own_old);
-    /* Rule 3: a target up beside another member (or beside its own old Pod, rule 1) is held at 0
-     * first, its member controller would otherwise start it there; but a serving target of a new
-     * pool is the one kept, not restarted. */
-    if (!loading && is_up(target) && (!clear || own_old) && !(res == NULL && is_serving(target)))
-        drain(c, target, 0, s->drain_after_ms, d);
-    else if (loading)
+    if (!loading)
+        hold_back(c, target, res, d);
+    else
         limit_to_one(c, target, d);
     release_others(c, pend, s->drain_after_ms, d);
 
@@ -907,6 +920,15 @@ static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *
     }
 }
 
+/* The target of a swap this plan starts, held back in the same plan as the pendingMember write
+ * (after it) if it is starting beside another member; a serving one waits for the next plan's
+ * probe. */
+static void hold_back_new(plan_ctx *c, const plan_member *target)
+{
+    if (!is_serving(target))
+        hold_back(c, target, NULL, NULL);
+}
+
 /* Who a newer request swaps from: a target that was started holds the GPU now, so it becomes the
  * incumbent (released like any other); else the resident. */
 static const char *swap_from(const plan_ctx *c, const char *res, const char *pend)
@@ -938,6 +960,7 @@ static bool take_pool_request(plan_ctx *c, plan_want *w, const char *res, const 
         return false;
     supersede(c, m, res, pend);
     start_swap(c, w, swap_from(c, res, pend), rq);
+    hold_back_new(c, m);
     return true;
 }
 
@@ -985,8 +1008,9 @@ static void decide(plan_ctx *c, plan_want *w, int64_t budget_ms)
     } else if (!res && !pend) {
         decide_cold(c, w);
     } else if ((req = pick_request(c, res, pend)) != NULL) {
-        /* A newer request takes over at once (persisted alone, rule 3). */
+        /* A newer request takes over at once (persisted first, rule 3). */
         start_swap(c, w, swap_from(c, res, pend), req->name);
+        hold_back_new(c, req);
     } else if (!pend) {
         /* Sticky (rule 4): the resident stays until another member is requested. */
         const plan_member *r = member_named(s, res);

@@ -30,7 +30,8 @@ static const char sim_usage[] =
     "  --ip-count N          how many addresses from there (default 253: 127.0.0.2-254)\n"
     "  -v                    more logs (repeat for more)\n"
     "  --help                this text\n"
-    "Per member, annotations sim.modelpool.test/{load-ms,terminate-ms,busy,probe,fail,evict,\n"
+    "Per member, annotations "
+    "sim.modelpool.test/{load-ms,terminate-ms,busy,probe,fail,evict,loading,\n"
     "waiting-for-gpu} change what it does; see test/sim/sim.h.\n";
 
 typedef struct sim_flags {

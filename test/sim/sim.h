@@ -50,6 +50,8 @@
  *   sim.modelpool.test/evict: "true"      running Pods go Failed (reason Evicted, no address),
  *       status Failed, no new Pod while the annotation stays
  *   sim.modelpool.test/waiting-for-gpu: "true"  Pods stay Pending, status WaitingForGPU
+ *   sim.modelpool.test/loading: "true"    status Progressing while its Pods run (a server still
+ *       loading its model; with probe: error its idle probe fails, as a loading llama.cpp's does)
  * Endpoints per runtime: llamacpp, llamacpp-router GET /slots; vllm, tgi, sglang GET /metrics
  *   (vllm:num_requests_running, tgi_batch_current_size, sglang:num_running_reqs); generic the path
  *   in inference.llmkube.dev/idle-endpoint (200 idle, 503 busy); all GET /health. Anything else

@@ -1166,8 +1166,8 @@ static sim_step sim_run(sim_member *m, const cJSON *isvc, sim_pod *p)
  * WaitingForGPU or Creating while it wants replicas, else Stopped. */
 static const char *sim_member_phase(const sim_member *m, const cJSON *isvc, bool failed, int ready)
 {
-    if (ready > 0)
-        return "Ready";
+    if (ready > 0) /* loading: its server runs but has not loaded the model yet */
+        return sim_isvc_flag(isvc, "sim.modelpool.test/loading") ? "Progressing" : "Ready";
     if (m->desired <= 0)
         return "Stopped";
     if (failed)
