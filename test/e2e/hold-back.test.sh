@@ -3,7 +3,8 @@
 # (status Progressing, its idle probe failing, as a loading llama.cpp's /slots does): the operator
 # records the request (pendingMember) and scales the member back to 0 before any probe of the
 # resident answers; before the fix it waited for the drain fence and a probe of the loading member,
-# which fails, and the member stayed at 1 beside the resident. Then the swap goes on as usual.
+# which fails, and the member stayed at 1 beside the resident (seen failing: m-a's probe answered
+# first and m-b stayed up). Then the swap goes on as usual.
 ns=hold-back
 install_crds
 install_operator_rbac
@@ -19,7 +20,13 @@ kubectl_admin -n "$ns" annotate --overwrite isvc m-b sim.modelpool.test/loading=
 	sim.modelpool.test/probe=error >/dev/null
 from=$(wc -l <"$MP_STATE_DIR/operator.log")
 log "kubectl scale of m-b beside the busy m-a: held back before any probe of m-a answers"
+# The operator is paused until m-b's server runs (loading), so the first plan that sees the request
+# sees a running Pod: what a real member looks like by the time a slower operator gets to it.
+kill -STOP "$MP_OPERATOR_PID"
 kubectl_admin -n "$ns" scale isvc m-b --replicas=1 >/dev/null
+loading() { [ "$(isvc_get m-b '{.status.phase}' "$ns")" == Progressing ]; }
+wait_for 30 loading
+kill -CONT "$MP_OPERATOR_PID"
 resident_probed() { tail -n +"$from" "$MP_STATE_DIR/operator.log" | grep -q " probed pool=$ns/pool pod=$ns/m-a-"; }
 held_or_probed() { replicas_are m-b 0 "$ns" || resident_probed; }
 wait_for 60 held_or_probed
