@@ -13,6 +13,10 @@
                    pools hang their idle probes (simulator annotation probe: hang) with a swap
                    requested in each, so the operator is stuck probing them until its probe
                    timeout; then the hang is released and those K swaps must complete too
+  holdback N COUNT OUT  COUNT members scaled to 1 beside their pool's resident (as `kubectl scale`),
+                   one after another, each swap waited for
+  window LOG REQUESTER OPERATOR HOLDBACK_JSON  from the audit log, how long each of those members
+                   stood at 1 replica (requester's PATCH to the operator's hold-back PATCH)
   audit LOG USER WINDOWS...  requests by USER in the audit log per window
 Times are wall-clock ns (time.time_ns) so they line up with the audit log.
 """
@@ -310,6 +314,59 @@ def cmd_swaps(n, count, out):
     print(json.dumps(summary))
 
 
+def holdback_one(w, c, i):
+    """Pool i's next member scaled to 1 as `kubectl scale` does (a merge patch of spec.replicas),
+    beside the resident; the operator holds it back at once, then swaps to it. Waited for (60 s at
+    most); None when the pool was not Ready with a resident."""
+    ns, key = ns_of(i), f"{ns_of(i)}/{pool(i)}"
+    with w.lock:
+        phase, resident, _ = w.pools.get(key, (None, None, None))
+    if phase != "Ready" or not resident:
+        print(f"skip {key}: {phase} {resident}", file=sys.stderr)
+        return None
+    target = member(i, (int(resident.rsplit("m", 1)[1]) + 1) % 3)
+    t_req = time.time_ns()
+    c.merge_patch(kube.path("inferenceservices", ns, target), {"spec": {"replicas": 1}})
+    ok = bool(not wait_pools(w, [key], lambda k: w.pools.get(k, (None,))[:2] == ("Ready", target)
+                             and not w.pools[k][2], 60))
+    time.sleep(0.05)
+    return {"pool": key, "ns": ns, "member": target, "t_req": t_req, "t_done": time.time_ns(), "ok": ok}
+
+
+def cmd_holdback(n, count, out):
+    """count scales of a member beside its pool's resident, one after another (the window each
+    stays at 1 comes from the audit log: cmd_window)."""
+    n, count = int(n), int(count)
+    w = Watches()
+    w.start()
+    c = client()
+    scales = [s for s in (holdback_one(w, c, i) for i in order(n, count)) if s]
+    w.stop = True
+    json.dump({"scales": scales, "t_start_ns": scales[0]["t_req"] if scales else None,
+               "t_end_ns": scales[-1]["t_done"] if scales else None}, open(out, "w"), indent=1)
+    print(json.dumps({"scales": len(scales), "ok": sum(s["ok"] for s in scales)}))
+
+
+def cmd_window(log, requester, operator, holdback_json):
+    """Per scale of cmd_holdback, how long the member's replicas stood at 1 on the API server: from
+    the requester's PATCH to the operator's next PATCH of that member (its hold-back to 0), each
+    taken at its completion in the audit log. Prints n and p50/p99/max in ms as JSON."""
+    mine = [e for e in audit_events(log, requester) if e["verb"] == "patch" and e["code"] == 200]
+    ops = [e for e in audit_events(log, operator) if e["verb"] == "patch" and e["code"] == 200
+           and e["res"] == "inferenceservices"]
+    ops.sort(key=lambda e: e["t1"])
+    win = []
+    for s in json.load(open(holdback_json))["scales"]:
+        up = next((e for e in mine if e["res"] == "inferenceservices" and e["ns"] == s["ns"]
+                   and e["name"] == s["member"] and e["t0"] >= s["t_req"]), None)
+        down = up and next((e for e in ops if e["ns"] == s["ns"] and e["name"] == s["member"]
+                            and e["t1"] >= up["t1"]), None)
+        if down:
+            win.append((down["t1"] - up["t1"]) / 1e6)
+    print(json.dumps({"n": len(win), "p50_ms": pct(win, 50), "p99_ms": pct(win, 99),
+                      "max_ms": max(win, default=None)}))
+
+
 def wait_pools(w, keys, ok, deadline_s):
     """Until ok(key) holds for every key (under w.lock), or the deadline; the keys it does not hold for."""
     end = time.time() + deadline_s
@@ -487,7 +544,8 @@ def cmd_own(log, user, swaps_json):
 
 if __name__ == "__main__":
     cmds = {"create": cmd_create, "wait-members": cmd_wait_members, "coldstart": cmd_coldstart,
-            "swaps": cmd_swaps, "hung": cmd_hung, "audit": cmd_audit, "own": cmd_own}
+            "swaps": cmd_swaps, "hung": cmd_hung, "audit": cmd_audit, "own": cmd_own,
+            "holdback": cmd_holdback, "window": cmd_window}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         sys.exit(__doc__)
     cmds[sys.argv[1]](*sys.argv[2:])

@@ -12,7 +12,8 @@
 # per simulator process, 1000: each simulator serves one listener per live Pod and a process has 20000 fds),
 # BENCH_BUILD (build/bench, a Release build made here), BENCH_DEADLINE_S (3600, per phase), BENCH_HUNG_K
 # ("2 8": hung pools below and above the operator's 4 concurrent reconciles; "" skips the phase),
-# BENCH_HUNG_SWAPS (50: each takes seconds once the hung pools hold every reconcile slot).
+# BENCH_HUNG_SWAPS (50: each takes seconds once the hung pools hold every reconcile slot), BENCH_HOLDBACKS (50:
+# members scaled to 1 beside their resident, as `kubectl scale`; the audit log times how long each stays at 1).
 # Needs: cmake and the project's build dependencies, python3, kubectl, gnuplot (installed with apt-get if
 # missing). Heavy: run nothing else alongside (2 cores). Everything it starts it stops, also on Ctrl-C.
 set -euo pipefail
@@ -26,6 +27,7 @@ per_ns=${BENCH_PER_NS:-1000}
 deadline=${BENCH_DEADLINE_S:-3600}
 hung_ks=${BENCH_HUNG_K-2 8}
 hung_swaps=${BENCH_HUNG_SWAPS:-50}
+holdbacks=${BENCH_HOLDBACKS:-50}
 export BENCH_PER_NS=$per_ns MP_SOURCE_DIR=$src MP_BUILD_DIR=$build
 [ $# -gt 0 ] || set -- 100 1000 10000
 for n in "$@"; do [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "usage: bench/run.sh [N...]  (N: pools)" >&2; exit 2; }; done
@@ -171,6 +173,9 @@ run_one() {
 	local metrics=""
 	[ -z "$metrics_url" ] || metrics=$(curl -fsS --max-time 5 "$metrics_url" | grep -E '^modelpool_' || true)
 
+	say "N=$n: $holdbacks members scaled to 1 beside the resident (kubectl scale), each held back"
+	python3 "$here/bench.py" holdback "$n" "$holdbacks" "$dir/holdback.json" >&2
+
 	local k hung_done=()
 	for k in $hung_ks; do
 		if [ "$k" -ge "$n" ]; then
@@ -198,8 +203,9 @@ run_one() {
 		"cold:$t0:$(python3 -c "import json;print(json.load(open('$dir/coldstart.json'))['t_all_ns'])")" \
 		"idle:$t_idle0:$t_idle1" "swaps:$sw0:$sw1" "${hung_windows[@]}")
 
-	local own
+	local own holdback
 	own=$(python3 "$here/bench.py" own "$state/audit.log" "$MP_OPERATOR_USER" "$dir/swaps.json")
+	holdback=$(python3 "$here/bench.py" window "$state/audit.log" modelpool-e2e-admin "$MP_OPERATOR_USER" "$dir/holdback.json")
 
 	python3 - "$raw" "$dir" "${hung_done[@]}" <<EOF
 import json, sys
@@ -215,6 +221,7 @@ cold = json.load(open("$dir/coldstart.json"))
 sw = json.load(open("$dir/swaps.json"))["summary"]
 audit = json.loads('''$win''')
 own = json.loads('''$own''')
+holdback = json.loads('''$holdback''')
 metrics = '''$metrics'''
 json.dump({
   "pools": $n, "objects": 5 * $n, "simulators": $nsims,
@@ -227,7 +234,7 @@ json.dump({
   "cpu_etcd_cold_s": round($cpu_etcd1 - $cpu_etcd0, 2),
   "idle_s": ($t_idle1 - $t_idle0) / 1e9, "idle_cpu_s": round($c1 - $c0, 2),
   "cpu_operator_swaps_s": round($cpu_sw1 - $cpu_sw0, 2),
-  "swaps": sw, "audit": audit, "own": own, "metrics": metrics, "hung": hung,
+  "swaps": sw, "audit": audit, "own": own, "metrics": metrics, "hung": hung, "holdback": holdback,
   "hung_swaps_each": $hung_swaps, "commit": "$commit", "measured": "$(date -u +%FT%TZ)", "machine": machine(),
 }, open(sys.argv[1], "w"), indent=1)
 EOF
