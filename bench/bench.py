@@ -355,7 +355,8 @@ def cmd_window(log, requester, operator, holdback_json):
     ops = [e for e in audit_events(log, operator) if e["verb"] == "patch" and e["code"] == 200
            and e["res"] == "inferenceservices"]
     ops.sort(key=lambda e: e["t1"])
-    win = []
+    writes = [e for e in audit_events(log, operator) if e["verb"] != "watch"]
+    win, api = [], []
     for s in json.load(open(holdback_json))["scales"]:
         up = next((e for e in mine if e["res"] == "inferenceservices" and e["ns"] == s["ns"]
                    and e["name"] == s["member"] and e["t0"] >= s["t_req"]), None)
@@ -363,8 +364,16 @@ def cmd_window(log, requester, operator, holdback_json):
                             and e["t1"] >= up["t1"]), None)
         if down:
             win.append((down["t1"] - up["t1"]) / 1e6)
+            # the API server's share: the operator's requests in flight in the window (its
+            # status write, the hold-back itself); the rest is the operator's own time and the
+            # watch event's way to it
+            api.append(union_ms([(e["t0"], e["t1"]) for e in writes if e["ns"] == s["ns"]
+                                 and e["t1"] > up["t1"] and e["t0"] < down["t1"]], up["t1"], down["t1"]))
+    own = [w - a for w, a in zip(win, api)]
     print(json.dumps({"n": len(win), "p50_ms": pct(win, 50), "p99_ms": pct(win, 99),
-                      "max_ms": max(win, default=None)}))
+                      "max_ms": max(win, default=None), "api_p50_ms": pct(api, 50),
+                      "api_p99_ms": pct(api, 99), "own_p50_ms": pct(own, 50),
+                      "own_p99_ms": pct(own, 99)}))
 
 
 def wait_pools(w, keys, ok, deadline_s):

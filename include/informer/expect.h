@@ -40,4 +40,9 @@ void expects_forget(expects *x, const char *owner);
  * cache_rv NULL (the object is gone) counts as shown: there is nothing left to wait for. */
 bool expect_rv_shows(const char *cache_rv, const char *old_rv, const char *new_rv);
 
+/* Whether a cache whose last resourceVersion is have (its list, watch events and bookmarks) holds
+ * every change up to want: both read as unsigned integers (etcd revisions, one sequence for every
+ * resource) and have >= want. false when either is NULL or not a number: it cannot be told. */
+bool expect_rv_at_least(const char *have, const char *want);
+
 #endif

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "informer/informer.h"
 #include "informer/store.h"
 #include "informer/workqueue.h"
 #include "kube/client.h"
@@ -23,6 +24,10 @@ typedef struct pool_controller_config {
     kube_client *client;
     /* The caches it plans from (pool/records.h codecs and indexes), read only. */
     const store *pools, *isvcs, *pods;
+    /* The InferenceService informer, for its resourceVersion: a member absent from its cache is
+     * missing only once it has caught up with the pool (or a GET says so). NULL: never caught up,
+     * every absence is read from the API server. */
+    const informer *isvc_informer;
     pool_metrics *pm;      /* NULL: no metrics */
     pool_clocks *clocks;   /* reaction clocks the reconcile stops; NULL: none */
     const char *instance;  /* who we are, for Events (copied) */

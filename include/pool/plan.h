@@ -52,8 +52,12 @@ typedef struct {
 /* One entry of spec.members, in declaration order, with what the cache knows about it. Duplicate
  * or empty names are passed as given: rejecting them is the plan's job. */
 typedef struct {
-    const char *name;          /* inferenceServiceRef.name */
-    bool exists;               /* the InferenceService exists in the pool's namespace */
+    const char *name; /* inferenceServiceRef.name */
+    bool exists;      /* the InferenceService exists in the pool's namespace */
+    /* Not in the cache, but the cache may not have caught up with the pool yet (a pool applied
+     * with its members): neither synced past the pool's resourceVersion nor confirmed absent by a
+     * GET. The plan then decides nothing (no status write, no Event, no replica change). */
+    bool absence_unconfirmed;
     int32_t replicas;          /* spec.replicas, or PLAN_REPLICAS_UNSET */
     const char *phase;         /* status.phase */
     const char *runtime;       /* spec.runtime; absent means llamacpp */

@@ -19,6 +19,9 @@ typedef struct pool_sources {
     const store *pods;  /* pool_pod records, with the POOL_INDEX_SERVICE index */
     pool_probe_lookup_fn probe;
     void *probe_ud;
+    /* The isvcs cache has caught up with the pool, or a GET confirmed what it lacks: a member it
+     * lacks is missing. false: plan_member.absence_unconfirmed. */
+    bool absence_confirmed;
 } pool_sources;
 
 typedef struct pool_snapshot {

@@ -13,7 +13,10 @@
 /* One member of the pool (spec order), as the caches and this router see it. */
 typedef struct rt_hold_member {
     const char *name;
-    bool exists;            /* its InferenceService is cached */
+    bool exists; /* its InferenceService is cached */
+    /* Not cached, but the cache has not caught up with the pool (a pool applied with its
+     * members): it may be on its way, so its requests wait rather than hear it is missing. */
+    bool absence_unsure;
     const char *phase;      /* the InferenceService's status.phase */
     bool up;                /* spec.replicas (its default applied) is at least 1 */
     size_t ready_pods;      /* Pods Ready, running, not terminating, with an IP and a port */

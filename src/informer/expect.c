@@ -88,6 +88,12 @@ static bool expect_rv_number(const char *s, unsigned long long *out)
     return !errno && !*end;
 }
 
+bool expect_rv_at_least(const char *have, const char *want)
+{
+    unsigned long long h, w;
+    return expect_rv_number(have, &h) && expect_rv_number(want, &w) && h >= w;
+}
+
 bool expect_rv_shows(const char *cache_rv, const char *old_rv, const char *new_rv)
 {
     if (!cache_rv)

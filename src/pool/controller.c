@@ -29,6 +29,10 @@
  * and a write must not reach the API server long after, when the lease may have passed. 5 s is
  * the gap between the renew deadline (10 s) and the lease's expiry for the others (15 s). */
 #define PC_WRITE_TIMEOUT_MS 5000
+/* A member absent from a cache that has not caught up with its pool is read from the API server
+ * after this long: the cache's own events usually settle it first (a pool applied with its
+ * members), and a quiet cluster's watch may send nothing for a minute. */
+#define PC_ABSENT_GRACE_MS 1000
 
 /* What the controller remembers of one pool between its reconciles, by pool key; dropped with the
  * pool, and when nothing is left in it. */
@@ -49,6 +53,10 @@ typedef struct pc_pool {
     int32_t refused_replicas;
     char *refused_message;
     bool status_refused; /* status writes are refused: the episode's Warning Event is out */
+    /* A member absent from the cache (#26): since when (monotonic ms, 0 none), and the pool's
+     * resourceVersion at which a GET confirmed it absent (NULL none). */
+    uint64_t absent_since_ms;
+    char *absent_ok_rv;
 } pc_pool;
 
 /* Which write a run has in flight. */
@@ -134,6 +142,7 @@ static void pc_pool_free(pool_controller *pc, pc_pool *st)
     free(st->key);
     free(st->refused_member);
     free(st->refused_message);
+    free(st->absent_ok_rv);
     free(st);
 }
 
@@ -147,7 +156,8 @@ static void pc_pool_drop(pool_controller *pc, const char *pool)
 /* Frees st when it holds nothing any more. */
 static void pc_pool_trim(pool_controller *pc, pc_pool *st)
 {
-    if (!st->refused_member && !st->status_refused && !st->probing && !st->swap_seen_ms)
+    if (!st->refused_member && !st->status_refused && !st->probing && !st->swap_seen_ms &&
+        !st->absent_since_ms)
         pc_pool_free(pc, st);
 }
 
@@ -789,8 +799,95 @@ static int pc_fence(pool_controller *pc, const char *key, const pool_obj *pool, 
     return 0;
 }
 
+/* ---- members absent from the cache (#26) ---- */
+
+/* Whether the cache holds member name of pool (out of memory: not known, so not held). */
+static bool pc_member_cached(const pool_controller *pc, const pool_obj *pool, const char *name)
+{
+    char *key = NULL;
+    if (asprintf(&key, "%s/%s", pool->ns ? pool->ns : "", name) < 0)
+        return false;
+    bool cached = store_get(pc->cfg.isvcs, key) != NULL;
+    free(key);
+    return cached;
+}
+
+static bool pc_any_absent(const pool_controller *pc, const pool_obj *pool)
+{
+    for (size_t i = 0; i < pool->n_members; i++)
+        if (pool->members[i] && *pool->members[i] && !pc_member_cached(pc, pool, pool->members[i]))
+            return true;
+    return false;
+}
+
+/* The cache's lack of a member counts as its absence: the cache has caught up with the pool's
+ * resourceVersion (a pool applied with its members is seen before them), or a read of the API
+ * server made at this version of the pool found none of the members the cache lacks. */
+static bool pc_absence_known(const pool_controller *pc, const pc_pool *st, const pool_obj *pool)
+{
+    if (pc->cfg.isvc_informer &&
+        expect_rv_at_least(informer_resource_version(pc->cfg.isvc_informer), pool->rv))
+        return true;
+    return st && st->absent_ok_rv && pool->rv && strcmp(st->absent_ok_rv, pool->rv) == 0;
+}
+
+static void pc_on_absent_read(void *ud, const kube_error *err, long code, const cJSON *body)
+{
+    (void)code;
+    pc_run *run = ud;
+    pool_controller *pc = run->pc;
+    run->call = NULL;
+    const pool_obj *pool = store_get(pc->cfg.pools, run->key);
+    pc_pool *st = pc_pool_get(pc, run->key, false);
+    if (err->kind != KUBE_OK) {
+        pc_fail(run, LOG_ERROR, "could not read the members the cache lacks, will retry", err);
+        return;
+    }
+    if (!pool || !st) { /* gone meanwhile: plan from what is there now */
+        pc_plan(run);
+        return;
+    }
+    const cJSON *item;
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(body, "items"))
+    {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(item, "metadata"), "name"));
+        for (size_t i = 0; name && i < pool->n_members; i++) {
+            if (!pool->members[i] || strcmp(pool->members[i], name) != 0 ||
+                pc_member_cached(pc, pool, name))
+                continue;
+            /* It exists: the cache is behind, and its event queues the pool again. */
+            log_kv(LOG_DEBUG, "a member the cache lacks exists; waiting for the cache", "pool",
+                   run->key, "member", name, NULL);
+            st->absent_since_ms = ev_now_ms();
+            pc_finish(run, WQ_SUCCESS, PC_ABSENT_GRACE_MS);
+            return;
+        }
+    }
+    free(st->absent_ok_rv);
+    st->absent_ok_rv = strdup(run->rv);
+    pc_plan(run);
+}
+
+/* Lists the InferenceServices of run's namespace from the API server (a consistent read) to
+ * learn whether the members the cache lacks exist. 0 (started), or -1 with err set. */
+static int pc_read_absent(pc_run *run, kube_error *err)
+{
+    char *path = kube_path(POOL_GROUP, POOL_VERSION, run->ns, "inferenceservices", NULL, NULL);
+    if (!path)
+        return kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
+    kube_request req = {.method = KUBE_GET,
+                        .path = path,
+                        .timeout_ms = PC_WRITE_TIMEOUT_MS,
+                        .max_retries = 0,
+                        .list = true};
+    run->call = kube_call_start(run->pc->cfg.client, &req, pc_on_absent_read, run, err);
+    free(path);
+    return run->call ? 0 : -1;
+}
+
 /* Builds run's plan from the cache and the pool's memory. 0 or -errno. */
-static int pc_build(pc_run *run, const pool_obj *pool)
+static int pc_build(pc_run *run, const pool_obj *pool, bool absence_confirmed)
 {
     pool_controller *pc = run->pc;
     plan_free(run->plan);
@@ -800,7 +897,8 @@ static int pc_build(pc_run *run, const pool_obj *pool)
                         .isvcs = pc->cfg.isvcs,
                         .pods = pc->cfg.pods,
                         .probe = pc_memo_lookup,
-                        .probe_ud = pc};
+                        .probe_ud = pc,
+                        .absence_confirmed = absence_confirmed};
     pool_snapshot snap;
     uint64_t mono = ev_now_ms();
     int rc = pool_snapshot_build(pool, &src, pc_wall_ms(), (int64_t)mono, &snap);
@@ -868,7 +966,43 @@ static void pc_plan(pc_run *run)
     run->name = strdup(name ? name : "");
     run->uid = uid ? strdup(uid) : NULL;
     run->rv = strdup(rv ? rv : "");
-    int rc = run->ns && run->name && run->rv && (!uid || run->uid) ? pc_build(run, pool) : -ENOMEM;
+    if (!run->ns || !run->name || !run->rv || (uid && !run->uid)) {
+        kube_error err = {0};
+        kube_error_set(&err, KUBE_ERR_NOMEM, "could not plan: %s", strerror(ENOMEM));
+        pc_fail(run, LOG_ERROR, "plan failed", &err);
+        kube_error_clear(&err);
+        return;
+    }
+    /* A member the cache lacks: not judged missing until the cache has caught up with the pool
+     * or the API server says so (#26); the pool waits meanwhile, with nothing written. */
+    bool absent = pc_any_absent(pc, pool), confirmed = true;
+    pc_pool *st = pc_pool_get(pc, run->key, absent);
+    uint64_t wait_ms = 0;
+    if (!absent && st && (st->absent_since_ms || st->absent_ok_rv)) {
+        st->absent_since_ms = 0;
+        free(st->absent_ok_rv);
+        st->absent_ok_rv = NULL;
+        pc_pool_trim(pc, st);
+    } else if (absent && st && !pc_absence_known(pc, st, pool)) {
+        uint64_t now = ev_now_ms();
+        if (!st->absent_since_ms)
+            st->absent_since_ms = now;
+        if (now - st->absent_since_ms >= PC_ABSENT_GRACE_MS) {
+            kube_error err = {0};
+            if (pc_read_absent(run, &err) == 0)
+                return;
+            pc_fail(run, LOG_ERROR, "could not read the members the cache lacks", &err);
+            kube_error_clear(&err);
+            return;
+        }
+        confirmed = false;
+        wait_ms = st->absent_since_ms + PC_ABSENT_GRACE_MS - now;
+    } else if (absent && st && !st->absent_since_ms) {
+        st->absent_since_ms = ev_now_ms(); /* keeps the confirmation while the member is absent */
+    }
+    int rc = pc_build(run, pool, confirmed);
+    if (rc == 0 && !confirmed)
+        run->plan->requeue_after_ms = (int64_t)wait_ms;
     if (rc < 0) {
         kube_error err = {0};
         kube_error_set(&err, KUBE_ERR_NOMEM, "could not plan: %s", strerror(-rc));

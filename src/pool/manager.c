@@ -266,6 +266,7 @@ pool_manager *pool_manager_new(ev_loop *loop, kube_client *client, const pool_ma
                                  .client = client,
                                  .pools = informer_store(m->pools),
                                  .isvcs = informer_store(m->isvcs),
+                                 .isvc_informer = m->isvcs,
                                  .pods = informer_store(m->pods),
                                  .pm = m->pm,
                                  .clocks = m->clocks,

@@ -100,6 +100,7 @@ typedef struct {
     plan_msg too_many;   /* members above one replica, for the slot message and an Event */
     plan_msg superseded; /* requests that lost to another, for an Event */
     bool cancelled;      /* the loading target was scaled to 0 by someone else */
+    bool unsure;         /* a member's absence is not confirmed: nothing is decided */
 } plan_ctx;
 
 static char *copy(plan_ctx *c, const char *s)
@@ -453,15 +454,24 @@ static void fill_status(plan_ctx *c, const plan_want *w)
     st->phase = copy(c, w->phase);
     st->resident_member = copy(c, or_null(w->resident));
     st->pending_member = copy(c, or_null(w->pending));
-    st->observed_generation = s->generation;
+    /* Nothing judged, nothing observed: the generation is the status's own. */
+    st->observed_generation = c->unsure ? s->status.observed_generation : s->generation;
 
     /* members[] is a list-map keyed by name: one entry per distinct name, never an empty one. */
-    st->members = calloc(s->n_members ? s->n_members : 1, sizeof *st->members);
+    size_t n = c->unsure ? s->status.n_members : s->n_members;
+    st->members = calloc(n ? n : 1, sizeof *st->members);
     if (st->members == NULL) {
         c->oom = true;
         return;
     }
-    for (size_t i = 0; i < s->n_members; i++) {
+    for (size_t i = 0; c->unsure && i < s->status.n_members; i++) {
+        const plan_member_status *cur = &s->status.members[i];
+        st->members[st->n_members++] = (plan_member_status){.name = copy(c, cur->name),
+                                                            .phase = copy(c, cur->phase),
+                                                            .resident = cur->resident,
+                                                            .releasing = cur->releasing};
+    }
+    for (size_t i = 0; !c->unsure && i < s->n_members; i++) {
         const plan_member *m = &s->members[i];
         if (!is_first_of_name(s, i))
             continue;
@@ -630,6 +640,16 @@ static const char *validate(const plan_snapshot *s, int64_t *budget_ms, plan_msg
             fault(&reason, msg, "MissingMembers", "InferenceService %s not found in namespace %s",
                   s->members[i].name, s->ns ? s->ns : "");
     return reason;
+}
+
+/* A member is absent from a cache that may not have caught up with the pool yet. */
+static bool unsure_of_members(const plan_snapshot *s)
+{
+    for (size_t i = 0; i < s->n_members; i++)
+        if (!is_empty(s->members[i].name) && !s->members[i].exists &&
+            s->members[i].absence_unconfirmed)
+            return true;
+    return false;
 }
 
 /* ---- decisions ---- */
@@ -1108,7 +1128,14 @@ int plan_build(const plan_snapshot *snap, plan_result **out)
     int64_t budget_ms = 0;
     const char *bad = validate(snap, &budget_ms, &faults);
     c.oom |= faults.oom;
-    if (bad) {
+    if (unsure_of_members(snap)) {
+        /* Rule 5 judges a spec against what exists: not before the cache can say (#26). */
+        w.phase = snap->status.phase;
+        w.resident = or_null(snap->status.resident_member);
+        w.pending = or_null(snap->status.pending_member);
+        w.valid.keep = w.slot.keep = w.deferred.keep = w.swapping.keep = true;
+        c.unsure = true;
+    } else if (bad) {
         /* Rule 5: report, keep the intent in status as it is, change no replicas. */
         w.phase = "Degraded";
         w.resident = or_null(snap->status.resident_member);

@@ -98,6 +98,8 @@ static int snap_member(const pool_sources *src, const char *ns, const char *self
         m->idle_endpoint = isvc->idle_endpoint;
         m->endpoint_port = isvc->endpoint_port;
         m->container_port = isvc->container_port;
+    } else {
+        m->absence_unconfirmed = !src->absence_confirmed;
     }
     snap_pod_walk pw = {.src = src, .now_ms = out->snap.now_ms, .now_mono_ms = now_mono_ms};
     store_index_each(src->pods, POOL_INDEX_SERVICE, key, snap_add_pod, &pw);

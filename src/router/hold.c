@@ -23,7 +23,7 @@ static bool is_empty(const char *s)
 static bool cannot_load(const rt_hold_pool *p, const rt_hold_member *m)
 {
     if (!m->exists)
-        return true;
+        return !m->absence_unsure;
     if (str_eq(m->phase, "Failed") || str_eq(m->phase, "Suspended"))
         return true;
     return str_eq(m->phase, "WaitingForGPU") && str_eq(m->name, p->pending);
@@ -55,7 +55,9 @@ void rt_hold_decide(const rt_hold_pool *p, rt_hold_verdict *verdicts, rt_hold_re
             reasons[i] = RT_REJECT_MEMBER_PHASE;
         } else {
             verdicts[i] = RT_HOLD_WAIT;
-            if (m->waiting > 0 && (head < 0 || m->first_wait_ms < p->members[head].first_wait_ms))
+            /* One not known to exist is not asked for: it waits for the cache. */
+            if (m->exists && m->waiting > 0 &&
+                (head < 0 || m->first_wait_ms < p->members[head].first_wait_ms))
                 head = (ptrdiff_t)i;
         }
     }

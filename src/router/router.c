@@ -953,6 +953,8 @@ static void rt_decide(rt_pool *p)
         hm[i] = (rt_hold_member){
             .name = name,
             .exists = isvc != NULL,
+            .absence_unsure =
+                !isvc && !expect_rv_at_least(informer_resource_version(rt->isvcs), o->rv),
             .phase = isvc ? isvc->phase : NULL,
             .up = isvc && pool_isvc_replicas(isvc) >= 1,
             .ready_pods = isvc ? rt_count_ready(rt, p->ns, name) : 0,

@@ -104,10 +104,24 @@ static void test_pending(void **state)
     store_free(isvcs);
 }
 
+/* #26: a cache caught up with a pool's version, or not known to be. */
+static void test_rv_at_least(void **state)
+{
+    (void)state;
+    assert_true(expect_rv_at_least("120", "120"));
+    assert_true(expect_rv_at_least("121", "120"));
+    assert_false(expect_rv_at_least("119", "120"));
+    assert_false(expect_rv_at_least(NULL, "120")); /* before the first list */
+    assert_false(expect_rv_at_least("120", NULL));
+    assert_false(expect_rv_at_least("abc", "120")); /* opaque: cannot be told */
+    assert_false(expect_rv_at_least("120", "12x"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rv_shows),
+        cmocka_unit_test(test_rv_at_least),
         cmocka_unit_test(test_pending),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,8 +21,9 @@
 #define MAXM 4
 #define T0 100000
 
-/* A member as a string: "name:flags:waiting@first:inflight", flags of x (missing), u (up), r (one
- * ready Pod), F (Failed), S (Suspended), G (WaitingForGPU). */
+/* A member as a string: "name:flags:waiting@first:inflight", flags of x (missing), ? (missing from
+ * a cache not caught up with the pool), u (up), r (one ready Pod), F (Failed), S (Suspended), G
+ * (WaitingForGPU). */
 typedef struct {
     const char *title;
     const char *phase, *resident, *pending, *requested;
@@ -44,7 +45,8 @@ static void parse_member(const char *spec, rt_hold_member *m, char *name)
         n = sscanf(spec, "%15[^:]::%u@%u:%u", name, &waiting, &first, &inflight);
     assert_true(n >= 1);
     *m = (rt_hold_member){.name = name,
-                          .exists = strchr(flags, 'x') == NULL,
+                          .exists = strchr(flags, 'x') == NULL && strchr(flags, '?') == NULL,
+                          .absence_unsure = strchr(flags, '?') != NULL,
                           .up = strchr(flags, 'u') != NULL,
                           .ready_pods = strchr(flags, 'r') != NULL,
                           .waiting = waiting,
@@ -150,6 +152,10 @@ static void test_reject(void **state)
          false, {"a:ur:0@0:0", "b:G:1@0:0"}, 10, "SW", 1, 0, 5000},
         {"missing InferenceService: 503", "Ready", "a", NULL, NULL, false,
          {"a:ur:0@0:0", "b:x:1@0:0"}, 10, "SM", -1, 0, 0},
+        {"#26: not cached, cache behind the pool: waits, never asked for", "Ready", "a", NULL,
+         NULL, false, {"a:ur:0@0:0", "b:?:1@0:0"}, 10, "SW", -1, 0, 0},
+        {"#26: the same in a cold pool: waits, not 503 member is missing", "Pending", NULL, NULL,
+         NULL, false, {"a:?:1@0:0", "b::0@0:0"}, 10, "WW", -1, 0, 0},
     };
     run(t, sizeof t / sizeof t[0]);
 }

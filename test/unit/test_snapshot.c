@@ -170,7 +170,7 @@ static void test_snapshot(void **state)
     store *pools = fill(pools_json, 3, POOL_INDEX_MEMBER, pool_index_pool_members, &pool_obj_codec);
     store *isvcs = fill(isvcs_json, 2, NULL, NULL, &pool_isvc_codec);
     store *pods = fill(pods_json, 3, POOL_INDEX_SERVICE, pool_index_pod_service, &pool_pod_codec);
-    pool_sources src = {pools, isvcs, pods, test_lookup, NULL};
+    pool_sources src = {pools, isvcs, pods, test_lookup, NULL, false};
     pool_snapshot snap;
     assert_int_equal(
         pool_snapshot_build(store_get(pools, "ns/p"), &src, TEST_WALL_MS, TEST_MONO_MS, &snap), 0);
@@ -220,6 +220,15 @@ static void test_snapshot(void **state)
     assert_int_equal(b->n_pods, 0);
 
     assert_false(s->members[2].exists);
+    /* #26: a cache not known to have caught up with the pool: its lack is not yet an absence */
+    assert_true(s->members[2].absence_unconfirmed);
+    assert_false(a->absence_unconfirmed);
+    pool_snapshot_release(&snap);
+    src.absence_confirmed = true;
+    assert_int_equal(
+        pool_snapshot_build(store_get(pools, "ns/p"), &src, TEST_WALL_MS, TEST_MONO_MS, &snap), 0);
+    assert_false(snap.snap.members[2].exists);
+    assert_false(snap.snap.members[2].absence_unconfirmed);
     pool_snapshot_release(&snap);
     store_free(pools);
     store_free(isvcs);
