@@ -127,6 +127,10 @@ typedef struct {
     /* A request through the pool (annotation modelpool-operator.dev/request): a member name,
      * taken as the newest request and then cleared; NULL when there is none. */
     const char *requested;
+    /* A router's withdrawal (annotation modelpool-operator.dev/withdraw): a member name. The swap
+     * to it is cancelled while nothing has been unloaded for it (the resident still up, the target
+     * not started), then the annotation is cleared; NULL when there is none. */
+    const char *withdrawn;
     /* The drain fence of a swap (pendingMember set): a member is unloaded on an idle probe sent at
      * or after this time only, same clock as now_ms; 0 when there is none. Routers stop forwarding
      * to the resident once they see pendingMember, and forward only on a read of the pool newer
@@ -139,11 +143,12 @@ typedef struct {
  * fails and re-plans; the status write is always first, so intent is persisted before acting. */
 
 typedef enum {
-    PLAN_WRITE_STATUS,  /* write plan_result.status (PUT /status with resourceVersion) */
-    PLAN_EVENT,         /* emit an Event on the pool */
-    PLAN_PROBE,         /* probe these running pods of member, then re-plan */
-    PLAN_SCALE,         /* set member's spec.replicas (scale subresource) */
-    PLAN_CLEAR_REQUEST, /* remove the request annotation if it still names member */
+    PLAN_WRITE_STATUS,   /* write plan_result.status (PUT /status with resourceVersion) */
+    PLAN_EVENT,          /* emit an Event on the pool */
+    PLAN_PROBE,          /* probe these running pods of member, then re-plan */
+    PLAN_SCALE,          /* set member's spec.replicas (scale subresource) */
+    PLAN_CLEAR_REQUEST,  /* remove the request annotation if it still names member */
+    PLAN_CLEAR_WITHDRAW, /* remove the withdraw annotation if it still names member */
 } plan_action_kind;
 
 /* What an EVENT action tells the controller besides the Event itself (its metrics and clocks). */
@@ -161,7 +166,7 @@ typedef struct {
 
 typedef struct {
     plan_action_kind kind;
-    char *member;     /* PROBE, SCALE, CLEAR_REQUEST */
+    char *member;     /* PROBE, SCALE, CLEAR_REQUEST, CLEAR_WITHDRAW */
     int32_t replicas; /* SCALE; PROBE: what the member is brought to once found idle */
     /* PROBE: how to ask: runtime (normalized, e.g. "llamacpp"), the port to use, and for generic
      * the annotation's path; the prober knows each runtime's endpoint and metric. */

@@ -20,6 +20,10 @@
 /* A request for a member through its pool (a router, or `kubectl annotate` by hand): the race-free
  * way to switch, since the member's replicas change only once the slot is free. */
 #define POOL_REQUEST_ANNOTATION "modelpool-operator.dev/request"
+/* A router's withdrawal of the swap its request started (its waiting clients all left): the
+ * member, written with the pool's resourceVersion as a precondition while that router saw the swap
+ * as its own; the operator cancels the swap if nothing was unloaded yet, and removes it. */
+#define POOL_WITHDRAW_ANNOTATION "modelpool-operator.dev/withdraw"
 /* For the router, on a member InferenceService: the model name its server answers to (a request's
  * model is rewritten to it), and other names clients may ask for it by (comma-separated). */
 #define POOL_SERVED_ANNOTATION "modelpool-operator.dev/served-model"
@@ -65,6 +69,7 @@ typedef struct pool_obj {
     const char *swap_budget;    /* spec.swapBudget */
     const char *swap_policy;    /* spec.swapPolicy */
     const char *requested;      /* annotation POOL_REQUEST_ANNOTATION */
+    const char *withdrawn;      /* annotation POOL_WITHDRAW_ANNOTATION */
     /* spec.members[].inferenceServiceRef.name in order; an entry without one is NULL. */
     const char *const *members;
     size_t n_members;
@@ -121,5 +126,12 @@ char *pool_request_clear_patch(const char *member);
  * asked for another member meanwhile) gets 409 rather than overwriting that request. NULL when out
  * of memory. */
 char *pool_request_set_patch(const char *member, const char *resource_version);
+/* The JSON patch that removes the pool's withdraw annotation if it still names member. NULL when
+ * out of memory. */
+char *pool_withdraw_clear_patch(const char *member);
+/* The merge patch that withdraws (the router's): with resource_version as the precondition, it
+ * removes the request annotation (request false: the pool still shows it untaken) or sets the
+ * withdraw annotation to member (the operator took it). NULL when out of memory. */
+char *pool_withdraw_patch(const char *member, bool untaken, const char *resource_version);
 
 #endif

@@ -417,13 +417,15 @@ static int pc_write_status(pc_run *run, kube_error *err)
     return rc;
 }
 
-/* Removes the pool's request annotation if it still names a->member: a JSON patch whose test
- * fails (a newer request written since) is a quiet re-plan, never a lost request. Retried by the
- * client: the test makes a late retry harmless. */
+/* Removes the pool's request annotation (or, for CLEAR_WITHDRAW, its withdraw annotation) if it
+ * still names a->member: a JSON patch whose test fails (a newer request written since) is a quiet
+ * re-plan, never a lost request. Retried by the client: the test makes a late retry harmless. */
 static int pc_clear_request(pc_run *run, const plan_action *a, kube_error *err)
 {
     pool_controller *pc = run->pc;
-    char *body = pool_request_clear_patch(a->member);
+    bool withdraw = a->kind == PLAN_CLEAR_WITHDRAW;
+    char *body =
+        withdraw ? pool_withdraw_clear_patch(a->member) : pool_request_clear_patch(a->member);
     char *path = kube_path(POOL_GROUP, POOL_VERSION, run->ns, "modelpools", run->name, NULL);
     int rc = -1;
     if (!body || !path) {
@@ -431,7 +433,8 @@ static int pc_clear_request(pc_run *run, const plan_action *a, kube_error *err)
     } else {
         kube_request req = {
             .method = KUBE_PATCH_JSON, .path = path, .body = body, .max_retries = -1};
-        log_kv(LOG_INFO, "request taken", "pool", run->key, "member", a->member, NULL);
+        log_kv(LOG_INFO, withdraw ? "withdrawal taken" : "request taken", "pool", run->key,
+               "member", a->member, NULL);
         run->tested = true;
         const pool_obj *pool = store_get(pc->cfg.pools, run->key);
         rc = pc_send(run, &req, PC_WRITE_REQUEST, pc->cfg.pools, run->key,
@@ -740,6 +743,7 @@ static void pc_next(pc_run *run)
             return;
         }
         case PLAN_CLEAR_REQUEST:
+        case PLAN_CLEAR_WITHDRAW:
             if (!pc_may_write(run, "request"))
                 return;
             if (pc_clear_request(run, a, &err) < 0)

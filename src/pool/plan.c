@@ -101,6 +101,7 @@ typedef struct {
     plan_msg superseded; /* requests that lost to another, for an Event */
     bool cancelled;      /* the loading target was scaled to 0 by someone else */
     bool unsure;         /* a member's absence is not confirmed: nothing is decided */
+    bool withdrawn;      /* a router withdrew the swap's request before anything was unloaded */
 } plan_ctx;
 
 static char *copy(plan_ctx *c, const char *s)
@@ -549,6 +550,11 @@ static void emit_events(plan_ctx *c, const plan_want *w)
         else
             push_fact(c, PLAN_FACT_SWAP_COMPLETED, NULL, "SwapCompleted", "%s is resident", res);
     }
+    if (c->withdrawn)
+        push_event(c, false, "RequestWithdrawn",
+                   "the request for %s was withdrawn (its clients left) before anything was "
+                   "unloaded: %s stays resident",
+                   cur_pend, res);
     if (!cur_res && !cur_pend && res && !pend)
         push_event(c, false, "Adopted", "%s was already serving and is now resident", res);
 
@@ -956,6 +962,33 @@ static const char *swap_from(const plan_ctx *c, const char *res, const char *pen
     return pend && was_loading(c) && is_up(member_named(c->s, pend)) ? pend : res;
 }
 
+/* A router's withdrawal (its clients left): honoured while the swap has unloaded nothing, the way
+ * a cancel is: the resident is still up and the target was not started. The swap ends and the
+ * resident stays, with no replica changed; the annotation is cleared either way. True when
+ * honoured. */
+static bool take_withdrawal(plan_ctx *c, plan_want *w, const char *res, const char *pend)
+{
+    const plan_snapshot *s = c->s;
+    const char *wd = or_null(s->withdrawn);
+    if (wd == NULL)
+        return false;
+    plan_action *a = push(c, &c->work, PLAN_CLEAR_WITHDRAW);
+    if (a)
+        a->member = copy(c, wd);
+    const plan_member *r = member_named(s, res);
+    if (!str_eq(wd, pend) || str_eq(res, pend) || !is_up(r) || was_loading(c))
+        return false;
+    c->withdrawn = true;
+    /* The resident serves on; the target, if someone raised it meanwhile, is released. */
+    for (size_t i = 0; i < s->n_members; i++)
+        if (str_eq(s->members[i].name, res))
+            c->rel[i] = false;
+        else if (str_eq(s->members[i].name, pend))
+            c->rel[i] = is_up(&s->members[i]);
+    settle(w, r);
+    return true;
+}
+
 /* A request through the pool (its annotation) is the newest request: it wins over members scaled
  * up, which are released, and is cleared once the plan that takes it has persisted it. True when
  * it starts a swap. */
@@ -1023,7 +1056,9 @@ static void decide(plan_ctx *c, plan_want *w, int64_t budget_ms)
 
     plan_defer d = {0};
     const plan_member *req = NULL;
-    if (take_pool_request(c, w, res, pend)) {
+    if (take_withdrawal(c, w, res, pend)) {
+        /* the swap ended; a request written meanwhile is taken by the next plan */
+    } else if (take_pool_request(c, w, res, pend)) {
         /* the request through the pool was the newest word: persisted alone */
     } else if (!res && !pend) {
         decide_cold(c, w);

@@ -387,6 +387,9 @@ static void rec_pool_fill(const cJSON *o, void *out, rec_pack *p)
     r->requested =
         rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(rec_get(meta, "annotations", NULL),
                                                                  POOL_REQUEST_ANNOTATION)));
+    r->withdrawn =
+        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(rec_get(meta, "annotations", NULL),
+                                                                 POOL_WITHDRAW_ANNOTATION)));
     const cJSON *spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
     r->default_member = rec_pack_str(p, rec_str(rec_get(spec, "default", NULL)));
     r->swap_budget = rec_pack_str(p, rec_str(rec_get(spec, "swapBudget", NULL)));
@@ -538,16 +541,42 @@ char *pool_scale_patch(const pool_isvc *isvc, int32_t replicas, bool *json_patch
     return body;
 }
 
-char *pool_request_clear_patch(const char *member)
+static char *pool_annotation_clear_patch(const char *path, const char *member)
 {
-    /* The annotation's name as a JSON pointer token ('/' is "~1"). */
-    const char *path = "/metadata/annotations/modelpool-operator.dev~1request";
     cJSON *ops = cJSON_CreateArray();
     char *body = NULL;
     if (rec_op(ops, "test", path, cJSON_CreateString(member), true) &&
         rec_op(ops, "remove", path, NULL, false))
         body = cJSON_PrintUnformatted(ops);
     cJSON_Delete(ops);
+    return body;
+}
+
+/* The annotations' names as JSON pointer tokens ('/' is "~1"). */
+char *pool_request_clear_patch(const char *member)
+{
+    return pool_annotation_clear_patch("/metadata/annotations/modelpool-operator.dev~1request",
+                                       member);
+}
+
+char *pool_withdraw_clear_patch(const char *member)
+{
+    return pool_annotation_clear_patch("/metadata/annotations/modelpool-operator.dev~1withdraw",
+                                       member);
+}
+
+char *pool_withdraw_patch(const char *member, bool untaken, const char *resource_version)
+{
+    cJSON *patch = cJSON_CreateObject();
+    cJSON *meta = cJSON_AddObjectToObject(patch, "metadata");
+    cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
+    char *body = NULL;
+    if (ann &&
+        (untaken ? cJSON_AddNullToObject(ann, POOL_REQUEST_ANNOTATION) != NULL
+                 : cJSON_AddStringToObject(ann, POOL_WITHDRAW_ANNOTATION, member) != NULL) &&
+        (!resource_version || cJSON_AddStringToObject(meta, "resourceVersion", resource_version)))
+        body = cJSON_PrintUnformatted(patch);
+    cJSON_Delete(patch);
     return body;
 }
 

@@ -107,6 +107,11 @@ struct rt_pool {
      * shows it. */
     bool awaiting;
     char *request_rv, *request_old_rv;
+    /* The member this router's last request asked for, while the pool shows that request or its
+     * swap (NULL otherwise); whether a client waiting for it left; the withdrawal in flight. */
+    char *asked;
+    bool asked_left;
+    kube_call *withdraw;
     uint64_t wake_timer;
     uint64_t wake_at;
     /* Swap timing from the status as this router saw it change (monotonic ms). */
@@ -393,6 +398,9 @@ static void rt_pool_free(rt_pool *p)
 {
     if (p->patch)
         kube_call_cancel(p->patch);
+    if (p->withdraw)
+        kube_call_cancel(p->withdraw);
+    free(p->asked);
     if (p->verify)
         kube_call_cancel(p->verify);
     free(p->verified_member);
@@ -413,7 +421,8 @@ static void rt_pool_free(rt_pool *p)
  * learnt of a pool that still exists. */
 static void rt_pool_maybe_free(rt_pool *p)
 {
-    if (p->dirty || p->patch || p->verify || p->wake_timer || p->awaiting)
+    if (p->dirty || p->patch || p->verify || p->wake_timer || p->awaiting || p->asked ||
+        p->withdraw)
         return;
     for (size_t i = 0; i < p->nmq; i++)
         if (p->mqs[i]->waiting || p->mqs[i]->in_flight)
@@ -737,6 +746,9 @@ static void rt_patch_done(void *ud, const kube_error *err, long code, const cJSO
         if (err->kind == KUBE_OK) {
             log_kv(LOG_INFO, "requested member through the pool", "pool", p->key, "member",
                    p->patch_member, NULL);
+            free(p->asked);
+            p->asked = strdup(p->patch_member);
+            p->asked_left = false;
             rt_metrics_activation(&p->rt->m, p->ns, p->name, p->patch_member);
         } else {
             log_kv(LOG_DEBUG, "request through the pool lost a race; waiting for the cache", "pool",
@@ -776,6 +788,61 @@ static void rt_activate(rt_pool *p, const pool_obj *o, const char *member)
         p->patch_not_before = ev_now_ms() + 1000;
         rt_wake_at(p, p->patch_not_before);
     }
+    kube_error_clear(&err);
+    free(path);
+    free(body);
+}
+
+/* ---- withdrawal (#26) ---- */
+
+static void rt_withdraw_done(void *ud, const kube_error *err, long code, const cJSON *body)
+{
+    (void)body;
+    rt_pool *p = ud;
+    p->withdraw = NULL;
+    if (err->kind == KUBE_OK || code != 409) {
+        /* Done, or refused for good (rights, a bad answer): the swap then goes on, as it would
+         * have without the withdrawal. */
+        log_kv(err->kind == KUBE_OK ? LOG_INFO : LOG_ERROR,
+               err->kind == KUBE_OK ? "withdrew the request: its clients left"
+                                    : "could not withdraw the request",
+               "pool", p->key, "member", p->asked, "error", err->message ? err->message : "", NULL);
+        free(p->asked);
+        p->asked = NULL;
+    } else
+        log_kv(LOG_DEBUG, "withdrawal lost a race; waiting for the cache", "pool", p->key, NULL);
+    /* 409: the pool moved since this cache saw it; decided again from the cache's next view. */
+    rt_mark(p);
+}
+
+/* This router's request, once no client waits for its member here any more (one of them left):
+ * withdrawn, with the pool's resourceVersion as the precondition, so only the request or swap
+ * this cache shows as this router's is withdrawn. Untaken: the annotation is removed; taken (its
+ * swap is pending): the withdraw annotation names the member and the operator cancels the swap if
+ * it has unloaded nothing. Forgotten once the pool shows neither. */
+static void rt_withdraw_check(rt_pool *p, const pool_obj *o, const rt_mq *mq)
+{
+    if (!p->asked || p->withdraw || p->patch || p->awaiting)
+        return;
+    bool untaken = rt_str_eq(o->requested, p->asked);
+    if (!untaken && !rt_str_eq(o->status.pending_member, p->asked)) {
+        free(p->asked);
+        p->asked = NULL;
+        return;
+    }
+    if (!p->asked_left || (mq && (mq->waiting || mq->in_flight)) ||
+        rt_str_eq(o->withdrawn, p->asked))
+        return;
+    char *path = kube_path(POOL_GROUP, POOL_VERSION, p->ns, "modelpools", p->name, NULL);
+    char *body = pool_withdraw_patch(p->asked, untaken, o->rv);
+    kube_request req = {.method = KUBE_PATCH_MERGE,
+                        .path = path,
+                        .body = body,
+                        .timeout_ms = RT_PATCH_TIMEOUT_MS,
+                        .max_retries = 0};
+    kube_error err = {0};
+    if (path && body)
+        p->withdraw = kube_call_start(p->rt->client, &req, rt_withdraw_done, p, &err);
     kube_error_clear(&err);
     free(path);
     free(body);
@@ -912,6 +979,8 @@ static void rt_decide(rt_pool *p)
         rt_metrics_forget_pool(rt->o.metrics, p->ns, p->name);
         free(p->request_rv);
         p->request_rv = NULL;
+        free(p->asked);
+        p->asked = NULL;
         p->awaiting = false;
         p->patch_not_before = 0;
         return;
@@ -1017,6 +1086,11 @@ static void rt_decide(rt_pool *p)
     }
     if (d.activate >= 0 && !rt->stopping) /* a stopping router asks nothing more */
         rt_activate(p, o, hm[d.activate].name);
+    const rt_mq *asked_mq = NULL;
+    for (size_t i = 0; p->asked && i < p->nmq; i++)
+        if (strcmp(p->mqs[i]->member, p->asked) == 0)
+            asked_mq = p->mqs[i];
+    rt_withdraw_check(p, o, asked_mq);
     if (d.wake_at_ms)
         rt_wake_at(p, d.wake_at_ms);
     if (wake)
@@ -1252,7 +1326,10 @@ static void rt_body(void *ud, const char *data, size_t len, bool end)
     ev_timer_cancel(rt->loop, q->idle_timer);
     q->idle_timer = 0;
     rt_unreserve(q, q->cap); /* the rest streams to the member: only what is kept stays */
-    if (!end) {              /* hold the rest of the body until the request goes out */
+    /* Hold the rest of the body until the request goes out; a body all here is not paused, so
+     * its end is read and a client that leaves while held is seen at once (#26: its request is
+     * withdrawn). */
+    if (!end && (q->content_length < 0 || q->body_total < (uint64_t)q->content_length)) {
         q->body_paused = true;
         httpd_req_body_pause(q->hr);
     }
@@ -1264,8 +1341,11 @@ static void rt_closed(void *ud)
     rt_req *q = ud;
     rt_router *rt = q->rt;
     if (q->state == RQ_HELD) {
+        rt_pool *p = q->pool;
+        if (p->asked && q->mq && strcmp(q->mq->member, p->asked) == 0)
+            p->asked_left = true; /* its request is withdrawn once no other waits (#26) */
         rt_mq_unlink(q);
-        rt_mark(q->pool); /* only its place is lost: an activation it caused goes on */
+        rt_mark(p);
     } else if (q->state == RQ_FORWARDING && q->call) {
         fwd_cancel(q->call);
         q->call = NULL;

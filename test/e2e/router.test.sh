@@ -2,7 +2,8 @@
 # Bad requests are answered at once in OpenAI's error format (404 unknown model, 400 no model, 413 too large,
 # 405 wrong method); a request for a member that is not resident is held while the pool swaps it in (asked
 # through the pool's annotation, never by scaling), then forwarded; 50 concurrent requests for one model
-# cause exactly one activation; a held client that leaves changes nothing; a Degraded pool answers 503 with
+# cause exactly one activation; a held client that leaves before the drain began withdraws its request
+# (#26: the resident stays), one of two that leaves changes nothing; a Degraded pool answers 503 with
 # its condition's message at once. slot-check watches throughout.
 ns=router
 router_setup --terminate-ms 200 --load-ms 200
@@ -75,13 +76,32 @@ log "drain fence reads confirmed so far: $reads"
 expect_eq "Pods created for m-c" 1 "$(created m-c)"
 expect_sole_resident pool m-c "$ns"
 
-log "a held client that leaves: the swap goes on, nothing else changes"
-kubectl_admin -n "$ns" annotate --overwrite inferenceservice m-a sim.modelpool.test/load-ms=2000 >/dev/null
+log "#26: a held client that leaves before the drain began: its request is withdrawn, m-c stays"
+# m-c is busy, so the operator cannot have begun to unload it when the client leaves.
+kubectl_admin -n "$ns" annotate --overwrite inferenceservice m-c sim.modelpool.test/busy=true >/dev/null
 expect_eq "client gave up" 000 "$(post /v1/chat/completions '{"model":"m-a","messages":[]}' --max-time 1 2>/dev/null || true)"
-wait_for 60 pool_is pool Ready m-a "$ns"
+wait_for 30 grep -q '"withdrew the request: its clients left"' "$MP_STATE_DIR/router.log"
+wait_for 30 pending_is pool "" "$ns"
 expect_eq "activations" 3 "$(activations)"
 wait_eq 30 0 router_metric 'modelpool_router_held_requests{namespace="router",pool="pool"}'
+expect_sole_resident pool m-c "$ns"
+wait_eq 30 1 event_count pool Normal/RequestWithdrawn "$ns"
+
+log "#26: two clients wait for m-a, one leaves: the one that stays keeps the swap"
+curl -sS -o "$MP_STATE_DIR/stay" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+	--data-binary '{"model":"m-a","messages":[]}' --max-time 60 "$url/v1/chat/completions" >"$MP_STATE_DIR/stay.code" &
+stay=$!
+wait_for 30 pending_is pool m-a "$ns"
+expect_eq "client gave up" 000 "$(post /v1/chat/completions '{"model":"m-a","messages":[]}' --max-time 1 2>/dev/null || true)"
+wait_eq 30 2 router_metric 'modelpool_router_requests_total{namespace="router",pool="pool",member="m-a",code="499"}'
+kubectl_admin -n "$ns" annotate --overwrite inferenceservice m-c sim.modelpool.test/busy=false >/dev/null
+wait "$stay"
+expect_eq "the client that stayed" 200 "$(cat "$MP_STATE_DIR/stay.code")"
+expect_eq "answered by" m-a "$(jq -r .model "$MP_STATE_DIR/stay")"
 expect_sole_resident pool m-a "$ns"
+expect_eq "activations (no withdrawal, no second request)" 4 "$(activations)"
+expect_eq "RequestWithdrawn Events" 1 "$(event_count pool Normal/RequestWithdrawn "$ns")"
+expect_eq "withdrawals" 1 "$(grep -c '"withdrew the request: its clients left"' "$MP_STATE_DIR/router.log")"
 
 log "a Degraded pool: 503 at once with the condition's message, never an activation"
 create_pool "$ns" broken m-x m-x
@@ -89,7 +109,7 @@ wait_eq 30 Degraded pool_get broken '{.status.phase}' "$ns"
 expect_eq "Degraded pool" 503 "$(post /v1/chat/completions '{"model":"m-x","messages":[]}')"
 expect_eq "503 code" pool_unavailable "$(error_code)"
 case "$(error_message)" in *"is Degraded"*) ;; *) fail "503 message without the pool's state: $(error_message)" ;; esac
-expect_eq "activations" 3 "$(activations)"
+expect_eq "activations" 4 "$(activations)"
 
 stop_router
 stop_operator

@@ -128,6 +128,7 @@ typedef struct {
     const char *want_releasing; /* the same in the plan's status; NULL: not checked */
     plan_refusal refused;       /* the controller's memory of a refused write */
     const char *requested;      /* the pool's request annotation */
+    const char *withdrawn;      /* the pool's withdraw annotation */
     /* expected; NULL means "not checked", "" means "empty" */
     const char *phase, *want_resident, *want_pending;
     const char *conds;   /* space-separated Type=Status/Reason that must all be present */
@@ -173,6 +174,7 @@ static void fix_build(t_fix *f, const t_case *tc)
     f->s.now_ms = NOW + 250; /* not a whole second: stamps must still be */
     f->s.refused = tc->refused;
     f->s.requested = tc->requested;
+    f->s.withdrawn = tc->withdrawn;
     f->s.drain_after_ms = tc->fence ? NOW + tc->fence : 0;
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < f->members[i].n_pods; k++)
@@ -234,6 +236,9 @@ static void render(const plan_result *p, char *buf, size_t cap)
             break;
         case PLAN_SCALE:
             OUT("scale:%s=%d", a->member, a->replicas);
+            break;
+        case PLAN_CLEAR_WITHDRAW:
+            OUT("unwithdraw:%s", a->member);
             break;
         case PLAN_CLEAR_REQUEST:
             OUT("clear:%s", a->member);
@@ -1328,6 +1333,47 @@ static void test_pool_request(void **state)
 {
     (void)state;
     static const t_case t[] = {
+        {.title = "#26: a withdrawal before anything was unloaded: honoured, the resident stays",
+         .m = {{"a", 1, "Ready", "Rb"}, {"b", 0, "Stopped"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .withdrawn = "b",
+         .phase = "Ready",
+         .want_resident = "a",
+         .want_pending = "",
+         .want_releasing = "",
+         .conds = "SlotAllocated=True/Resident Swapping=False/NotSwapping",
+         .actions = "status event:N:RequestWithdrawn unwithdraw:b"},
+        {.title = "#26: a withdrawal after the incumbent was scaled down: not honoured, the swap "
+                  "goes on",
+         .m = {{"a", 0, "Stopped", "t"}, {"b", 0, "Stopped"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .withdrawn = "b",
+         .phase = "Swapping",
+         .want_pending = "b",
+         .actions = "status unwithdraw:b"},
+        {.title = "#26: a withdrawal once the target was started: not honoured",
+         .m = {{"a", 0, "Stopped"}, {"b", 1, "Creating", "P"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .withdrawn = "b",
+         .phase = "Swapping",
+         .want_pending = "b",
+         .actions = "status unwithdraw:b"},
+        {.title = "#26: a withdrawal of another swap (stale): cleared, this swap goes on",
+         .m = {{"a", 1, "Ready", "Rb"}, {"b", 0, "Stopped"}, {"c", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .withdrawn = "c",
+         .phase = "Swapping",
+         .want_pending = "b",
+         .actions = "status event:N:SwapDeferred unwithdraw:c",
+         .requeue_ms = 1250},
         {.title = "warm, requested through the pool: swap intent, then the request is cleared",
          .m = {{"a", 1, "Ready", "R"}, {"b", 0, "Stopped"}},
          .resident = "a",
@@ -1871,6 +1917,7 @@ static size_t sim_step(sim *w)
             m->replicas = a->replicas;
             break;
         case PLAN_CLEAR_REQUEST: /* the runs make no request through the pool */
+        case PLAN_CLEAR_WITHDRAW:
             break;
         case PLAN_PROBE: {
             plan_probe_result r = PLAN_PROBE_IDLE;
