@@ -8,7 +8,7 @@ packages=(
 	build-essential cmake pkg-config
 	libcurl4-openssl-dev libcjson-dev libyaml-dev libssl-dev libcmocka-dev libmicrohttpd-dev
 	clang libclang-rt-14-dev clang-format valgrind
-	openssl curl ca-certificates procps python3 python3-yaml jq
+	openssl curl ca-certificates procps python3 python3-yaml python3-venv jq
 	# The image test (test/image): rootful podman with runc, and debootstrap for its Debian base images.
 	podman runc debootstrap
 )

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds the test control plane, helm and toxiproxy (cached), then
+# The test command: installs what is missing, builds the test control plane, helm, toxiproxy and llama.cpp's
+# llama-server with its tiny test model (all cached), then
 #  1. builds with ASan+UBSan and -Werror and runs every ctest test (unit, CLI, end to end, Helm chart,
 #     the container image: skipped, with the reason printed, where podman cannot run);
 #  2. runs the unit tests under valgrind (a plain build), where a leak or bad read is a failure;
@@ -18,6 +19,16 @@ step "test control plane, helm and toxiproxy (built once, then cached)"
 bash "$top/test/controlplane/build.sh" >/dev/null
 bash "$top/test/controlplane/build-helm.sh" >/dev/null
 bash "$top/test/controlplane/build-toxiproxy.sh" >/dev/null
+# The real model server of the llamacpp tests: about 10 minutes on 2 cores when not cached, never -j more
+# than MP_LLAMA_JOBS (2), niced. Where it cannot be built here, its tests are skipped (77) and say why.
+start=$SECONDS
+llama_rc=0
+bash "$top/test/llama/model.sh" tiny >/dev/null || llama_rc=$?
+case $llama_rc in
+0) step "llama-server and its test model ready in $((SECONDS - start)) s" ;;
+77) step "llama-server cannot be built here: the llamacpp tests will be skipped" ;;
+*) exit "$llama_rc" ;;
+esac
 
 step "sanitizer build and ctest"
 cmake -S "$top" -B "$out/sanitize" -DCMAKE_BUILD_TYPE=Debug -DMP_SANITIZE=ON -DMP_WERROR=ON >/dev/null

@@ -28,6 +28,10 @@ static const char sim_usage[] =
     "  --terminate-ms N      Pod terminating to gone, with --finalizer (default 0)\n"
     "  --ip-first N          first Pod address index: 127.<N>>16>.<N>>8&255>.<N&255> (default 2)\n"
     "  --ip-count N          how many addresses from there (default 253: 127.0.0.2-254)\n"
+    "  --llama-server PATH   llamacpp members' Pods are real llama-server processes (this binary)\n"
+    "  --llama-model PATH    the GGUF model they load (required with --llama-server)\n"
+    "  --llama-log-dir DIR   each server's output to DIR/<pod>.log (default: discarded)\n"
+    "  --llama-ctx N         their context size in tokens (default 2048)\n"
     "  -v                    more logs (repeat for more)\n"
     "  --help                this text\n"
     "Per member, annotations "
@@ -65,6 +69,10 @@ static int sim_parse_flags(sim_flags *f, int argc, char **argv)
         F_TERMINATE,
         F_IP_FIRST,
         F_IP_COUNT,
+        F_LLAMA_SERVER,
+        F_LLAMA_MODEL,
+        F_LLAMA_LOG_DIR,
+        F_LLAMA_CTX,
         F_HELP
     };
     static const struct option longs[] = {
@@ -75,11 +83,15 @@ static int sim_parse_flags(sim_flags *f, int argc, char **argv)
         {"terminate-ms", required_argument, NULL, F_TERMINATE},
         {"ip-first", required_argument, NULL, F_IP_FIRST},
         {"ip-count", required_argument, NULL, F_IP_COUNT},
+        {"llama-server", required_argument, NULL, F_LLAMA_SERVER},
+        {"llama-model", required_argument, NULL, F_LLAMA_MODEL},
+        {"llama-log-dir", required_argument, NULL, F_LLAMA_LOG_DIR},
+        {"llama-ctx", required_argument, NULL, F_LLAMA_CTX},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, F_HELP},
         {NULL, 0, NULL, 0},
     };
-    *f = (sim_flags){.opt = {.load_ms = 1000, .terminate_ms = 0}};
+    *f = (sim_flags){.opt = {.load_ms = 1000, .terminate_ms = 0, .llama_ctx = 2048}};
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":v", longs, NULL)) != -1) {
@@ -119,6 +131,33 @@ static int sim_parse_flags(sim_flags *f, int argc, char **argv)
             *(c == F_IP_FIRST ? &f->opt.ip_first : &f->opt.ip_count) = (int)v;
             break;
         }
+        case F_LLAMA_SERVER:
+        case F_LLAMA_MODEL:
+        case F_LLAMA_LOG_DIR: {
+            const char *flag = c == F_LLAMA_SERVER  ? "--llama-server"
+                               : c == F_LLAMA_MODEL ? "--llama-model"
+                                                    : "--llama-log-dir";
+            int mode = c == F_LLAMA_SERVER ? X_OK : c == F_LLAMA_MODEL ? R_OK : W_OK;
+            if (access(optarg, mode) < 0) {
+                fprintf(stderr, "member-sim: %s %s: %s\n", flag, optarg, strerror(errno));
+                return -1;
+            }
+            *(c == F_LLAMA_SERVER  ? &f->opt.llama_server
+              : c == F_LLAMA_MODEL ? &f->opt.llama_model
+                                   : &f->opt.llama_log_dir) = optarg;
+            break;
+        }
+        case F_LLAMA_CTX: {
+            uint64_t v;
+            if (sim_parse_num("--llama-ctx", optarg, "a number of tokens", &v) < 0)
+                return -1;
+            if (v < 64 || v > 1048576) {
+                fprintf(stderr, "member-sim: --llama-ctx wants 64..1048576\n");
+                return -1;
+            }
+            f->opt.llama_ctx = (int)v;
+            break;
+        }
         case 'v':
             f->verbose++;
             break;
@@ -137,6 +176,10 @@ static int sim_parse_flags(sim_flags *f, int argc, char **argv)
     int count = f->opt.ip_count ? f->opt.ip_count : SIM_IP_COUNT_DEFAULT;
     if (first + count - 1 > 0xfffffe) {
         fprintf(stderr, "member-sim: --ip-first + --ip-count passes 127.255.255.254\n");
+        return -1;
+    }
+    if (!f->opt.llama_server != !f->opt.llama_model) {
+        fprintf(stderr, "member-sim: --llama-server and --llama-model go together\n");
         return -1;
     }
     f->opt.ip_first = first;
@@ -207,7 +250,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "member-sim: cannot start\n");
     } else {
         log_kv(LOG_INFO, "started", "server", cfg.server, "namespace",
-               f.opt.namespace_ ? f.opt.namespace_ : "(all)", NULL);
+               f.opt.namespace_ ? f.opt.namespace_ : "(all)", "llama_server",
+               f.opt.llama_server ? f.opt.llama_server : "(simulated)", NULL);
         rc = ev_run(loop) < 0 ? 1 : 0;
         sim_print_requests(s, stdout);
     }

@@ -67,6 +67,17 @@
  *   sim.modelpool.test/served-model: <name>  a body naming another model gets vLLM's 404
  *   A Pod that stops serving drops its requests in flight with their connections (reset). A
  *   client that leaves ends its request at once, streamed or not (httpd_req_on_close).
+ * With --llama-server (and --llama-model), the Pods of llamacpp and llamacpp-router members are
+ * real llama-server processes (sim_llama.h) instead: started on the Pod's address and port when its
+ *   load delay is over, the Pod then written Running with its container started but not ready,
+ *   and ready once the server's /health answers 200 (the real load time); the member is Ready
+ *   from then. The server answers every endpoint itself (/slots, /health, /v1/...), with one slot,
+ *   the name sim.modelpool.test/served-model or else the member's name (--alias); the busy, probe,
+ *   token-ms and served-model-404 rules above are the real server's own behaviour then, and
+ *   /sim/requests is not served. A deleted Pod's server gets SIGTERM (SIGKILL after 5 s); with
+ *   --finalizer its Pod stays terminating until the process has exited as well as for the
+ *   terminate delay. A server that exits by itself is a crashed container: its Pod goes Failed
+ *   and is replaced. Other runtimes' members stay simulated.
  * stdout, one line per change, in the order things happened (each printed right after the write
  *   that caused it, before the operator can see that write):
  *   sim <ns>/<name> pod=<pod> state=<Pending|Running|Failed|Terminating|Gone> ip=<addr|-> busy=<b>
@@ -74,6 +85,8 @@
  *     that never ran holds nothing); busy is the member's busy annotation at that moment, so
  *     "state=Terminating ... busy=true" is a busy member's Pod being deleted.
  *   sim <ns>/<name> phase=<status phase> ready=<ready Pods> holding=<Pods holding the GPU>
+ *   sim <ns>/<name> llama=<pod> state=<started|ready|exited> pid=<pid> [status=<code|signal-N>]
+ *     a real server's process started, loaded, or gone (reaped)
  *   At exit, per member: sim <ns>/<name> requests=<n>
  */
 
@@ -83,6 +96,9 @@ typedef struct sim_options {
     uint64_t load_ms;       /* Pod created -> Running, unless annotated */
     uint64_t terminate_ms;  /* Pod terminating -> finalizer removed, unless annotated */
     int ip_first, ip_count; /* Pod addresses (see above); 0 for the defaults */
+    /* Real llama.cpp servers for llamacpp members (see "With --llama-server" above); NULL: none. */
+    const char *llama_server, *llama_model, *llama_log_dir;
+    int llama_ctx; /* their context size */
 } sim_options;
 
 #define SIM_IP_FIRST_DEFAULT 2

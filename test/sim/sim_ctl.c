@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "util/strmap.h"
 #include "sim_hang.h"
 #include "sim_isvc.h"
+#include "sim_llama.h"
 #include "sim_oai.h"
 
 #define SIM_INDEX_MEMBER "member"
@@ -41,7 +43,7 @@ typedef enum {
 typedef enum { SIM_IDLE, SIM_CALL, SIM_RETRY } sim_step;
 
 /* The status a Pod is given. */
-typedef enum { SIM_POD_RUNNING, SIM_POD_FAILED, SIM_POD_EVICTED } sim_pod_state;
+typedef enum { SIM_POD_RUNNING, SIM_POD_FAILED, SIM_POD_EVICTED, SIM_POD_CRASHED } sim_pod_state;
 
 typedef struct sim_member sim_member;
 typedef struct sim_pod sim_pod;
@@ -54,9 +56,10 @@ struct sim_pod {
     const char *phase; /* Pending, Running, Failed or Succeeded: the cache's, or our last write */
     int ip;            /* N of 127.0.0.N, 0 for none */
     bool ip_in_status; /* status.podIP already names it */
-    bool seen;         /* has been in the cache */
-    bool terminating;  /* its deletion has started */
-    bool gone;         /* the API server said it is deleted; the cache may lag */
+    bool ready_in_status; /* and its Ready condition is True */
+    bool seen;            /* has been in the cache */
+    bool terminating;     /* its deletion has started */
+    bool gone;            /* the API server said it is deleted; the cache may lag */
     /* The delays run from these instants and are read from the annotations on every pass, so a
      * test can hold a Pod (load-ms or terminate-ms huge) and release it by lowering them. */
     uint64_t born_ms, term_since_ms;
@@ -65,10 +68,11 @@ struct sim_pod {
     httpd *http;       /* the probe endpoints (answered at once) and the OpenAI ones */
     sim_infer *infers; /* OpenAI requests in flight: the probe says busy meanwhile */
     int inflight;
-    bool cut_busy;  /* requests were in flight when its deletion began (they were cut) */
-    sim_hang *hang; /* or, with probe: "hang", a listener that answers nothing */
-    int http_port;  /* the port of either */
-    char *shown;    /* the last state line printed for it */
+    bool cut_busy;    /* requests were in flight when its deletion began (they were cut) */
+    sim_hang *hang;   /* or, with probe: "hang", a listener that answers nothing */
+    sim_llama *llama; /* or, with --llama-server, a real llama.cpp server (kept until it exited) */
+    int http_port;    /* the port of either */
+    char *shown;      /* the last state line printed for it */
 };
 
 struct sim_member {
@@ -91,6 +95,7 @@ struct sim_member {
     sim_pod *op_pod;
     char *op_name; /* CREATE: the Pod's name */
     sim_pod_state op_state;
+    bool op_ready;
     const char *op_phase;
     int op_replicas;
     char *op_rv;
@@ -360,6 +365,7 @@ static void sim_pod_free(sim_pod *p)
     sim *s = p->m->s;
     sim_pod_http_stop(p);
     sim_hang_stop(p->hang, NULL, NULL);
+    sim_llama_free(p->llama);
     ev_timer_cancel(s->loop, p->load_timer);
     ev_timer_cancel(s->loop, p->term_timer);
     sim_ip_release(s, &p->ip);
@@ -655,6 +661,76 @@ static void sim_pod_unserve(sim_pod *p)
     sim_pod_http_stop(p);
     sim_hang_stop(p->hang, NULL, NULL);
     p->hang = NULL;
+    sim_llama_stop(p->llama); /* SIGTERM; the Pod stays terminating until the process is gone */
+}
+
+/* ---- real llama.cpp servers (--llama-server) ---- */
+
+/* A member whose Pods are real llama-server processes: a llama.cpp runtime, with --llama-server. */
+static bool sim_is_llama(const sim *s, const cJSON *isvc)
+{
+    const char *rt = sim_isvc_runtime(isvc);
+    return s->opt.llama_server && (sim_eq(rt, "llamacpp") || sim_eq(rt, "llamacpp-router"));
+}
+
+/* Whether p serves: a simulated Pod at once, a real server once its model is loaded. */
+static bool sim_pod_loaded(const sim_pod *p)
+{
+    return !p->llama || sim_llama_state_of(p->llama) == SIM_LLAMA_READY;
+}
+
+/* The process lines, in the order of events, for a test to see that two servers of a pool never
+ * ran at once: sim <ns>/<name> llama=<pod> state=<started|ready|exited> pid=<pid> [status=<s>] */
+static void sim_show_llama(const sim_pod *p, const char *state)
+{
+    int pid = sim_llama_pid(p->llama), st = sim_llama_wait_status(p->llama);
+    if (strcmp(state, "exited") == 0)
+        printf("sim %s llama=%s state=exited pid=%d status=%s%d\n", p->m->key, p->name, pid,
+               WIFSIGNALED(st) ? "signal-" : "", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+    else
+        printf("sim %s llama=%s state=%s pid=%d\n", p->m->key, p->name, state, pid);
+    fflush(stdout);
+}
+
+static void sim_on_llama(void *ud)
+{
+    sim_pod *p = ud;
+    bool exited = sim_llama_state_of(p->llama) == SIM_LLAMA_EXITED;
+    sim_show_llama(p, exited ? "exited" : "ready");
+    log_kv(exited ? LOG_INFO : LOG_DEBUG, exited ? "llama-server exited" : "llama-server ready",
+           "member", p->m->key, "pod", p->name, NULL);
+    wq_add(p->m->s->q, p->m->key);
+}
+
+/* Starts p's llama-server on its address unless it has one: the model is the simulator's, the name
+ * it answers to the member's sim.modelpool.test/served-model, else the member's name. 0, or -1 when
+ * the address is taken or the process cannot start (why in err). */
+static int sim_pod_serve_llama(sim_pod *p, const cJSON *isvc, char *err, size_t errlen)
+{
+    if (p->llama)
+        return 0; /* loading, serving, or exited: sim_run reports a crash */
+    sim *s = p->m->s;
+    char ip[24];
+    sim_ip_text(p->ip, ip, sizeof(ip));
+    int port = sim_isvc_port(isvc);
+    int rc = sim_llama_can_bind(ip, port);
+    if (rc < 0) {
+        snprintf(err, errlen, "%s:%d: %s", ip, port, strerror(-rc));
+        return -1;
+    }
+    const char *alias = sim_isvc_annotation(isvc, "sim.modelpool.test/served-model");
+    sim_llama_config cfg = {.server = s->opt.llama_server,
+                            .model = s->opt.llama_model,
+                            .log_dir = s->opt.llama_log_dir,
+                            .ctx_size = s->opt.llama_ctx};
+    p->llama = sim_llama_start(s->loop, &cfg, p->name, ip, port, alias ? alias : p->m->name,
+                               sim_on_llama, p, err, errlen);
+    if (!p->llama)
+        return -1;
+    p->http_port = port;
+    sim_show_llama(p, "started");
+    log_kv(LOG_INFO, "llama-server started", "member", p->m->key, "pod", p->name, "ip", ip, NULL);
+    return 0;
 }
 
 /* Serves (or stops serving) p's probe endpoints as isvc asks: answered (httpd), held unanswered
@@ -662,6 +738,13 @@ static void sim_pod_unserve(sim_pod *p)
  * annotation now says. 0, or -1 when it cannot listen (why in err). */
 static int sim_pod_serve(sim_pod *p, const cJSON *isvc, bool want, char *err, size_t errlen)
 {
+    if (sim_is_llama(p->m->s, isvc) || p->llama) {
+        if (!want || !p->ip) {
+            sim_pod_unserve(p);
+            return 0;
+        }
+        return sim_pod_serve_llama(p, isvc, err, errlen);
+    }
     const char *probe = sim_isvc_annotation(isvc, "sim.modelpool.test/probe");
     int port = sim_isvc_port(isvc);
     want = want && p->ip && !sim_eq(probe, "refuse");
@@ -743,6 +826,12 @@ static sim_pod *sim_pod_adopt(sim_member *m, const char *name, const cJSON *obj)
     if (!sim_terminal(p->phase)) {
         p->ip = sim_ip_adopt(m->s, sim_str(obj, "status", "podIP"));
         p->ip_in_status = p->ip != 0;
+        const cJSON *c;
+        cJSON_ArrayForEach(c, sim_field(obj, "status", "conditions"))
+        {
+            if (sim_eq(sim_str(c, "type", NULL), "Ready"))
+                p->ready_in_status = p->ip_in_status && sim_eq(sim_str(c, "status", NULL), "True");
+        }
     }
     log_kv(LOG_INFO, "adopted pod", "member", m->key, "pod", name, "phase", p->phase, NULL);
     return p;
@@ -919,8 +1008,11 @@ static sim_step sim_pod_status(sim_member *m, sim_pod *p, const cJSON *cached, s
     char now[32], ip[24];
     sim_now_rfc3339(now, sizeof(now));
     bool running = st == SIM_POD_RUNNING;
+    /* A real server's container runs from its start and is ready once its model is loaded. */
+    bool ready = running && sim_pod_loaded(p);
     m->op_pod = p;
     m->op_state = st;
+    m->op_ready = ready;
     cJSON *patch = cJSON_CreateObject();
     cJSON_AddStringToObject(cJSON_AddObjectToObject(patch, "metadata"), "resourceVersion",
                             sim_rv(cached));
@@ -938,21 +1030,22 @@ static sim_step sim_pod_status(sim_member *m, sim_pod *p, const cJSON *cached, s
         cJSON_AddNullToObject(status, "podIP");
         cJSON_AddNullToObject(status, "podIPs");
         cJSON_AddStringToObject(status, "reason", st == SIM_POD_EVICTED ? "Evicted" : "Error");
-        cJSON_AddStringToObject(status, "message",
-                                st == SIM_POD_EVICTED
-                                    ? "simulated eviction (sim.modelpool.test/evict)"
+        cJSON_AddStringToObject(
+            status, "message",
+            st == SIM_POD_EVICTED   ? "simulated eviction (sim.modelpool.test/evict)"
+            : st == SIM_POD_CRASHED ? "llama-server exited (see --llama-log-dir)"
                                     : "simulated failure (sim.modelpool.test/fail)");
     }
     cJSON *conds = cJSON_AddArrayToObject(status, "conditions");
     cJSON_AddItemToArray(conds, sim_condition("PodScheduled", true, now));
     cJSON_AddItemToArray(conds, sim_condition("Initialized", true, now));
-    cJSON_AddItemToArray(conds, sim_condition("ContainersReady", running, now));
-    cJSON_AddItemToArray(conds, sim_condition("Ready", running, now));
+    cJSON_AddItemToArray(conds, sim_condition("ContainersReady", ready, now));
+    cJSON_AddItemToArray(conds, sim_condition("Ready", ready, now));
     cJSON *cs = cJSON_CreateObject();
     cJSON_AddStringToObject(cs, "name", "server");
     cJSON_AddStringToObject(cs, "image", "sim");
     cJSON_AddStringToObject(cs, "imageID", "");
-    cJSON_AddBoolToObject(cs, "ready", running);
+    cJSON_AddBoolToObject(cs, "ready", ready);
     cJSON_AddBoolToObject(cs, "started", running);
     cJSON_AddNumberToObject(cs, "restartCount", 0);
     cJSON *state = cJSON_AddObjectToObject(cs, "state");
@@ -1031,11 +1124,13 @@ static bool sim_apply_answer(sim_member *m, const kube_error *err, long code, co
         if (m->op_state == SIM_POD_RUNNING) {
             p->phase = "Running";
             p->ip_in_status = true;
+            p->ready_in_status = m->op_ready;
         } else {
             p->phase = "Failed";
             sim_pod_unserve(p);
             sim_ip_release(s, &p->ip);
             p->ip_in_status = false;
+            p->ready_in_status = false;
         }
         log_kv(LOG_INFO, "pod status", "member", m->key, "pod", p->name, "phase", p->phase, NULL);
         return true;
@@ -1091,10 +1186,10 @@ static bool sim_active(const sim_pod *p)
     return !p->gone && !p->terminating && !sim_terminal(p->phase);
 }
 
-/* Ready: Running, its address in its status, not being deleted. */
+/* Ready: Running, its address in its status, its server loaded, not being deleted. */
 static bool sim_ready(const sim_pod *p)
 {
-    return sim_active(p) && sim_eq(p->phase, "Running") && p->ip_in_status;
+    return sim_active(p) && sim_eq(p->phase, "Running") && p->ip_in_status && p->ready_in_status;
 }
 
 /* The active Pod a ReplicaSet deletes first when there are too many (getPodsToDelete's ranking,
@@ -1149,6 +1244,12 @@ static sim_step sim_run(sim_member *m, const cJSON *isvc, sim_pod *p)
             return SIM_RETRY;
         return sim_pod_status(m, p, cached, SIM_POD_RUNNING);
     }
+    if (p->llama && sim_llama_state_of(p->llama) == SIM_LLAMA_EXITED) {
+        /* The server died under a Pod nobody deleted: a crashed container (never restarted here,
+         * so a test sees it), reported Failed and replaced. */
+        log_kv(LOG_ERROR, "llama-server crashed", "member", m->key, "pod", p->name, NULL);
+        return cached ? sim_pod_status(m, p, cached, SIM_POD_CRASHED) : SIM_IDLE;
+    }
     if (evict || fail) {
         sim_pod_unserve(p);
         return cached ? sim_pod_status(m, p, cached, evict ? SIM_POD_EVICTED : SIM_POD_FAILED)
@@ -1156,7 +1257,7 @@ static sim_step sim_run(sim_member *m, const cJSON *isvc, sim_pod *p)
     }
     if (sim_pod_place(p, isvc) < 0)
         return SIM_RETRY;
-    if (!p->ip_in_status)
+    if (!p->ip_in_status || p->ready_in_status != sim_pod_loaded(p))
         return cached ? sim_pod_status(m, p, cached, SIM_POD_RUNNING) : SIM_IDLE;
     return SIM_IDLE;
 }
@@ -1194,6 +1295,10 @@ static sim_step sim_reconcile(sim_member *m)
         if (!p->terminating || p->gone)
             continue;
         sim_pod_unserve(p);
+        /* A real server's Pod is gone only once its process is (the memory is freed): its exit
+         * brings the member back here. */
+        if (p->llama && sim_llama_state_of(p->llama) != SIM_LLAMA_EXITED)
+            continue;
         /* Until the cache shows the deletion, its resourceVersion would only earn a 409. */
         const cJSON *cached = sim_pod_cached(p);
         if (!cached || !sim_has_finalizer(cached) ||
