@@ -109,7 +109,7 @@ typedef struct httpd_header {
  * otherwise chunked transfer encoding, or close-delimited for an HTTP/1.0 client).
  * 0, -EALREADY (already answered), -EINVAL (bad Content-Length) or -ENOMEM. The headers go out
  * with the first bytes or at httpd_req_stream_end, as soon as MHD may send (see httpd_req_reply
- * on a body partly read). */
+ * on a body partly read); a header with an empty value is left out (MHD cannot send it). */
 int httpd_req_stream_begin(httpd_req *r, unsigned code, const httpd_header *headers, size_t n);
 /* Copies data for the client; it is sent from the loop without waiting for more. Returns 0, 1
  * when the bytes buffered here exceed the high-water mark (256 KiB: the producer should pause

@@ -763,6 +763,10 @@ int httpd_req_stream_begin(httpd_req *r, unsigned code, const httpd_header *head
         }
         if (strcasecmp(headers[i].name, "Transfer-Encoding") == 0)
             continue; /* MHD's choice, from the size and the client's version */
+        /* MHD refuses a header with an empty value, and that would fail the whole answer (the
+         * client's connection closed with no reply): llama-server sends one on every answer. */
+        if (!*headers[i].value)
+            continue;
         httpd_header *hd = &st->headers[st->nheaders++];
         hd->name = strdup(headers[i].name);
         hd->value = strdup(headers[i].value);

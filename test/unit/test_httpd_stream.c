@@ -621,6 +621,41 @@ static void test_stream_whole(void **state)
     ev_free(loop);
 }
 
+/* A header with an empty value (llama-server sends "Access-Control-Allow-Origin: " on every
+ * answer): valid HTTP, but libmicrohttpd refuses to add it, which used to fail the whole answer
+ * (the client saw its connection closed with no reply). It is left out; the answer goes. */
+static void empty_on_request(void *ud, httpd_req *r)
+{
+    (void)ud;
+    httpd_header hd[] = {{"Access-Control-Allow-Origin", ""},
+                         {"Content-Type", "application/json"},
+                         {"Content-Length", "2"}};
+    assert_int_equal(httpd_req_stream_begin(r, 200, hd, 3), 0);
+    assert_int_equal(httpd_req_stream_write(r, "{}", 2), 0);
+    httpd_req_stream_end(r, true);
+}
+
+static void test_stream_empty_header(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    assert_non_null(loop);
+    httpd *h = start(loop, empty_on_request, NULL);
+    client c;
+    client_start(&c, loop, httpd_port(h), "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                 0);
+    run(loop);
+    assert_true(c.closed);
+    assert_non_null(strstr(c.in, "HTTP/1.1 200 "));
+    assert_non_null(strstr(c.in, "Content-Type: application/json\r\n"));
+    char *body = strstr(c.in, "\r\n\r\n");
+    assert_non_null(body);
+    assert_string_equal(body + 4, "{}");
+    client_free(&c);
+    httpd_stop(h);
+    ev_free(loop);
+}
+
 /* ---- the client leaves; the server stops ---- */
 
 static void gone_on_close(void *ud)
@@ -789,7 +824,7 @@ int main(void)
         cmocka_unit_test(test_upload_paused),   cmocka_unit_test(test_early_answer),
         cmocka_unit_test(test_stream_pingpong), cmocka_unit_test(test_stream_backpressure),
         cmocka_unit_test(test_stream_whole),    cmocka_unit_test(test_client_gone),
-        cmocka_unit_test(test_stop_waiting),
+        cmocka_unit_test(test_stop_waiting),    cmocka_unit_test(test_stream_empty_header),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
