@@ -3,7 +3,9 @@
 # the operator and the router; sends a chat completion for qwen-7b (not resident) through the router
 # with curl, shows it held while the pool swaps, then the answer, `kubectl get modelpools` before and
 # after, and a few of the operator's metrics (over HTTPS, with the token of a ServiceAccount allowed
-# to read them); then stops everything.
+# to read them); then stops everything. The members' Pods are real llama.cpp servers (llama-server with a
+# tiny random-weight model: it answers gibberish, for real) when test/llama/build.sh has built one into the
+# cache (scripts/test.sh does); else the simulator answers for them. The demo says which.
 set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$top/scripts/bootstrap.sh"
@@ -20,7 +22,15 @@ k apply -f "$top/crd/modelpools.inference.llmkube.dev.yaml" -f "$top/test/crds/i
 k wait --for=condition=Established crd --all --timeout=60s
 until k get modelpools >/dev/null 2>&1; do sleep 0.5; done
 k apply -f "$top/config/samples/inferenceservices.yaml" -f "$top/config/samples/modelpool.yaml"
-"$top/build/demo/member-sim" --kubeconfig "$KUBECONFIG" --load-ms 1000 >"$state/sim.log" 2>&1 & pids+=($!)
+members=(--load-ms 1000)
+if server=$(bash "$top/test/llama/build.sh" --cached 2>/dev/null) &&
+	model=$(bash "$top/test/llama/model.sh" tiny 2>/dev/null); then
+	echo "--- members: real llama.cpp servers ($server, model $(basename "$model"))"
+	members=(--load-ms 0 --finalizer --llama-server "$server" --llama-model "$model" --llama-log-dir "$state")
+else
+	echo "--- members: simulated (no llama-server in the cache: bash test/llama/build.sh builds one, ~10 min)"
+fi
+"$top/build/demo/member-sim" --kubeconfig "$KUBECONFIG" "${members[@]}" >"$state/sim.log" 2>&1 & pids+=($!)
 "$top/build/demo/modelpool-operator" --kubeconfig "$KUBECONFIG" \
 	--metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 >"$state/operator.log" 2>&1 & pids+=($!)
 # The router: one OpenAI endpoint for both models (metrics plain here, on loopback).
