@@ -8,6 +8,9 @@ ns=router-swap
 router_setup --terminate-ms 200 --load-ms 200
 
 create_members "$ns" m-a m-b m-e m-f
+# m-e serves as vLLM does (a name other than its served one is 404), so the served-name rewrite is
+# needed; a llamacpp member takes any name (as llama-server does).
+kubectl_admin -n "$ns" patch inferenceservice m-e --type=merge -p '{"spec":{"runtime":"vllm"}}' >/dev/null
 create_pool "$ns" pool m-a m-a m-b
 kubectl_admin -n "$ns" apply -f - >/dev/null <<-YAML
 	apiVersion: inference.llmkube.dev/v1alpha1

@@ -88,6 +88,9 @@ expect_eq "chat content" "tok0 tok1 tok2 " "$(json 'd["choices"][0]["message"]["
 expect_eq "chat usage" 3 "$(json 'd["usage"]["completion_tokens"]' <<<"$out")"
 out=$(post "$A/v1/chat/completions" '{"model":"alpha","messages":[]}')
 expect_eq "default tokens" 8 "$(json 'd["usage"]["completion_tokens"]' <<<"$out")"
+# As llama-server (one model): any name is taken, and the answer names the member's own.
+out=$(post "$A/v1/chat/completions" '{"model":"some-other-name","messages":[],"max_tokens":1}')
+expect_eq "llamacpp member asked by another name" "200 alpha" "$(code) $(json 'd["model"]' <<<"$out")"
 
 log "completions and embeddings"
 out=$(post "$A/v1/completions" '{"model":"alpha","prompt":"x","max_tokens":2}')

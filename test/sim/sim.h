@@ -58,13 +58,18 @@
  *   404. GET /sim/requests answers how many requests the member served (itself not counted).
  * OpenAI endpoints, every runtime (sim_oai.h has the format): POST /v1/chat/completions,
  *   /v1/completions, /v1/embeddings read a JSON body (over 32 MiB: 413; not JSON or no model: 400;
- *   another method: 405) and answer with the body's model and the header X-Sim-Pod: <pod>, after
+ *   another method: 405) and answer with the body's model (a llamacpp member: with its served
+ *   name, see below) and the header X-Sim-Pod: <pod>, after
  *   max_tokens (default 8; embeddings 1) times sim.modelpool.test/token-ms (default 0) on a timer;
  *   "stream": true answers SSE, one event per token at that pace, a last event with
- *   finish_reason, then data: [DONE]. While any such request is in flight on a Pod (headers in,
- *   answer not yet handed over, client still there), that Pod's idle probe is busy (the gauge
- *   counts them), whatever the busy annotation says.
- *   sim.modelpool.test/served-model: <name>  a body naming another model gets vLLM's 404
+ *   finish_reason, then data: [DONE]. While any such request is in flight on a Pod (its body read
+ *   whole, answer not yet handed over, client still there), that Pod's idle probe is busy (the
+ *   gauge counts them), whatever the busy annotation says; a request whose body is still coming
+ *   is not counted (llama.cpp's /slots shows a request only once it is on a slot).
+ *   sim.modelpool.test/served-model: <name>  a body naming another model gets vLLM's 404; a
+ *       llamacpp member instead takes any name and answers with <name> (else the member's own
+ *       name), as llama-server (one model, --alias) does
+ *   A connection idle for 5 s is closed (llama-server's keep-alive timeout).
  *   A Pod that stops serving drops its requests in flight with their connections (reset). A
  *   client that leaves ends its request at once, streamed or not (httpd_req_on_close).
  * With --llama-server (and --llama-model), the Pods of llamacpp and llamacpp-router members are

@@ -26,6 +26,9 @@
 /* A Pod serves its probes and the OpenAI requests of several clients at once (a router's held
  * requests, a load test). */
 #define SIM_POD_CONNECTIONS 1024
+/* An idle connection is closed after this, as llama-server does (its keep-alive timeout): a
+ * client's pooled connection can be gone when it is reused. */
+#define SIM_POD_KEEPALIVE_S 5
 /* A Pod this process created but the cache never showed is forgotten after this: it was deleted
  * before its ADDED event could arrive (or the watch is far behind, and a relist will bring it). */
 #define SIM_UNSEEN_FORGET_MS 30000
@@ -422,6 +425,7 @@ struct sim_infer {
     char *body; /* the request body as read so far */
     size_t len, cap;
     sim_oai_req q;
+    bool counted;      /* its body is in: the probe counts it busy (p->inflight) */
     int sent;          /* stream: token events written */
     uint64_t token_ms; /* the member's per-token delay when the body was in */
     uint64_t timer;
@@ -438,7 +442,7 @@ static void sim_infer_free(sim_infer *w)
         p->infers = w->next;
     if (w->next)
         w->next->prev = w->prev;
-    p->inflight--;
+    p->inflight -= w->counted;
     ev_timer_cancel(p->m->s->loop, w->timer);
     sim_oai_req_clear(&w->q);
     free(w->body);
@@ -509,18 +513,31 @@ static void sim_infer_on_done(ev_loop *loop, void *ud)
     sim_infer_send(w, 200, sim_oai_response(&w->q, w->id, w->created));
 }
 
-/* The whole body is in: answer as the member's annotations say, after the simulated work. */
+/* The whole body is in: answer as the member's annotations say, after the simulated work. From
+ * now on the probe counts it busy: llama.cpp's /slots shows a request only once its body is read
+ * and its prompt is on a slot (a request still uploading, or being tokenized, looks idle). */
 static void sim_infer_start(sim_infer *w)
 {
     sim_member *m = w->p->m;
     char *err = NULL;
+    w->counted = true;
+    w->p->inflight++;
     if (sim_oai_parse(w->kind, w->body, w->len, &w->q, &err) < 0) {
         sim_infer_send(w, 400, err);
         return;
     }
     const cJSON *isvc = store_get(informer_store(m->s->isvcs), m->key);
     const char *served = sim_isvc_annotation(isvc, "sim.modelpool.test/served-model");
-    if (served && strcmp(served, w->q.model) != 0) {
+    if (sim_eq(sim_isvc_runtime(isvc), "llamacpp")) {
+        /* llama-server (one model) takes any model name and answers with its own (--alias). */
+        char *own = strdup(served ? served : m->name);
+        if (!own) {
+            sim_infer_send(w, 500, NULL);
+            return;
+        }
+        free(w->q.model);
+        w->q.model = own;
+    } else if (served && strcmp(served, w->q.model) != 0) {
         sim_infer_send(w, 404, sim_oai_model_not_found(w->q.model));
         return;
     }
@@ -590,7 +607,6 @@ static void sim_infer_new(sim_pod *p, httpd_req *r, sim_oai_kind kind)
     if (p->infers)
         p->infers->prev = w;
     p->infers = w;
-    p->inflight++;
     p->m->requests++;
     httpd_req_on_close(r, sim_infer_on_close, w);
     const char *cl = httpd_req_header(r, "Content-Length");
@@ -697,8 +713,8 @@ static void sim_on_llama(void *ud)
     sim_pod *p = ud;
     bool exited = sim_llama_state_of(p->llama) == SIM_LLAMA_EXITED;
     sim_show_llama(p, exited ? "exited" : "ready");
-    log_kv(exited ? LOG_INFO : LOG_DEBUG, exited ? "llama-server exited" : "llama-server ready",
-           "member", p->m->key, "pod", p->name, NULL);
+    log_kv(LOG_INFO, exited ? "llama-server exited" : "llama-server ready", "member", p->m->key,
+           "pod", p->name, NULL);
     wq_add(p->m->s->q, p->m->key);
 }
 
@@ -770,7 +786,8 @@ static int sim_pod_serve(sim_pod *p, const cJSON *isvc, bool want, char *err, si
         httpd_config cfg = {.bind = bind,
                             .request = sim_on_request,
                             .ud = p,
-                            .max_connections = SIM_POD_CONNECTIONS};
+                            .max_connections = SIM_POD_CONNECTIONS,
+                            .idle_timeout_s = SIM_POD_KEEPALIVE_S};
         p->http = httpd_start_config(p->m->s->loop, &cfg, err, errlen);
     }
     if (!p->http && !p->hang)
