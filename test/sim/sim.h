@@ -75,7 +75,8 @@
  * With --llama-server (and --llama-model), the Pods of llamacpp and llamacpp-router members are
  * real llama-server processes (sim_llama.h) instead: started on the Pod's address and port when its
  *   load delay is over, the Pod then written Running with its container started but not ready,
- *   and ready once the server's /health answers 200 (the real load time); the member is Ready
+ *   and ready once the server's /health answers 200 (the real load time); the member is
+ *   Progressing while its server loads (a Running Pod, none ready) and Ready
  *   from then. The server answers every endpoint itself (/slots, /health, /v1/...), with one slot,
  *   the name sim.modelpool.test/served-model or else the member's name (--alias); the busy, probe,
  *   token-ms and served-model-404 rules above are the real server's own behaviour then, and

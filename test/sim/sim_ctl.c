@@ -1291,6 +1291,9 @@ static const char *sim_member_phase(const sim_member *m, const cJSON *isvc, bool
     if (failed)
         return "Failed";
     for (const sim_pod *p = m->pods; p; p = p->next)
+        if (sim_active(p) && sim_eq(p->phase, "Running"))
+            return "Progressing"; /* a real server loading its model (--llama-server) */
+    for (const sim_pod *p = m->pods; p; p = p->next)
         if (sim_active(p) && sim_eq(p->phase, "Pending") &&
             sim_isvc_flag(isvc, "sim.modelpool.test/waiting-for-gpu"))
             return "WaitingForGPU";
