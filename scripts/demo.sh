@@ -34,7 +34,7 @@ fi
 "$top/build/demo/modelpool-operator" --kubeconfig "$KUBECONFIG" \
 	--metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 >"$state/operator.log" 2>&1 & pids+=($!)
 # The router: one OpenAI endpoint for both models (metrics plain here, on loopback).
-"$top/build/demo/modelpool-router" --kubeconfig "$KUBECONFIG" --bind-address 127.0.0.1:0 \
+"$top/build/demo/modelpool-router" --kubeconfig "$KUBECONFIG" --home-namespace default --bind-address 127.0.0.1:0 \
 	--metrics-secure=false --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
 	>"$state/router.log" 2>&1 & pids+=($!)
 show() { echo "--- $*"; k get modelpools,inferenceservices; }

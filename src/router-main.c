@@ -65,12 +65,25 @@ int main(int argc, char **argv)
     int boot = app_boot(APP_ROUTER, "modelpool-router", argc, argv, &opts, &cfg);
     if (boot >= 0)
         return boot;
+    /* Unqualified model names resolve in one namespace only: the flag's (or --namespace, or
+     * $POD_NAMESPACE), else the router's own in a cluster; never a guess. */
+    const char *home = opts.home_namespace;
+    if (!home && cfg.origin && strcmp(cfg.origin, "in-cluster") == 0)
+        home = cfg.namespace_;
+    if (!home || !*home) {
+        fprintf(stderr, "modelpool-router: no home namespace for model names without a "
+                        "\"<namespace>/\": set --home-namespace (or --namespace, or "
+                        "POD_NAMESPACE) when not running in a cluster\n");
+        kube_config_clear(&cfg);
+        return 2;
+    }
     int rc = 1;
     router_main m = {0};
     if (app_runtime_start(&m.run, "modelpool-router", &cfg, router_shutdown, &m) < 0)
         goto out;
     rt_router_opts ro = {.bind = opts.bind_addr,
                          .namespace_ = opts.namespace_,
+                         .home_namespace = home,
                          .label_selector = opts.label_selector,
                          .max_body_bytes = opts.max_body_bytes,
                          .body_budget_bytes = opts.body_budget_bytes,
@@ -94,8 +107,8 @@ int main(int argc, char **argv)
     snprintf(mport, sizeof(mport), "%d", telemetry_metrics_port(m.run.tm));
     snprintf(hport, sizeof(hport), "%d", telemetry_health_port(m.run.tm));
     log_kv(LOG_INFO, "started", "version", MP_VERSION, "server", cfg.server, "config", cfg.origin,
-           "namespace", opts.namespace_ ? opts.namespace_ : "(all)", "port", port, "metrics_port",
-           mport, "health_port", hport, NULL);
+           "namespace", opts.namespace_ ? opts.namespace_ : "(all)", "home_namespace", home, "port",
+           port, "metrics_port", mport, "health_port", hport, NULL);
     rc = ev_run(m.run.loop) < 0 ? 1 : 0;
     log_kv(LOG_INFO, "stopped", NULL);
 out:

@@ -43,6 +43,9 @@ typedef struct app_options {
                                     once; past it 503; 128 MiB */
     long
         body_idle_ms; /* --body-idle-timeout DURATION: a silent upload before its model: 408; 30s */
+    /* --home-namespace: unqualified model names resolve there; else --namespace, else
+     * $POD_NAMESPACE; NULL: none of them (main falls back to the service account's namespace) */
+    const char *home_namespace;
     bool help, version;
 } app_options;
 

@@ -18,8 +18,11 @@
 typedef struct rt_router rt_router;
 
 typedef struct rt_router_opts {
-    const char *bind;           /* the OpenAI endpoint, as httpd_parse_bind takes it */
-    const char *namespace_;     /* NULL: every namespace */
+    const char *bind;       /* the OpenAI endpoint, as httpd_parse_bind takes it */
+    const char *namespace_; /* NULL: every namespace */
+    /* Where a model name without "<namespace>/" is looked up (names of other namespaces need it);
+     * required. */
+    const char *home_namespace;
     const char *label_selector; /* the ModelPools fronted; NULL all */
     long long max_body_bytes;   /* larger bodies get 413 */
     /* Body bytes kept in memory by all requests at once (until their model is known, and while

@@ -90,6 +90,10 @@ const char *app_options_usage_for(app_program program)
            "  --context NAME      kubeconfig context (default: its current-context)\n"
            "  --namespace NS      front the pools of one namespace [WATCH_NAMESPACE];\n"
            "                      default: all\n"
+           "  --home-namespace NS a model name without \"<namespace>/\" selects among this\n"
+           "                      namespace's pools only; another namespace's models are\n"
+           "                      named \"<namespace>/<model>\"; default: --namespace, else\n"
+           "                      the router's own [POD_NAMESPACE]\n"
            "  --label-selector SEL\n"
            "                      front only the ModelPools with these labels (a=b,c)\n"
            "  --bind-address ADDR serve the OpenAI API at ADDR; default :8080\n"
@@ -238,6 +242,7 @@ enum {
     OPT_DRAIN_FENCE, /* both programs' */
     OPT_BIND_ADDR,   /* the router's from here on */
     OPT_LABEL_SELECTOR,
+    OPT_HOME_NS,
     OPT_MAX_BODY,
     OPT_RESIDENT_GRACE,
     OPT_UPSTREAM_TIMEOUT,
@@ -247,6 +252,31 @@ enum {
 
 /* Whether flag c is one of program's. */
 static bool app_flag_of(app_program program, int c);
+
+/* The router's home namespace: the flag, else the one namespace watched, else $POD_NAMESPACE
+ * (NULL: main takes the in-cluster service account's). Pools outside the namespace watched
+ * would never be seen, so a flag naming another one is an error. */
+static int app_home_namespace(app_options *o, const char *(*getenv_fn)(const char *), char *err,
+                              size_t errlen)
+{
+    if (o->home_namespace && !*o->home_namespace) {
+        snprintf(err, errlen, "--home-namespace must not be empty");
+        return -1;
+    }
+    if (o->home_namespace && o->namespace_ && strcmp(o->home_namespace, o->namespace_) != 0) {
+        snprintf(err, errlen,
+                 "--home-namespace %s: the router watches only namespace %s (--namespace)",
+                 o->home_namespace, o->namespace_);
+        return -1;
+    }
+    if (!o->home_namespace)
+        o->home_namespace = o->namespace_;
+    if (!o->home_namespace) {
+        const char *pod_ns = getenv_fn("POD_NAMESPACE");
+        o->home_namespace = pod_ns && *pod_ns ? pod_ns : NULL;
+    }
+    return 0;
+}
 
 /* Checks that the listening addresses parse and do not clash. */
 static int app_check_binds(const app_options *o, char *err, size_t errlen);
@@ -274,6 +304,7 @@ int app_options_parse_for(app_program program, app_options *o, int argc, char **
         {"drain-fence", required_argument, NULL, OPT_DRAIN_FENCE},
         {"bind-address", required_argument, NULL, OPT_BIND_ADDR},
         {"label-selector", required_argument, NULL, OPT_LABEL_SELECTOR},
+        {"home-namespace", required_argument, NULL, OPT_HOME_NS},
         {"max-body-size", required_argument, NULL, OPT_MAX_BODY},
         {"resident-grace", required_argument, NULL, OPT_RESIDENT_GRACE},
         {"upstream-timeout", required_argument, NULL, OPT_UPSTREAM_TIMEOUT},
@@ -411,6 +442,9 @@ int app_options_parse_for(app_program program, app_options *o, int argc, char **
         case OPT_LABEL_SELECTOR:
             o->label_selector = *optarg ? optarg : NULL;
             break;
+        case OPT_HOME_NS:
+            o->home_namespace = optarg;
+            break;
         case OPT_MAX_BODY:
             if (app_parse_size(optarg, &o->max_body_bytes) < 0) {
                 snprintf(err, errlen,
@@ -476,6 +510,8 @@ int app_options_parse_for(app_program program, app_options *o, int argc, char **
         o->namespace_ = NULL;
     if (o->leader_election_ns && !*o->leader_election_ns)
         o->leader_election_ns = NULL;
+    if (program == APP_ROUTER && app_home_namespace(o, getenv_fn, err, errlen) < 0)
+        return -1;
     if (!*o->leader_election_id) {
         snprintf(err, errlen, "--leader-election-id must not be empty");
         return -1;
@@ -508,6 +544,7 @@ static bool app_flag_of(app_program program, int c)
         return program == APP_OPERATOR;
     case OPT_BIND_ADDR:
     case OPT_LABEL_SELECTOR:
+    case OPT_HOME_NS:
     case OPT_MAX_BODY:
     case OPT_RESIDENT_GRACE:
     case OPT_UPSTREAM_TIMEOUT:

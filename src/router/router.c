@@ -58,7 +58,8 @@ typedef struct rt_req {
     httpd_req *hr;
     rq_state state;
     rt_model_scan scan;
-    char *buf; /* the body read so far, until it is handed to the forwarder */
+    size_t name_at; /* scan.name + name_at: the model's name in its namespace (no qualifier) */
+    char *buf;      /* the body read so far, until it is handed to the forwarder */
     size_t len, cap;
     bool body_end;
     bool body_paused;
@@ -130,7 +131,7 @@ struct rt_router {
     ev_loop *loop;
     kube_client *client;
     rt_router_opts o;
-    char *ns_copy, *selector_copy;
+    char *ns_copy, *selector_copy, *home_copy;
     informer *pools, *isvcs, *pods;
     rt_routes *routes;
     fwd *fwd;
@@ -640,12 +641,15 @@ static void rt_forward(rt_req *q)
     }
     q->mq->rr++;
 
-    /* The member's server may answer only to its own name: rewrite the body's model. */
+    /* The member's server may answer only to its own name, and never sees a namespace qualifier:
+     * rewrite the body's model. */
     char *body = q->buf;
     size_t blen = q->len;
     char *rewritten = NULL;
     const char *served = t.isvc ? t.isvc->served_model : NULL;
-    if (served && *served && strcmp(served, q->scan.name) != 0) {
+    if (!served || !*served)
+        served = q->scan.name + q->name_at;
+    if (strcmp(served, q->scan.name) != 0) {
         if (rt_model_rewrite(q->buf, q->len, q->scan.tok_start, q->scan.tok_end, served,
                              strlen(served), &rewritten, &blen) < 0) {
             rt_answer(q, RT_OAI_BAD_REQUEST, "cannot rewrite the model name", 0);
@@ -1172,7 +1176,10 @@ static void rt_enqueue(rt_req *q)
     int rc = rt_routes_lookup(rt->routes, q->scan.name, &r, &other);
     char msg[768];
     if (rc == -ENOENT) {
-        snprintf(msg, sizeof(msg), "The model '%s' does not exist", q->scan.name);
+        snprintf(msg, sizeof(msg),
+                 "The model '%s' does not exist in namespace %s (a model of another namespace is "
+                 "named '<namespace>/<model>')",
+                 q->scan.name, rt->o.home_namespace);
         rt_answer(q, RT_OAI_MODEL_NOT_FOUND, msg, 0);
         return;
     }
@@ -1187,6 +1194,7 @@ static void rt_enqueue(rt_req *q)
                   "the router is shutting down; another replica can take the request", 1);
         return;
     }
+    q->name_at = rc == 0 ? (size_t)(r.name - q->scan.name) : 0;
     rt_pool *p = rc == 0 ? rt_pool_get(rt, r.ns, r.pool) : NULL;
     rt_mq *m = p ? rt_mq_get(p, r.member) : NULL;
     if (!m) {
@@ -1586,6 +1594,14 @@ rt_router *rt_router_new(ev_loop *loop, kube_client *client, const rt_router_opt
         rt->o.body_idle_ms = 30000;
     if (strmap_init(&rt->pool_map) < 0)
         goto oom;
+    if (!o->home_namespace || !*o->home_namespace) {
+        snprintf(err, errlen, "no home namespace for unqualified model names");
+        rt_router_free(rt);
+        return NULL;
+    }
+    if (!(rt->home_copy = strdup(o->home_namespace)))
+        goto oom;
+    rt->o.home_namespace = rt->home_copy;
     if ((o->namespace_ && !(rt->ns_copy = strdup(o->namespace_))) ||
         (o->label_selector && !(rt->selector_copy = strdup(o->label_selector))))
         goto oom;
@@ -1613,7 +1629,8 @@ rt_router *rt_router_new(ev_loop *loop, kube_client *client, const rt_router_opt
         store_add_index(informer_store(rt->pods), POOL_INDEX_SERVICE, pool_index_pod_service,
                         NULL) < 0)
         goto oom;
-    if (!(rt->routes = rt_routes_new(informer_store(rt->pools), informer_store(rt->isvcs))) ||
+    if (!(rt->routes =
+              rt_routes_new(informer_store(rt->pools), informer_store(rt->isvcs), rt->home_copy)) ||
         !(rt->fwd =
               fwd_new(loop, &(fwd_config){.first_byte_timeout_ms = o->upstream_timeout_ms})) ||
         rt_metrics_init(&rt->m, o->metrics) < 0)
@@ -1720,5 +1737,6 @@ void rt_router_free(rt_router *rt)
     strmap_fini(&rt->pool_map);
     free(rt->ns_copy);
     free(rt->selector_copy);
+    free(rt->home_copy);
     free(rt);
 }

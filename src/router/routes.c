@@ -1,7 +1,8 @@
 /* routes: the model-name table. Rebuilt whole from the caches on the first lookup after a change
- * (names change rarely: a pool's members, a member's annotations), then every lookup is one hash
- * probe. Each member contributes its own name, its served name and its aliases; a name that two
- * members claim is ambiguous and refused rather than guessed. */
+ * (names change rarely: a pool's members, a member's annotations), then every lookup is one or two
+ * hash probes. Each member contributes its own name, its served name and its aliases, keyed as
+ * "<namespace>/<name>": a namespace's names never meet another's, and a name that two members of
+ * one namespace claim is ambiguous and refused rather than guessed. */
 #include "router/routes.h"
 
 #include <errno.h>
@@ -14,8 +15,9 @@
 
 typedef struct rt_member {
     char *ns, *pool, *member, *served;
+    char *id; /* the member's name as clients send it: qualified outside the home namespace */
     bool resident;
-    char **aliases; /* the served name and the aliases, without the member's own name */
+    char **aliases; /* the served name and the aliases, without the member's own name, as id */
     size_t naliases;
 } rt_member;
 
@@ -23,11 +25,12 @@ typedef struct rt_name {
     strmap_node node;
     struct rt_name *next; /* every name, for freeing */
     size_t member;        /* index into members */
-    char name[];
+    char name[];          /* "<namespace>/<name>" */
 } rt_name;
 
 struct rt_routes {
     const store *pools, *isvcs;
+    char *home;
     bool valid;
     rt_member *members;
     size_t nmembers, cap_members;
@@ -35,10 +38,12 @@ struct rt_routes {
     strmap map;
 };
 
-rt_routes *rt_routes_new(const store *pools, const store *isvcs)
+rt_routes *rt_routes_new(const store *pools, const store *isvcs, const char *home)
 {
     rt_routes *r = calloc(1, sizeof(*r));
-    if (!r || strmap_init(&r->map) < 0) {
+    if (!r || !(r->home = strdup(home)) || strmap_init(&r->map) < 0) {
+        if (r)
+            free(r->home);
         free(r);
         return NULL;
     }
@@ -61,6 +66,7 @@ static void rt_routes_clear(rt_routes *r)
         free(m->pool);
         free(m->member);
         free(m->served);
+        free(m->id);
         for (size_t k = 0; k < m->naliases; k++)
             free(m->aliases[k]);
         free(m->aliases);
@@ -75,6 +81,7 @@ void rt_routes_free(rt_routes *r)
         return;
     rt_routes_clear(r);
     free(r->members);
+    free(r->home);
     strmap_fini(&r->map);
     free(r);
 }
@@ -97,29 +104,39 @@ static int rt_grow(void **v, size_t *cap, size_t n, size_t size)
     return 0;
 }
 
+/* What clients send for a key: the name alone in the home namespace, else the key. */
+static const char *rt_client_name(const rt_routes *r, const char *key)
+{
+    size_t hl = strlen(r->home);
+    return strncmp(key, r->home, hl) == 0 && key[hl] == '/' ? key + hl + 1 : key;
+}
+
 /* Adds name (len bytes, not NUL-terminated) for member m, and to its aliases unless it is the
  * member's own name. Empty names and repeats for the same member are skipped. */
 static int rt_add_name(rt_routes *r, size_t m, const char *name, size_t len, bool alias)
 {
     if (len == 0)
         return 0;
-    rt_name *e = malloc(sizeof(*e) + len + 1);
+    rt_member *mm = &r->members[m];
+    size_t nl = strlen(mm->ns);
+    rt_name *e = malloc(sizeof(*e) + nl + 1 + len + 1);
     if (!e)
         return -ENOMEM;
-    memcpy(e->name, name, len);
-    e->name[len] = '\0';
+    memcpy(e->name, mm->ns, nl);
+    e->name[nl] = '/';
+    memcpy(e->name + nl + 1, name, len);
+    e->name[nl + 1 + len] = '\0';
     e->member = m;
     for (strmap_node *n = strmap_get(&r->map, e->name); n; n = strmap_get_next(n))
         if (STRMAP_OWNER(n, rt_name, node)->member == m) {
             free(e);
             return 0;
         }
-    rt_member *mm = &r->members[m];
     if (alias) {
         char **a = realloc(mm->aliases, (mm->naliases + 1) * sizeof(*a));
         if (a)
             mm->aliases = a;
-        if (!a || !(a[mm->naliases] = strdup(e->name))) {
+        if (!a || !(a[mm->naliases] = strdup(rt_client_name(r, e->name)))) {
             free(e);
             return -ENOMEM;
         }
@@ -154,6 +171,11 @@ static int rt_add_member(rt_routes *r, const pool_obj *p, const char *member)
     r->nmembers++;
     if (!m->ns || !m->pool || !m->member)
         return -ENOMEM;
+    if (strcmp(ns, r->home) == 0 ? !(m->id = strdup(member))
+                                 : asprintf(&m->id, "%s/%s", ns, member) < 0) {
+        m->id = NULL;
+        return -ENOMEM;
+    }
     size_t idx = r->nmembers - 1;
     int rc = rt_add_name(r, idx, member, strlen(member), false);
     if (rc == 0 && isvc && isvc->served_model && *isvc->served_model) {
@@ -210,25 +232,45 @@ static int rt_routes_build(rt_routes *r)
     return 0;
 }
 
-int rt_routes_lookup(rt_routes *r, const char *model, rt_route *out, const char **other)
+/* The members keyed "<namespace>/<name>"; name is what the route reports as the name asked. */
+static int rt_lookup_key(rt_routes *r, const char *key, const char *name, rt_route *out,
+                         const char **other)
 {
-    int rc = rt_routes_build(r);
-    if (rc < 0)
-        return rc;
-    *other = NULL;
     const rt_member *first = NULL;
-    for (strmap_node *n = strmap_get(&r->map, model); n; n = strmap_get_next(n)) {
+    for (strmap_node *n = strmap_get(&r->map, key); n; n = strmap_get_next(n)) {
         const rt_member *m = &r->members[STRMAP_OWNER(n, rt_name, node)->member];
         if (!first) {
             first = m;
-            *out =
-                (rt_route){.ns = m->ns, .pool = m->pool, .member = m->member, .served = m->served};
+            *out = (rt_route){.ns = m->ns,
+                              .pool = m->pool,
+                              .member = m->member,
+                              .served = m->served,
+                              .name = name};
         } else if (first != m) {
             *other = m->pool;
             return -EEXIST;
         }
     }
     return first ? 0 : -ENOENT;
+}
+
+int rt_routes_lookup(rt_routes *r, const char *model, rt_route *out, const char **other)
+{
+    int rc = rt_routes_build(r);
+    if (rc < 0)
+        return rc;
+    *other = NULL;
+    /* The home namespace's names first, whole: nothing another namespace declares can shadow one
+     * or make it ambiguous. Only a name the home namespace lacks is read as qualified. */
+    char *key = NULL;
+    if (asprintf(&key, "%s/%s", r->home, model) < 0)
+        return -ENOMEM;
+    rc = rt_lookup_key(r, key, model, out, other);
+    free(key);
+    const char *slash = strchr(model, '/');
+    if (rc != -ENOENT || !slash)
+        return rc;
+    return rt_lookup_key(r, model, slash + 1, out, other);
 }
 
 int rt_routes_models(rt_routes *r, rt_oai_model **out, size_t *n)
@@ -241,7 +283,7 @@ int rt_routes_models(rt_routes *r, rt_oai_model **out, size_t *n)
         return -ENOMEM;
     for (size_t i = 0; i < r->nmembers; i++) {
         const rt_member *m = &r->members[i];
-        v[i] = (rt_oai_model){.id = m->member,
+        v[i] = (rt_oai_model){.id = m->id,
                               .pool = m->pool,
                               .ns = m->ns,
                               .member = m->member,

@@ -77,7 +77,7 @@ wait_for 90 grep -qs "became leader" "${logs[@]}"
 if [ "${MP_CHAOS_ROUTER:-1}" != 0 ]; then
 	install_router_rbac
 	sed -e "s#server: .*#server: https://127.0.0.1:$proxy_port#" "$MP_ROUTER_KUBECONFIG" >"$MP_STATE_DIR/router-proxied.kubeconfig"
-	MP_ROUTER_KUBECONFIG=$MP_STATE_DIR/router-proxied.kubeconfig start_router
+	MP_ROUTER_KUBECONFIG=$MP_STATE_DIR/router-proxied.kubeconfig start_router --home-namespace chaos
 	wait_for 90 router_ready
 	export MP_CHAOS_ROUTER_URL=http://127.0.0.1:$(router_port api) MP_CHAOS_ROUTER_PID=$MP_ROUTER_PID
 fi

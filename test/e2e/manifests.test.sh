@@ -418,7 +418,7 @@ cannot patch inferenceservices.$g -A
 expect_fail "NotFound" kubectl_admin -n "$sys" get deployment modelpool-router
 
 log "modelpool-router run with exactly these rights syncs its caches (ready) and exits 0 on SIGTERM"
-start_router
+start_router --home-namespace default
 wait_for 60 router_ready
 stop_router
 grep -qi forbidden "$MP_STATE_DIR/router.log" && fail "the router was refused something:"$'\n'"$(grep -i forbidden "$MP_STATE_DIR/router.log")"

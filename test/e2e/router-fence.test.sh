@@ -63,7 +63,7 @@ watch_pid=$!
 # became SINCE PHASE/RESIDENT: the pool showed that after line SINCE of the watch.
 became() { tail -n +"$(($1 + 1))" "$MP_STATE_DIR/pool.watch" | grep_all -x "$2"; }
 
-MP_ROUTER_KUBECONFIG=$MP_STATE_DIR/router-proxied.kubeconfig start_router
+MP_ROUTER_KUBECONFIG=$MP_STATE_DIR/router-proxied.kubeconfig start_router --home-namespace "$ns"
 wait_for 60 router_ready
 url="http://127.0.0.1:$(router_port api)/v1/chat/completions"
 

@@ -14,9 +14,9 @@ for m in m-a m-b m-c; do
 done
 MP_POOL_BUDGET=${budget_s}s create_pool "$ns" pool m-a m-a m-b m-c
 wait_for 60 pool_is pool Ready m-a "$ns"
-start_router --resident-grace 2s
+start_router --home-namespace "$ns" --resident-grace 2s
 router1=$MP_ROUTER_PID
-MP_ROUTER_LOG=2 start_router --resident-grace 2s
+MP_ROUTER_LOG=2 start_router --home-namespace "$ns" --resident-grace 2s
 router2=$MP_ROUTER_PID
 wait_for 30 router_ready router.log
 wait_for 30 router_ready router-2.log

@@ -11,7 +11,7 @@ router_setup --terminate-ms 200 --load-ms 200
 create_members "$ns" m-a m-b m-c
 create_pool "$ns" pool m-a m-a m-b m-c
 wait_for 60 pool_is pool Ready m-a "$ns"
-start_router
+start_router --home-namespace "$ns"
 wait_for 30 router_ready
 port=$(router_port api)
 url="http://127.0.0.1:$port"

@@ -114,7 +114,8 @@ log "the router, run from the rendered flags with the chart's router rights: rea
 run_rendered_router
 wait_for 60 router_ready
 rport=$(router_port api)
-expect_eq "models the router fronts" "default/shared-gpu/llama-8b default/shared-gpu/qwen-7b" \
+# Its home is the release namespace (POD_NAMESPACE): the pool's models in "default" are named qualified.
+expect_eq "models the router fronts" "default/shared-gpu/default/llama-8b default/shared-gpu/default/qwen-7b" \
 	"$(curl -fsS "http://127.0.0.1:$rport/v1/models" |
 		jq -r '[.data[] | "\(.modelpool.namespace)/\(.modelpool.pool)/\(.id)"] | sort | join(" ")')"
 rmport=$(router_port metrics)

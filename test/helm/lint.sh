@@ -176,6 +176,8 @@ expect_eq "router.resources" '{"limits": {"memory": "1Gi"}, "requests": {"cpu": 
 	"$(check get "$(example router.resources)" $rd $c.resources)"
 expect_eq "router.extraArgs come last" '"--resident-grace=30s"' \
 	"$(check get "$(example router.extraArgs)" $rd $c.args | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)[-1]))')"
+grep -q -- '"--home-namespace=team-a"' <<<"$(check get "$(example router.homeNamespace)" $rd $c.args)" ||
+	fail "no --home-namespace=team-a for the router"
 f=$(example drainFence)
 expect_eq "drainFence: the operator's and the router's, the same" "--drain-fence=5s --drain-fence=5s" \
 	"$(args_of "$f" | grep -o -- '--drain-fence=[0-9a-z]*') $(check get "$f" $rd $c.args | grep -o -- '--drain-fence=[0-9a-z]*')"
@@ -216,5 +218,7 @@ bad "/router/replicas" --set router.enabled=true --set router.replicas=-1
 bad "/router/service/port" --set router.service.port=0
 bad "additional properties 'port' not allowed" --set router.port=9080
 bad "must not be 8080, the router's API port" --set router.enabled=true --set metrics.port=8080
+bad "/router/homeNamespace" --set router.homeNamespace=Team_A
+bad "router.homeNamespace must be watchNamespace" --set router.enabled=true --set watchNamespace=a --set router.homeNamespace=b
 
 log "helm.lint: all checks passed"

@@ -330,6 +330,42 @@ static void test_router_flags(void **state)
     assert_non_null(strstr(app_options_usage_for(APP_ROUTER), "--resident-grace"));
 }
 
+/* The router's home namespace: the flag, else --namespace, else $POD_NAMESPACE, else none. */
+static void test_home_namespace(void **state)
+{
+    (void)state;
+    memset(test_env_kv, 0, sizeof(test_env_kv));
+    app_options o;
+    char err[160];
+    assert_int_equal(parse_router(&o, err, sizeof(err), 1), 0);
+    assert_null(o.home_namespace);
+    assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--namespace=ml"), 0);
+    assert_string_equal(o.home_namespace, "ml");
+    test_env_kv[0] = "POD_NAMESPACE";
+    test_env_kv[1] = "modelpool-system";
+    assert_int_equal(parse_router(&o, err, sizeof(err), 1), 0);
+    assert_string_equal(o.home_namespace, "modelpool-system");
+    assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--namespace=ml"), 0);
+    assert_string_equal(o.home_namespace, "ml");
+    assert_int_equal(parse_router(&o, err, sizeof(err), 3, "--home-namespace", "team-a"), 0);
+    assert_string_equal(o.home_namespace, "team-a");
+    assert_int_equal(parse_router(&o, err, sizeof(err), 3, "--home-namespace=ml", "--namespace=ml"),
+                     0);
+    assert_string_equal(o.home_namespace, "ml");
+    /* a home the router does not watch, or an empty one: refused, named */
+    assert_int_equal(parse_router(&o, err, sizeof(err), 3, "--home-namespace=a", "--namespace=ml"),
+                     -1);
+    assert_string_equal(err,
+                        "--home-namespace a: the router watches only namespace ml (--namespace)");
+    assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--home-namespace="), -1);
+    assert_string_equal(err, "--home-namespace must not be empty");
+    /* the operator has no such flag */
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "--home-namespace=ml"), -1);
+    assert_non_null(strstr(err, "unknown flag --home-namespace"));
+    assert_non_null(strstr(app_options_usage_for(APP_ROUTER), "--home-namespace"));
+    memset(test_env_kv, 0, sizeof(test_env_kv));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -342,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_metrics_security_flags),
         cmocka_unit_test(test_reconcile_flags),
         cmocka_unit_test(test_router_flags),
+        cmocka_unit_test(test_home_namespace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* test_routes: the router's model-name table (src/router/routes.c) over real caches of pool and
- * InferenceService records: own names, served names and aliases, ambiguity across pools, and a
- * rebuild after a change. */
+ * InferenceService records: own names, served names and aliases, ambiguity across pools, a
+ * rebuild after a change, and names scoped by namespace (another tenant can neither shadow nor
+ * claim a name of the home namespace). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -34,7 +35,7 @@ static void test_lookup(void **state)
                "\"modelpool-operator.dev/served-model\":\"Org/A-7B\","
                "\"modelpool-operator.dev/model-aliases\":\" gpt-a , a-chat,,a\"}}}");
     put(isvcs, "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ml\"}}");
-    rt_routes *r = rt_routes_new(pools, isvcs);
+    rt_routes *r = rt_routes_new(pools, isvcs, "ml");
     assert_non_null(r);
     rt_route rt;
     const char *other;
@@ -85,10 +86,112 @@ static void test_lookup(void **state)
     store_free(isvcs);
 }
 
+/* The router's home namespace is "ml"; "evil" is another tenant's, watched by the same router. */
+static void test_tenants(void **state)
+{
+    (void)state;
+    store *pools = store_new(&pool_obj_codec), *isvcs = store_new(&pool_isvc_codec);
+    assert_non_null(pools);
+    assert_non_null(isvcs);
+    put(pools,
+        "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"spec\":{\"members\":["
+        "{\"inferenceServiceRef\":{\"name\":\"a\"}}]},\"status\":{\"residentMember\":\"a\"}}");
+    put(isvcs, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ml\",\"annotations\":{"
+               "\"modelpool-operator.dev/served-model\":\"Org/A-7B\","
+               "\"modelpool-operator.dev/model-aliases\":\"llama\"}}}");
+    /* The attacks: evil's member declares the home alias (to make it ambiguous), a name nobody
+     * at home declares (to receive its requests), and the home served name under its own name. */
+    put(pools, "{\"metadata\":{\"name\":\"ep\",\"namespace\":\"evil\"},\"spec\":{\"members\":["
+               "{\"inferenceServiceRef\":{\"name\":\"e\"}},{\"inferenceServiceRef\":{\"name\":"
+               "\"org\"}}]}}");
+    put(isvcs, "{\"metadata\":{\"name\":\"e\",\"namespace\":\"evil\",\"annotations\":{"
+               "\"modelpool-operator.dev/model-aliases\":\"llama,gpt-4o,a\"}}}");
+    put(isvcs, "{\"metadata\":{\"name\":\"org\",\"namespace\":\"evil\",\"annotations\":{"
+               "\"modelpool-operator.dev/model-aliases\":\"A-7B\"}}}");
+    rt_routes *r = rt_routes_new(pools, isvcs, "ml");
+    assert_non_null(r);
+    rt_route rt;
+    const char *other;
+    /* home names resolve at home only, whatever evil declares */
+    assert_int_equal(rt_routes_lookup(r, "llama", &rt, &other), 0);
+    assert_string_equal(rt.ns, "ml");
+    assert_string_equal(rt.member, "a");
+    assert_string_equal(rt.name, "llama");
+    assert_int_equal(rt_routes_lookup(r, "a", &rt, &other), 0);
+    assert_string_equal(rt.ns, "ml");
+    /* a name with a '/' that home declares is home's, though "Org" reads like a namespace */
+    assert_int_equal(rt_routes_lookup(r, "Org/A-7B", &rt, &other), 0);
+    assert_string_equal(rt.ns, "ml");
+    assert_string_equal(rt.name, "Org/A-7B");
+    /* a name only evil declares is not reachable unqualified */
+    assert_int_equal(rt_routes_lookup(r, "gpt-4o", &rt, &other), -ENOENT);
+    assert_int_equal(rt_routes_lookup(r, "e", &rt, &other), -ENOENT);
+    /* qualified: evil's names in evil, with the name the member is sent */
+    const char *q = "evil/gpt-4o";
+    assert_int_equal(rt_routes_lookup(r, q, &rt, &other), 0);
+    assert_string_equal(rt.ns, "evil");
+    assert_string_equal(rt.pool, "ep");
+    assert_string_equal(rt.member, "e");
+    assert_ptr_equal(rt.name, q + 5);
+    assert_int_equal(rt_routes_lookup(r, "evil/llama", &rt, &other), 0);
+    assert_string_equal(rt.ns, "evil");
+    assert_int_equal(rt_routes_lookup(r, "evil/org", &rt, &other), 0);
+    assert_string_equal(rt.member, "org");
+    /* home's own names qualified, too; and no namespace's names under another's qualifier */
+    assert_int_equal(rt_routes_lookup(r, "ml/llama", &rt, &other), 0);
+    assert_string_equal(rt.ns, "ml");
+    assert_string_equal(rt.name, "llama");
+    assert_int_equal(rt_routes_lookup(r, "ml/Org/A-7B", &rt, &other), 0);
+    assert_string_equal(rt.name, "Org/A-7B");
+    assert_int_equal(rt_routes_lookup(r, "ml/gpt-4o", &rt, &other), -ENOENT);
+    assert_int_equal(rt_routes_lookup(r, "evil/Org/A-7B", &rt, &other), -ENOENT);
+    assert_int_equal(rt_routes_lookup(r, "other/llama", &rt, &other), -ENOENT);
+    assert_int_equal(rt_routes_lookup(r, "/llama", &rt, &other), -ENOENT);
+    assert_int_equal(rt_routes_lookup(r, "evil/", &rt, &other), -ENOENT);
+
+    /* the list: plain names at home, qualified ones for evil */
+    rt_oai_model *v;
+    size_t n;
+    assert_int_equal(rt_routes_models(r, &v, &n), 0);
+    assert_int_equal(n, 3);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(v[i].ns, "ml") == 0) {
+            assert_string_equal(v[i].id, "a");
+            assert_int_equal(v[i].naliases, 2);
+            assert_string_equal(v[i].aliases[0], "Org/A-7B");
+            assert_string_equal(v[i].aliases[1], "llama");
+        } else if (strcmp(v[i].member, "e") == 0) {
+            assert_string_equal(v[i].id, "evil/e");
+            assert_int_equal(v[i].naliases, 3);
+            assert_string_equal(v[i].aliases[0], "evil/llama");
+            assert_string_equal(v[i].aliases[1], "evil/gpt-4o");
+            assert_string_equal(v[i].aliases[2], "evil/a");
+        } else {
+            assert_string_equal(v[i].id, "evil/org");
+        }
+    }
+    free(v);
+
+    /* ambiguity stays within one namespace: a second home pool claiming llama makes it 400 */
+    put(pools, "{\"metadata\":{\"name\":\"q\",\"namespace\":\"ml\"},\"spec\":{\"members\":["
+               "{\"inferenceServiceRef\":{\"name\":\"c\"}}]}}");
+    put(isvcs, "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ml\",\"annotations\":{"
+               "\"modelpool-operator.dev/model-aliases\":\"llama\"}}}");
+    rt_routes_invalidate(r);
+    assert_int_equal(rt_routes_lookup(r, "llama", &rt, &other), -EEXIST);
+    assert_int_equal(rt_routes_lookup(r, "evil/llama", &rt, &other), 0);
+    assert_string_equal(rt.ns, "evil");
+
+    rt_routes_free(r);
+    store_free(pools);
+    store_free(isvcs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lookup),
+        cmocka_unit_test(test_tenants),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
