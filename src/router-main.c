@@ -28,8 +28,13 @@ typedef struct router_main {
 static const char *router_unready(void *ud)
 {
     router_main *m = ud;
-    if (rt_router_synced(m->rt))
-        return NULL;
+    if (rt_router_synced(m->rt)) {
+        char why[sizeof(m->unready) - 32];
+        if (!rt_router_refused(m->rt, why, sizeof(why)))
+            return NULL;
+        snprintf(m->unready, sizeof(m->unready), "not ready: %s", why);
+        return m->unready;
+    }
     char what[sizeof(m->unready) - 32];
     rt_router_waiting(m->rt, what, sizeof(what));
     snprintf(m->unready, sizeof(m->unready), "not ready: waiting for %s",

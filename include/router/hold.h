@@ -79,4 +79,10 @@ void rt_hold_decide(const rt_hold_pool *pool, rt_hold_verdict *verdicts, rt_hold
 uint32_t rt_hold_retry_after_s(uint64_t estimate_ms, uint64_t swap_started_ms, uint64_t now_ms,
                                uint64_t budget_ms);
 
+/* Whether the API server's answer code to a drain-fence read (a get of pool ns/pool) refuses the
+ * router's rights (401: its credentials, 403: its role lacks get on modelpools), which no retry
+ * mends: true with the reason, naming the missing right, written to buf (clients and /readyz get
+ * it). Any other answer is not a refusal (false, buf untouched). */
+bool rt_hold_fence_refused(long code, const char *ns, char *buf, size_t len);
+
 #endif

@@ -46,6 +46,9 @@ int rt_router_start(rt_router *r, char *err, size_t errlen);
 int rt_router_port(const rt_router *r);
 /* True once the three caches hold their first list (requests before that wait for it). */
 bool rt_router_synced(const rt_router *r);
+/* True when the API server refuses a drain-fence read of some pool (the router lacks a right),
+ * with the reason (the first such pool's, and how many more) in buf: /readyz fails with it. */
+bool rt_router_refused(const rt_router *rt, char *buf, size_t len);
 /* What /readyz waits for, as informer_waiting writes it ("" when synced). */
 void rt_router_waiting(const rt_router *r, char *buf, size_t len);
 /* Stops taking requests: held ones get 503 with Retry-After 1 (another replica can take them),

@@ -29,7 +29,7 @@ void rt_metrics_hold_ended(rt_metrics *m, const char *ns, const char *pool, uint
 void rt_metrics_activation(rt_metrics *m, const char *ns, const char *pool, const char *member);
 void rt_metrics_coalesced(rt_metrics *m, const char *ns, const char *pool, const char *member);
 /* reason: swap_budget, unconfirmed (the drain fence's read), degraded, member_unavailable,
- * shutdown */
+ * fence_refused (the API server refused the fence's read), shutdown */
 void rt_metrics_unavailable(rt_metrics *m, const char *ns, const char *pool, const char *reason);
 void rt_metrics_upstream(rt_metrics *m, const char *ns, const char *pool, const char *member,
                          uint64_t us);

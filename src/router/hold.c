@@ -4,6 +4,7 @@
  * budget. A busy resident keeps its new requests only for grace_ms once another member waits. */
 #include "router/hold.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static bool str_eq(const char *a, const char *b)
@@ -112,4 +113,15 @@ uint32_t rt_hold_retry_after_s(uint64_t estimate_ms, uint64_t swap_started_ms, u
     if (s > most)
         s = most;
     return s < 1 ? 1 : (uint32_t)(s > UINT32_MAX ? UINT32_MAX : s);
+}
+
+bool rt_hold_fence_refused(long code, const char *ns, char *buf, size_t len)
+{
+    if (code != 401 && code != 403)
+        return false;
+    snprintf(buf, len, "cannot get modelpools in namespace %s: %s", ns ? ns : "",
+             code == 403 ? "forbidden (the router's role lacks get on "
+                           "modelpools.inference.llmkube.dev there)"
+                         : "unauthorized (the API server refuses the router's credentials)");
+    return true;
 }

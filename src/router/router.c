@@ -125,6 +125,10 @@ struct rt_pool {
     char *verified_member;
     uint64_t verified_ms;
     uint64_t verify_backoff_ms, verify_not_before; /* after a failed read */
+    /* The last fence read was refused (401/403): why, naming the missing right; NULL otherwise.
+     * Its requests are answered 503 with it at once, /readyz names it, and the read is tried again
+     * (after its backoff) until one succeeds. */
+    char *refused;
 };
 
 struct rt_router {
@@ -405,6 +409,7 @@ static void rt_pool_free(rt_pool *p)
     if (p->verify)
         kube_call_cancel(p->verify);
     free(p->verified_member);
+    free(p->refused);
     if (p->wake_timer)
         ev_timer_cancel(p->rt->loop, p->wake_timer);
     strmap_remove(&p->rt->pool_map, &p->node);
@@ -423,7 +428,7 @@ static void rt_pool_free(rt_pool *p)
 static void rt_pool_maybe_free(rt_pool *p)
 {
     if (p->dirty || p->patch || p->verify || p->wake_timer || p->awaiting || p->asked ||
-        p->withdraw)
+        p->withdraw || p->refused)
         return;
     for (size_t i = 0; i < p->nmq; i++)
         if (p->mqs[i]->waiting || p->mqs[i]->in_flight)
@@ -876,6 +881,22 @@ static void rt_verify_done(void *ud, const kube_error *err, long code, const cJS
                           !o       ? "failed"
                           : agrees ? "confirmed"
                                    : "not_confirmed");
+    char why[256];
+    if (rt_hold_fence_refused(code, p->ns, why, sizeof(why))) {
+        if (!p->refused) /* once, not once a read: it is tried again every few seconds */
+            log_kv(LOG_ERROR,
+                   "the drain fence's read of the pool was refused; its requests get 503", "pool",
+                   p->key, "reason", why, "error", err->message ? err->message : "", NULL);
+        if (!p->refused || strcmp(p->refused, why) != 0) {
+            free(p->refused);
+            p->refused = strdup(why);
+        }
+    } else if (o && p->refused) {
+        log_kv(LOG_INFO, "the drain fence's read of the pool is allowed again", "pool", p->key,
+               NULL);
+        free(p->refused);
+        p->refused = NULL;
+    }
     if (o) { /* a failed read leaves the last good one to its age */
         free(p->verified_member);
         p->verified_member = settled ? strdup(res) : NULL;
@@ -981,6 +1002,8 @@ static void rt_decide(rt_pool *p)
         for (size_t i = 0; i < p->nmq; i++)
             rt_reject_all(p->mqs[i], RT_OAI_MODEL_NOT_FOUND, "the model's pool was deleted", NULL);
         rt_metrics_forget_pool(rt->o.metrics, p->ns, p->name);
+        free(p->refused);
+        p->refused = NULL;
         free(p->request_rv);
         p->request_rv = NULL;
         free(p->asked);
@@ -990,6 +1013,15 @@ static void rt_decide(rt_pool *p)
         return;
     }
     rt_swap_clock(p, o);
+    if (p->refused) {
+        /* No request can go without the fence's read, and no retry mends a missing right: its
+         * requests are answered now, not after swapBudget, and nothing is asked of the pool. The
+         * read is tried again after its backoff, requests or not, to see the right granted. */
+        for (size_t i = 0; i < p->nmq; i++)
+            rt_reject_all(p->mqs[i], RT_OAI_POOL_UNAVAILABLE, p->refused, "fence_refused");
+        rt_verify(p, ev_now_ms());
+        return;
+    }
     if (p->awaiting && expect_rv_shows(o->rv, p->request_old_rv, p->request_rv)) {
         free(p->request_rv);
         p->request_rv = NULL;
@@ -1668,6 +1700,22 @@ int rt_router_port(const rt_router *rt)
 bool rt_router_synced(const rt_router *rt)
 {
     return informer_synced(rt->pools) && informer_synced(rt->isvcs) && informer_synced(rt->pods);
+}
+
+bool rt_router_refused(const rt_router *rt, char *buf, size_t len)
+{
+    const char *first = NULL;
+    size_t n = 0;
+    for (strmap_node *x = strmap_first(&rt->pool_map); x; x = strmap_next(&rt->pool_map, x)) {
+        const rt_pool *p = STRMAP_OWNER(x, rt_pool, node);
+        if (p->refused && !n++)
+            first = p->refused;
+    }
+    if (n == 1)
+        snprintf(buf, len, "%s", first);
+    else if (n > 1)
+        snprintf(buf, len, "%s (and %zu more pools refused)", first, n - 1);
+    return n > 0;
 }
 
 void rt_router_waiting(const rt_router *rt, char *buf, size_t len)

@@ -41,7 +41,7 @@ int rt_metrics_init(rt_metrics *m, metrics *reg)
         NULL, 0);
     m->unavailable = metrics_family_new(reg, METRICS_COUNTER, "modelpool_router_unavailable_total",
                                         "503 answers, by reason (swap_budget, unconfirmed, "
-                                        "degraded, member_unavailable, shutdown).",
+                                        "degraded, member_unavailable, fence_refused, shutdown).",
                                         pr, NULL, 0);
     m->upstream =
         metrics_family_new(reg, METRICS_HISTOGRAM, "modelpool_router_upstream_first_byte_seconds",

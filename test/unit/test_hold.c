@@ -270,6 +270,29 @@ static void test_retry_after(void **state)
     assert_int_equal(rt_hold_retry_after_s(3600000, 0, T0, 500), 1);
 }
 
+/* A drain-fence read the API server refuses (401/403) is a missing right, named; any other answer
+ * (a timeout is code 0, a 5xx or 404 may pass) is not. */
+static void test_fence_refused(void **state)
+{
+    (void)state;
+    char buf[256] = "untouched";
+    assert_false(rt_hold_fence_refused(200, "ml", buf, sizeof(buf)));
+    assert_false(rt_hold_fence_refused(0, "ml", buf, sizeof(buf)));
+    assert_false(rt_hold_fence_refused(404, "ml", buf, sizeof(buf)));
+    assert_false(rt_hold_fence_refused(429, "ml", buf, sizeof(buf)));
+    assert_false(rt_hold_fence_refused(500, "ml", buf, sizeof(buf)));
+    assert_string_equal(buf, "untouched");
+    assert_true(rt_hold_fence_refused(403, "ml", buf, sizeof(buf)));
+    assert_string_equal(buf, "cannot get modelpools in namespace ml: forbidden (the router's role "
+                             "lacks get on modelpools.inference.llmkube.dev there)");
+    assert_true(rt_hold_fence_refused(401, "team-a", buf, sizeof(buf)));
+    assert_string_equal(buf, "cannot get modelpools in namespace team-a: unauthorized (the API "
+                             "server refuses the router's credentials)");
+    char small[16];
+    assert_true(rt_hold_fence_refused(403, "ml", small, sizeof(small)));
+    assert_string_equal(small, "cannot get mode");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -278,6 +301,7 @@ int main(void)
         cmocka_unit_test(test_order),
         cmocka_unit_test(test_no_starvation),
         cmocka_unit_test(test_retry_after),
+        cmocka_unit_test(test_fence_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
