@@ -33,6 +33,32 @@ cannot() {
 	# `no` is the answer; anything else (an error) would prove nothing.
 	expect_eq "$who can-i $*" no "$out"
 }
+# granted ROLE...: every "group/resource verb" the roles (as the API server stores them; "-n NS role/NAME" for a
+# namespaced one) grant, one a line, sorted. RBAC wildcards would show as "*" and fail the comparison below.
+granted() {
+	while [ $# -gt 0 ]; do
+		if [ "$1" = -n ]; then
+			kubectl_admin -n "$2" get "$3" -o json
+			shift 3
+		else
+			kubectl_admin get "$1" -o json
+			shift
+		fi
+	done | jq -r '.rules[] | .apiGroups[] as $g | .resources[] as $r | .verbs[] as $v | "\($g)/\($r) \($v)"' | LC_ALL=C sort
+}
+# uses_all SCOPE LIST: can-i for each "group/resource verb" line of LIST (SCOPE: -A, or -n NS).
+uses_all() {
+	local scope=$1 gr verb res sub
+	while read -r gr verb; do
+		[ -n "$gr" ] || continue
+		res=${gr#*/}
+		sub=""
+		[[ "$res" == */* ]] && sub="--subresource=${res#*/}" res=${res%%/*}
+		[ -n "${gr%%/*}" ] && res="$res.${gr%%/*}"
+		# shellcheck disable=SC2086 # scope is "-A" or "-n NS"
+		can "$verb" "$res" $sub $scope
+	done <<<"$2"
+}
 # forbidden CMD...: the identity's real request must be refused by RBAC (not fail for another reason).
 forbidden() { expect_fail 'Forbidden|forbidden' "kubectl_$who" "$@"; }
 # dget KIND NAME JSONPATH: one field of an object in modelpool-system.
@@ -152,27 +178,36 @@ pod_from_template | kubectl_admin create --dry-run=server -f - >/dev/null ||
 pod_from_template '.spec.containers[0].securityContext.allowPrivilegeEscalation = true' >"$MP_STATE_DIR/bad-pod.json"
 expect_fail 'violates PodSecurity "restricted' kubectl_admin create --dry-run=server -f "$MP_STATE_DIR/bad-pod.json"
 
-log "the operator identity can do each thing the operator does"
+log "the operator's roles grant exactly the verbs the operator issues, and the identity can do each"
 # The members' kind, which its own controller installs in a real cluster: without it kubectl cannot map
 # inferenceservices.inference.llmkube.dev to a group and would ask about a resource nobody grants.
 apply_crd "$top/test/crds/inferenceservices.inference.llmkube.dev.yaml"
 g=inference.llmkube.dev
-can get modelpools.$g -A
-can list modelpools.$g -A
-can watch modelpools.$g -A
-can patch modelpools.$g -A # only to clear a request made through the pool
-for v in get patch update; do can "$v" modelpools.$g --subresource=status -A; done
-for v in get list watch patch; do can "$v" inferenceservices.$g -A; done
-for v in get patch update; do can "$v" inferenceservices.$g --subresource=scale -A; done
-for v in get list watch; do can "$v" pods -A; done
-for v in create patch; do
-	can "$v" events -n default
-	can "$v" events.events.k8s.io -n default
-done
-for v in get create update; do can "$v" leases.coordination.k8s.io -n "$sys"; done
-# Secure metrics: each scraper's token and rights are reviewed by the API server.
-can create tokenreviews.authentication.k8s.io -A
-can create subjectaccessreviews.authorization.k8s.io -A
+# What the operator's code issues, read off the API server's audit log of its e2e runs (every request of its
+# identity with its user agent, modelpool-operator/*): watches of pools, members and Pods (list, watch), a
+# list of a pool's Pods right before a scale-up, merge patches of pool status and member replicas, the JSON
+# patch that clears a request made through a pool, Events (create), the Lease (get, create, update), and the
+# reviews of secure metrics. A verb granted beyond these, or one of these not granted, fails here.
+operator_uses='/events create
+/pods list
+/pods watch
+authentication.k8s.io/tokenreviews create
+authorization.k8s.io/subjectaccessreviews create
+inference.llmkube.dev/inferenceservices list
+inference.llmkube.dev/inferenceservices patch
+inference.llmkube.dev/inferenceservices watch
+inference.llmkube.dev/modelpools list
+inference.llmkube.dev/modelpools patch
+inference.llmkube.dev/modelpools watch
+inference.llmkube.dev/modelpools/status patch'
+lease_uses='coordination.k8s.io/leases create
+coordination.k8s.io/leases get
+coordination.k8s.io/leases update'
+expect_eq "the operator's ClusterRole grants" "$operator_uses" "$(granted clusterrole/modelpool-operator)"
+expect_eq "the operator's leader-election Role grants" "$lease_uses" "$(granted -n "$sys" role/modelpool-operator-leader-election)"
+uses_all -A "$(grep -v '^/events' <<<"$operator_uses")"
+can create events -n default
+uses_all "-n $sys" "$lease_uses"
 
 log "and cannot do what it must not"
 cannot delete pods -A
@@ -185,6 +220,13 @@ cannot get pods -n default --subresource=log
 cannot create pods -n default --subresource=exec
 cannot update inferenceservices.$g --subresource=status -A
 cannot patch inferenceservices.$g --subresource=status -A
+for v in get patch update; do cannot "$v" inferenceservices.$g --subresource=scale -A; done
+for v in get update; do cannot "$v" modelpools.$g --subresource=status -A; done
+for v in get update; do cannot "$v" modelpools.$g -A; done
+cannot get inferenceservices.$g -A
+cannot get pods -A
+cannot patch events -n default
+cannot create events.events.k8s.io -n default
 cannot update inferenceservices.$g -A
 cannot create inferenceservices.$g -n default
 cannot delete inferenceservices.$g -n default
@@ -229,23 +271,38 @@ spec:
 EOF
 expect_eq "pools the operator lists" "default/rbac-pool" \
 	"$(kubectl_operator get modelpools -A -o 'jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}{end}')"
-kubectl_operator -n default patch modelpool rbac-pool --subresource=status --type=merge \
-	-p '{"status":{"phase":"Pending"}}' >/dev/null
+# The operator's writes as it sends them, with curl: kubectl patch reads the object first, a get the operator
+# has no right to (and never does).
+kcfg() { kubectl config view --kubeconfig "$MP_OPERATOR_KUBECONFIG" --raw -o "jsonpath={.users[0].user.$1}"; }
+# operator_patch WHAT PATH TYPE BODY: a PATCH of PATH (under /apis/$g/v1alpha1/namespaces/default/) with the
+# operator's identity; fails the test unless it answers 200.
+operator_patch() {
+	expect_eq "$1" 200 "$(curl -sS -o "$MP_STATE_DIR/patch.out" -w '%{http_code}' --cacert "$MP_CA_FILE" \
+		--cert "$(kcfg client-certificate)" --key "$(kcfg client-key)" -X PATCH -H "Content-Type: $3" \
+		--data-binary "$4" "$MP_APISERVER_URL/apis/$g/v1alpha1/namespaces/default/$2")"
+}
+operator_patch "status patch by the operator" modelpools/rbac-pool/status application/merge-patch+json \
+	'{"status":{"phase":"Pending"}}'
 expect_eq "status written by the operator" Pending "$(kubectl_admin -n default get modelpool rbac-pool -o 'jsonpath={.status.phase}')"
 # patch on pools is granted for one JSON patch (removing a request made through the pool, after testing
 # its value); RBAC cannot narrow it to an annotation, so the code is what keeps the spec untouched.
-kubectl_operator -n default annotate modelpool rbac-pool modelpool-operator.dev/request=rbac-member >/dev/null
-kubectl_operator -n default patch modelpool rbac-pool --type=json \
-	-p '[{"op":"test","path":"/metadata/annotations/modelpool-operator.dev~1request","value":"rbac-member"},{"op":"remove","path":"/metadata/annotations/modelpool-operator.dev~1request"}]' >/dev/null
+# (Made by a router or a user: annotate reads the pool first, a get the operator has no right to.)
+kubectl_admin -n default annotate modelpool rbac-pool modelpool-operator.dev/request=rbac-member >/dev/null
+operator_patch "request cleared by the operator" modelpools/rbac-pool application/json-patch+json \
+	'[{"op":"test","path":"/metadata/annotations/modelpool-operator.dev~1request","value":"rbac-member"},{"op":"remove","path":"/metadata/annotations/modelpool-operator.dev~1request"}]'
+expect_eq "request annotation after the operator's patch" "" \
+	"$(kubectl_admin -n default get modelpool rbac-pool -o 'jsonpath={.metadata.annotations.modelpool-operator\.dev/request}')"
 forbidden -n default delete modelpool rbac-pool
-# Replicas both ways the operator may set them: a merge patch on the member (with a resourceVersion
-# precondition, as the operator sends it) and the scale subresource.
-rv=$(kubectl_operator -n default get inferenceservice rbac-member -o 'jsonpath={.metadata.resourceVersion}')
-kubectl_operator -n default patch inferenceservice rbac-member --type=merge \
-	-p "{\"metadata\":{\"resourceVersion\":\"$rv\"},\"spec\":{\"replicas\":1}}" >/dev/null
+# Replicas the way the operator sets them: a merge patch on the member with a resourceVersion precondition
+# (the version from its watch cache: a list here); not through the scale subresource, nor by a get.
+rv=$(kubectl_operator -n default get inferenceservices -o 'jsonpath={.items[?(@.metadata.name=="rbac-member")].metadata.resourceVersion}')
+operator_patch "replicas patch by the operator" inferenceservices/rbac-member application/merge-patch+json \
+	"{\"metadata\":{\"resourceVersion\":\"$rv\"},\"spec\":{\"replicas\":1}}"
 expect_eq "replicas after the operator's patch" 1 "$(kubectl_admin -n default get isvc rbac-member -o 'jsonpath={.spec.replicas}')"
-kubectl_operator -n default scale inferenceservice rbac-member --replicas=0 >/dev/null
-expect_eq "replicas after the operator's scale" 0 "$(kubectl_admin -n default get isvc rbac-member -o 'jsonpath={.spec.replicas}')"
+forbidden -n default scale inferenceservice rbac-member --replicas=0
+forbidden -n default get inferenceservice rbac-member
+operator_patch "second replicas patch" inferenceservices/rbac-member application/merge-patch+json '{"spec":{"replicas":0}}'
+expect_eq "replicas after the operator's second patch" 0 "$(kubectl_admin -n default get isvc rbac-member -o 'jsonpath={.spec.replicas}')"
 forbidden -n default patch inferenceservice rbac-member --subresource=status --type=merge -p '{"status":{"phase":"Ready"}}'
 forbidden -n default delete inferenceservice rbac-member
 out=$(kubectl_operator get pods -A -o name 2>&1) || fail "operator cannot list pods: $out"
@@ -359,17 +416,28 @@ tmpl=$r pod_from_template | kubectl_admin create --dry-run=server -f - >/dev/nul
 tmpl=$r pod_from_template '.spec.containers[0].securityContext.capabilities.drop = []' >"$MP_STATE_DIR/bad-router-pod.json"
 expect_fail 'violates PodSecurity "restricted' kubectl_admin create --dry-run=server -f "$MP_STATE_DIR/bad-router-pod.json"
 
-log "the router identity can do what the router does"
+log "the router's ClusterRole grants exactly the verbs the router issues, and the identity can do each"
 who=router
 wait_for 60 kubectl_router auth can-i patch modelpools.$g -A
-for v in get list watch patch; do can "$v" modelpools.$g -A; done
-for v in get list watch; do can "$v" inferenceservices.$g -A; done
-for v in get list watch; do can "$v" pods -A; done
-can create tokenreviews.authentication.k8s.io -A
-can create subjectaccessreviews.authorization.k8s.io -A
+# What the router's code issues, read off the audit log of its e2e runs (user agent modelpool-router/*):
+# watches of pools, members and Pods, the drain fence's get of a pool, the merge patch of a pool's request
+# annotation, and the reviews of secure metrics.
+router_uses='/pods list
+/pods watch
+authentication.k8s.io/tokenreviews create
+authorization.k8s.io/subjectaccessreviews create
+inference.llmkube.dev/inferenceservices list
+inference.llmkube.dev/inferenceservices watch
+inference.llmkube.dev/modelpools get
+inference.llmkube.dev/modelpools list
+inference.llmkube.dev/modelpools patch
+inference.llmkube.dev/modelpools watch'
+expect_eq "the router's ClusterRole grants" "$router_uses" "$(granted clusterrole/modelpool-router)"
+uses_all -A "$router_uses"
 
 log "and nothing more: no write on members, pool status or Pods, no delete, no Events, no Secrets"
-for v in create update patch delete deletecollection; do cannot "$v" inferenceservices.$g -n default; done
+for v in get create update patch delete deletecollection; do cannot "$v" inferenceservices.$g -n default; done
+cannot get pods -n default
 for v in get update patch; do cannot "$v" inferenceservices.$g --subresource=scale -A; done
 for v in update patch; do cannot "$v" inferenceservices.$g --subresource=status -A; done
 for v in create update delete deletecollection; do cannot "$v" modelpools.$g -n default; done
