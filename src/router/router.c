@@ -1208,10 +1208,13 @@ static void rt_enqueue(rt_req *q)
     int rc = rt_routes_lookup(rt->routes, q->scan.name, &r, &other);
     char msg[768];
     if (rc == -ENOENT) {
-        snprintf(msg, sizeof(msg),
-                 "The model '%s' does not exist in namespace %s (a model of another namespace is "
-                 "named '<namespace>/<model>')",
-                 q->scan.name, rt->o.home_namespace);
+        if (strchr(q->scan.name, '/'))
+            snprintf(msg, sizeof(msg), "The model '%s' does not exist", q->scan.name);
+        else
+            snprintf(msg, sizeof(msg),
+                     "The model '%s' does not exist in namespace %s (a model of another namespace "
+                     "is named '<namespace>/<model>')",
+                     q->scan.name, rt->o.home_namespace);
         rt_answer(q, RT_OAI_MODEL_NOT_FOUND, msg, 0);
         return;
     }
