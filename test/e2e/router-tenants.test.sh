@@ -46,6 +46,8 @@ expect_eq "m-a" 200 "$(ask m-a)"
 log "a name only evil declares is not reachable unqualified"
 expect_eq "secret" 404 "$(ask secret)"
 expect_eq "secret code" model_not_found "$(jq -r .error.code "$MP_STATE_DIR/body")"
+grep -qF "does not exist in namespace $ns (a model of another namespace is named '<namespace>/<model>')" \
+	<<<"$(jq -r .error.message "$MP_STATE_DIR/body")" || fail "the 404 does not say where plain names resolve: $(cat "$MP_STATE_DIR/body")"
 expect_eq "e-a" 404 "$(ask e-a)"
 
 log "evil's models by their qualified names; the member sees no qualifier"
