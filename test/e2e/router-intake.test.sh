@@ -14,7 +14,7 @@ create_members "$ns" i-a i-b
 create_pool "$ns" pool i-a i-a i-b
 wait_for 60 pool_is pool Ready i-a "$ns"
 budget=$((2 * 1024 * 1024))
-start_router --body-buffer-budget 2Mi --body-idle-timeout 10m
+start_router --home-namespace "$ns" --body-buffer-budget 2Mi --body-idle-timeout 10m
 wait_for 30 router_ready
 port=$(router_port api)
 url="http://127.0.0.1:$port"
@@ -110,7 +110,7 @@ wait_eq 30 0 buffered
 stop_router
 
 log "with --body-idle-timeout 1s a stalled upload gets 408 and its bytes go back"
-start_router --body-buffer-budget 2Mi --body-idle-timeout 1s
+start_router --home-namespace "$ns" --body-buffer-budget 2Mi --body-idle-timeout 1s
 wait_for 30 router_ready
 port=$(router_port api)
 client upload $((1024 * 1024)) $((64 * 1024)) >"$MP_STATE_DIR/idle.out"
