@@ -49,7 +49,7 @@ swap_stats=$(printf '%s\n' "${tot[@]}" | stats)
 over_stats=$(printf '%s\n' "${over[@]}" | stats)
 
 log "3. the router's added latency"
-start_router
+start_router --home-namespace "$ns"
 wait_for 30 router_ready
 resident=$(pool_get pool '{.status.residentMember}' "$ns")
 lat=$(python3 - "$(pod_url "$resident" "$ns")" "http://127.0.0.1:$(router_port api)" "$resident" "$BENCH_REQUESTS" <<'PY'

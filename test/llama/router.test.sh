@@ -19,7 +19,7 @@ kubectl_admin -n "$ns" annotate inferenceservice m-b sim.modelpool.test/served-m
 	modelpool-operator.dev/served-model=Org/B-Tiny >/dev/null
 create_pool "$ns" pool m-a m-a m-b
 wait_for 120 pool_is pool Ready m-a "$ns"
-start_router --resident-grace 500ms
+start_router --home-namespace "$ns" --resident-grace 500ms
 wait_for 30 router_ready
 url="http://127.0.0.1:$(router_port api)"
 now_ms() { date +%s%3N; }
