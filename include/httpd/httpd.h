@@ -3,6 +3,9 @@
  * simulated Pods. MHD runs in "external epoll" mode: no thread, one fd and one timer in the ev
  * loop. It answers through a callback, now or later (a suspended connection), reads request bodies
  * and writes replies as streams with backpressure both ways, and knows nothing of what it serves.
+ * The lifetime rule: work started for a request (an API call, a forward, a timer) is registered
+ * with it (httpd_req_work) and cancelled by httpd when the request ends unanswered, so no work
+ * outlives its connection and nothing calls back into a request that is gone.
  */
 #ifndef MP_HTTPD_HTTPD_H
 #define MP_HTTPD_HTTPD_H
@@ -78,9 +81,9 @@ int httpd_req_client_addr(const httpd_req *r, char *buf, size_t len);
 /* The ud the server was started with. */
 void *httpd_req_ud(const httpd_req *r);
 
-/* Answers r and takes reply->body; r is gone afterwards. A req not yet answered when its server
- * stops is dropped with its connection: its owner must forget it before httpd_stop (no callback
- * of this file runs inside httpd_stop).
+/* Answers r and takes reply->body; r is gone afterwards, and so are its work registrations
+ * (httpd_req_work: their cancels never run). A req not yet answered when its server stops is
+ * dropped with its connection, its work cancelled inside httpd_stop.
  * Answering before the body was read (a 404, a 413 on Content-Length): sent at once; MHD then
  * closes the connection rather than read a body nobody wants. Answering while the body is partly
  * read: MHD can only send once the request is complete, so the rest of the body is read and
@@ -120,7 +123,8 @@ int httpd_req_stream_write(httpd_req *r, const char *data, size_t len);
 void httpd_req_stream_on_drain(httpd_req *r, void (*fn)(void *ud), void *ud);
 /* Ends the stream once the buffered bytes are sent; ok false instead aborts: the connection is
  * closed where the reply stands, so the client sees a truncated reply (no final chunk, or fewer
- * bytes than Content-Length). r is gone for its owner afterwards. */
+ * bytes than Content-Length). r is gone for its owner afterwards, with its work registrations
+ * (as after httpd_req_reply). */
 void httpd_req_stream_end(httpd_req *r, bool ok);
 
 /* Ends r now, its body partly read (a stalled upload, one that will not be read on): MHD could
@@ -128,28 +132,45 @@ void httpd_req_stream_end(httpd_req *r, bool ok);
  * the reply (code, headers, body, and Connection: close) is written straight to the socket; then
  * the connection is closed (over TLS, or once a response began: closed unanswered). The reply is
  * read by a client that has stopped sending; one still sending may see a reset instead. r is
- * gone for its owner afterwards (on_close does not run). */
+ * gone for its owner afterwards, with its work registrations (as after httpd_req_reply). */
 void httpd_req_abort(httpd_req *r, unsigned code, const httpd_header *headers, size_t n,
                      const char *body, size_t len);
 
-/* fn runs once, from the loop, when r's connection ends before its owner answered it
- * (httpd_req_reply or httpd_req_stream_end): the client went away, a read or write failed, or
- * the connection timed out. r is gone once fn returns: its owner must forget it there.
- * What is seen when: while MHD reads the body or sends the reply, a closed or reset connection
- * is seen at once. MHD does not poll a suspended connection, so this file watches the socket of
- * one waiting for its answer (after its body, or before it is asked for) or for stream bytes: a
- * client that closes or resets it is seen at once, without an answer or a write. Not seen until
- * the connection is resumed (the answer, a write, a body resume): a client that leaves with
- * bytes still unread on the socket (a paused body, a pipelined request), or behind TLS (its
- * close_notify is bytes too). */
-void httpd_req_on_close(httpd_req *r, void (*fn)(void *ud), void *ud);
+/* Work started for r, i.e. anything that will call back with r or with state that refers to it
+ * (an access review, a forward, a timer, the owner's whole handling of r), is registered here
+ * with a cancel. httpd runs cancel(ud) exactly once if r ends before its owner finished it
+ * (httpd_req_reply, httpd_req_stream_end, httpd_req_abort): the client went away, a read or
+ * write failed, the connection timed out (from the loop), or the server stops (from inside
+ * httpd_stop). The cancel must stop the work so that nothing of it runs again or touches r; r is
+ * gone once the cancels have returned. A cancel need answer nothing (an answer would be dropped:
+ * the connection is closing), may free its own state and may end r's other registrations
+ * (httpd_work_done); r's cancels run newest first. Finishing r ends its registrations without
+ * running them: the handle is gone then, so work that ends without answering r ends its
+ * registration first. Returns the registration, or NULL (out of memory, or r already ending: called
+ * from one of its cancels): the caller must then not start the work, or stop it. What is seen when:
+ * while MHD reads the body or sends the reply, a closed or reset connection is seen at once. MHD
+ * does not poll a suspended connection, so this file watches the socket of one waiting for its
+ * answer (after its body, or before it is asked for) or for stream bytes: a reset is seen at once.
+ * An end of file may be a client that only half-closed and still reads: it is taken for gone at
+ * once when a response has begun (a stream waiting for bytes); before that, on plain HTTP/1.1, an
+ * interim 100 Continue makes a client that left reset (seen at once), and over TLS or HTTP/1.0 the
+ * request stays until its answer fails to go out. Not seen until the connection is resumed (the
+ * answer, a write, a body resume): a client that leaves with bytes still unread on the socket (a
+ * paused body, a pipelined request, a TLS close_notify). A request that stays keeps its work until
+ * that work ends (its own timeout bounds it). */
+typedef struct httpd_work httpd_work;
+httpd_work *httpd_req_work(httpd_req *r, void (*cancel)(void *ud), void *ud);
+/* The work ended while r goes on (before r is answered): its cancel will not run, w is gone.
+ * NULL is a no-op, and so is a call from inside w's own cancel. */
+void httpd_work_done(httpd_work *w);
 
 /* The port listened on (the kernel's pick for port 0). */
 int httpd_port(const httpd *h);
 /* Requests not over yet: unanswered, or answered and still being sent. A server shutting down
  * waits for 0 before httpd_stop, so answers already given reach their clients. */
 size_t httpd_pending(const httpd *h);
-/* Closes the listener and every connection. NULL is a no-op. Not from inside the callback. */
+/* Closes the listener and every connection; the work of requests not finished is cancelled
+ * first (httpd_req_work), inside this call. NULL is a no-op. Not from inside a callback of h. */
 void httpd_stop(httpd *h);
 
 #endif

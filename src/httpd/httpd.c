@@ -59,7 +59,7 @@ struct httpd_req {
     bool queued;  /* the reply is MHD's */
     bool suspended;
     bool past_headers; /* MHD was let past the headers: a call with no data now means the end */
-    bool closed;       /* the connection ended under its owner: on_close ran or runs */
+    bool closed;       /* ended under its owner: its work is cancelled (or being cancelled) */
     bool peer_gone;    /* the client closed while the req waited: MHD must drop it */
     bool watching;     /* fd is in the loop, watched for the client's close while asleep */
     bool eof_seen;     /* the client sent its end of file: only an error or hang-up is watched */
@@ -70,9 +70,16 @@ struct httpd_req {
     bool body_paused, body_ended;
     size_t discarded; /* body bytes dropped after an early answer */
     httpd_stream *stream;
-    void (*on_close)(void *ud);
-    void *close_ud;
+    httpd_work *work;       /* registered work, newest first */
     httpd_req *prev, *next; /* the server's list of requests being answered asynchronously */
+};
+
+/* One piece of work started for a request: its cancel runs if the request ends unfinished. */
+struct httpd_work {
+    httpd_req *r; /* NULL once unlinked (its cancel runs, or it is done) */
+    void (*cancel)(void *ud);
+    void *ud;
+    httpd_work *prev, *next;
 };
 
 struct httpd {
@@ -86,7 +93,7 @@ struct httpd {
     void *ud;
     char *tls_cert, *tls_key; /* kept until MHD stops: it may read them after the start */
     httpd_req *reqs;
-    bool stopping;     /* inside httpd_stop: no owner callbacks */
+    bool stopping;     /* inside httpd_stop: nothing is scheduled on the loop any more */
     char lasterr[160]; /* MHD's last log line: the reason a start failed */
 };
 
@@ -168,6 +175,8 @@ __attribute__((format(printf, 2, 0))) static void httpd_on_log(void *cls, const 
 
 static void httpd_kick(httpd *h)
 {
+    if (h->stopping) /* a cancel answering another request: MHD is not run again */
+        return;
     ev_timer_cancel(h->loop, h->timer);
     h->timer = ev_timer_add(h->loop, 0, httpd_on_timer, h);
 }
@@ -180,15 +189,31 @@ static void httpd_req_unwatch(httpd_req *r)
     ev_fd_clear(r->h->loop, r->fd);
 }
 
-/* The owner's word that it is done with r, or that r ended under it: on_close runs once for a
- * req its owner had not finished. */
+static void httpd_work_unlink(httpd_work *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        w->r->work = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    w->r = NULL;
+}
+
+/* r ended under its owner: every piece of work registered for it is cancelled, once, newest
+ * first. Each leaves the list before its cancel runs, so a cancel may end the others. */
 static void httpd_req_gone(httpd_req *r)
 {
     bool finished = r->replied || (r->stream && r->stream->ended);
-    if (finished || r->closed || !r->on_close || r->h->stopping)
+    if (finished || r->closed)
         return;
-    r->closed = true; /* the owner's calls from inside on_close do not touch the connection */
-    r->on_close(r->close_ud);
+    r->closed = true; /* calls from inside a cancel do not touch the connection */
+    while (r->work) {
+        httpd_work *w = r->work;
+        httpd_work_unlink(w);
+        w->cancel(w->ud);
+        free(w);
+    }
 }
 
 static bool httpd_req_raw_ok(httpd_req *r, bool plain);
@@ -399,6 +424,11 @@ static void httpd_req_free(httpd_req *r)
 {
     httpd_req_unwatch(r);
     httpd_req_unlink(r);
+    while (r->work) { /* a finished request's: never cancelled */
+        httpd_work *w = r->work;
+        httpd_work_unlink(w);
+        free(w);
+    }
     free(r->reply.body);
     if (r->stream) {
         ev_timer_cancel(r->h->loop, r->stream->drain_timer);
@@ -872,7 +902,7 @@ void httpd_req_abort(httpd_req *r, unsigned code, const httpd_header *headers, s
         httpd_req_send_raw(r, msg, (size_t)at + len);
         free(msg);
     }
-    r->replied = true; /* finished for its owner: no on_close */
+    r->replied = true; /* finished for its owner: no cancel runs */
     r->peer_gone = true;
     /* MHD closes the connection at its next look: resumed if asleep, else the socket's shutdown
      * wakes its poll (the reply sent goes out before the FIN). */
@@ -888,10 +918,24 @@ void httpd_req_abort(httpd_req *r, unsigned code, const httpd_header *headers, s
     }
 }
 
-void httpd_req_on_close(httpd_req *r, void (*fn)(void *ud), void *ud)
+httpd_work *httpd_req_work(httpd_req *r, void (*cancel)(void *ud), void *ud)
 {
-    r->on_close = fn;
-    r->close_ud = ud;
+    httpd_work *w = r->closed ? NULL : calloc(1, sizeof(*w));
+    if (!w)
+        return NULL;
+    *w = (httpd_work){.r = r, .cancel = cancel, .ud = ud, .next = r->work};
+    if (r->work)
+        r->work->prev = w;
+    r->work = w;
+    return w;
+}
+
+void httpd_work_done(httpd_work *w)
+{
+    if (!w || !w->r) /* from inside its own cancel: freed when that returns */
+        return;
+    httpd_work_unlink(w);
+    free(w);
 }
 
 /* After every run MHD may have work queued that no fd will announce (a connection whose request
@@ -1029,7 +1073,12 @@ void httpd_stop(httpd *h)
     if (h->epfd >= 0)
         ev_fd_clear(h->loop, h->epfd);
     ev_timer_cancel(h->loop, h->timer);
+    h->timer = 0;
     h->stopping = true;
+    /* Work started for requests not finished ends first, while every request is still here; no
+     * cancel can free one (only MHD does, and it does not run from a cancel). */
+    for (httpd_req *r = h->reqs; r; r = r->next)
+        httpd_req_gone(r);
     /* MHD refuses to stop with suspended connections: resumed unanswered, they are closed. */
     for (httpd_req *r = h->reqs; r; r = r->next)
         if (r->suspended) {
@@ -1039,7 +1088,7 @@ void httpd_stop(httpd *h)
         }
     if (h->d)
         MHD_stop_daemon(h->d);
-    /* Requests MHD dropped without telling (suspended ones, at shutdown). */
+    /* Requests MHD dropped without telling (suspended ones, at shutdown), cancelled above. */
     while (h->reqs)
         httpd_req_free(h->reqs);
     if (h->tls_key)

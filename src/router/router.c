@@ -69,8 +69,7 @@ typedef struct rt_req {
     bool was_held;          /* it waited (not forwarded when it arrived) */
     rt_pool *pool;          /* HELD, FORWARDING */
     rt_mq *mq;
-    struct rt_req *prev, *next;         /* in mq's queue while HELD */
-    struct rt_req *all_prev, *all_next; /* every live request, for rt_router_free */
+    struct rt_req *prev, *next; /* in mq's queue while HELD */
     uint64_t arrived_ms;
     uint64_t budget_timer;
     size_t reserved;       /* of the body budget: at least cap */
@@ -145,7 +144,6 @@ struct rt_router {
     rt_pool *dirty;
     uint64_t tick;
     rt_req *arriving; /* the request rt_enqueue decides for: forwarded at once, not held */
-    rt_req *reqs;     /* every live request */
     bool stopping;
     size_t in_flight;  /* forwards running, all pools */
     uint64_t buffered; /* body bytes reserved by every request, at most o.body_budget_bytes */
@@ -245,13 +243,6 @@ static void rt_buf_drop(rt_req *q)
 
 static void rt_req_free(rt_req *q)
 {
-    rt_router *rt = q->rt;
-    if (q->all_prev)
-        q->all_prev->all_next = q->all_next;
-    else
-        rt->reqs = q->all_next;
-    if (q->all_next)
-        q->all_next->all_prev = q->all_prev;
     if (q->budget_timer)
         ev_timer_cancel(q->rt->loop, q->budget_timer);
     if (q->idle_timer)
@@ -1475,12 +1466,12 @@ static void rt_request(void *ud, httpd_req *hr)
         rt_reply_error(hr, RT_OAI_OVERLOADED, msg, 1);
         return;
     }
-    q->all_next = rt->reqs;
-    if (rt->reqs)
-        rt->reqs->all_prev = q;
-    rt->reqs = q;
     rt_model_init(&q->scan);
-    httpd_req_on_close(hr, rt_closed, q);
+    /* q and everything it starts (its forward, its timers) end with the connection. */
+    if (!httpd_req_work(hr, rt_closed, q)) {
+        rt_answer(q, RT_OAI_BAD_GATEWAY, "out of memory", 0);
+        return;
+    }
     q->last_byte_ms = ev_now_ms();
     q->idle_timer = ev_timer_add(rt->loop, (uint64_t)rt->o.body_idle_ms, rt_body_idle, q);
     if (httpd_req_body(hr, rt_body, q) < 0)
@@ -1765,12 +1756,10 @@ void rt_router_free(rt_router *rt)
 {
     if (!rt)
         return;
-    /* Calls and connections go first, without callbacks (fwd_free and httpd_stop call nothing),
-     * then the requests they carried and the pools. */
-    fwd_free(rt->fwd);
+    /* Connections go first: httpd_stop ends every request still here (rt_closed cancels its
+     * forward), then the forwarder (fwd_free calls nothing) and the pools. */
     httpd_stop(rt->front);
-    while (rt->reqs)
-        rt_req_free(rt->reqs);
+    fwd_free(rt->fwd);
     strmap_node *n = strmap_first(&rt->pool_map);
     while (n) {
         rt_pool *p = STRMAP_OWNER(n, rt_pool, node);

@@ -71,7 +71,7 @@
  *       name), as llama-server (one model, --alias) does
  *   A connection idle for 5 s is closed (llama-server's keep-alive timeout).
  *   A Pod that stops serving drops its requests in flight with their connections (reset). A
- *   client that leaves ends its request at once, streamed or not (httpd_req_on_close).
+ *   client that leaves ends its request at once, streamed or not (httpd_req_work).
  * With --llama-server (and --llama-model), the Pods of llamacpp and llamacpp-router members are
  * real llama-server processes (sim_llama.h) instead: started on the Pod's address and port when its
  *   load delay is over, the Pod then written Running with its container started but not ready,

@@ -449,11 +449,12 @@ static void sim_infer_free(sim_infer *w)
     free(w);
 }
 
-/* The client left before the answer: the request is no longer in flight. */
-static void sim_infer_on_close(void *ud)
+/* The request ended before its answer (the client left, or the Pod stops serving): it is no
+ * longer in flight. */
+static void sim_infer_ended(void *ud)
 {
     sim_infer *w = ud;
-    log_kv(LOG_DEBUG, "client gone", "member", w->p->m->key, "pod", w->p->name, NULL);
+    log_kv(LOG_DEBUG, "request ended unanswered", "member", w->p->m->key, "pod", w->p->name, NULL);
     sim_infer_free(w);
 }
 
@@ -608,7 +609,10 @@ static void sim_infer_new(sim_pod *p, httpd_req *r, sim_oai_kind kind)
         p->infers->prev = w;
     p->infers = w;
     p->m->requests++;
-    httpd_req_on_close(r, sim_infer_on_close, w);
+    if (!httpd_req_work(r, sim_infer_ended, w)) {
+        sim_infer_send(w, 500, NULL);
+        return;
+    }
     const char *cl = httpd_req_header(r, "Content-Length");
     if (cl && strtoull(cl, NULL, 10) > SIM_OAI_BODY_MAX) { /* refused before reading it */
         sim_infer_send(
@@ -619,11 +623,9 @@ static void sim_infer_new(sim_pod *p, httpd_req *r, sim_oai_kind kind)
         sim_infer_send(w, 500, NULL);
 }
 
-/* Drops the requests in flight (httpd forgets them with their connections), then the server. */
+/* Stops the server: the requests in flight end with their connections (sim_infer_ended). */
 static void sim_pod_http_stop(sim_pod *p)
 {
-    while (p->infers)
-        sim_infer_free(p->infers);
     httpd_stop(p->http);
     p->http = NULL;
 }

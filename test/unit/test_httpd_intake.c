@@ -122,7 +122,7 @@ static void on_request(void *ud, httpd_req *r)
     snprintf(s->target, sizeof(s->target), "%s", t ? t : "");
     free(t);
     s->r = r;
-    httpd_req_on_close(r, on_close, s);
+    assert_non_null(httpd_req_work(r, on_close, s));
     if (s->mode == ABORT_ON_WAKE)
         assert_int_equal(httpd_req_body(r, on_body, s), 0);
     if (s->mode == ANSWER_NOW) {

@@ -3,7 +3,8 @@
  * the client blocks), early answers before and during the body, a 100-token stream where each
  * token reaches the client before the next is written (and an idle stream costs no CPU), the
  * high-water mark and drain, a small answer sent whole, a client leaving mid-stream, and httpd_stop
- * with waiting requests. */
+ * with waiting requests; work registered with a request is cancelled exactly once when the request
+ * ends unanswered (the client leaves, the server stops), never once it is answered. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -410,7 +411,7 @@ typedef struct streamer {
     double idle_cpu_s, idle_wall_s;
     struct rusage ru0;
     uint64_t t0;
-    int closes; /* on_close calls */
+    int closes; /* cancels of its work */
     uint64_t tick;
     bool gone;
 } streamer;
@@ -684,7 +685,7 @@ static void gone_on_request(void *ud, httpd_req *r)
 {
     streamer *s = ud;
     s->r = r;
-    httpd_req_on_close(r, gone_on_close, s);
+    assert_non_null(httpd_req_work(r, gone_on_close, s));
     if (s->tokens == 2) {
         s->next = 1; /* the client may leave now */
         return;
@@ -779,7 +780,7 @@ static void two_on_body(void *ud, const char *data, size_t len, bool end)
 static void two_on_request(void *ud, httpd_req *r)
 {
     two *t = ud;
-    httpd_req_on_close(r, two_on_close, t);
+    assert_non_null(httpd_req_work(r, two_on_close, t));
     if (strcmp(httpd_req_path(r), "/up") == 0) {
         t->paused = r;
         assert_int_equal(httpd_req_body(r, two_on_body, t), 0);
@@ -806,8 +807,8 @@ static void test_stop_waiting(void **state)
     run(loop);
     assert_non_null(t.paused);
     assert_non_null(t.streaming);
-    httpd_stop(h); /* frees both (LSan/valgrind would see a leak), calls nobody */
-    assert_int_equal(t.closes, 0);
+    httpd_stop(h); /* cancels the work of both, then frees them (LSan/valgrind see leaks) */
+    assert_int_equal(t.closes, 2);
     run(loop); /* the clients see their connections closed */
     if (!(up.closed && st.closed))
         run(loop);
@@ -818,6 +819,124 @@ static void test_stop_waiting(void **state)
     ev_free(loop);
 }
 
+/* ---- work registered with a request ---- */
+
+typedef struct work {
+    ev_loop *loop;
+    int mode; /* 0: the client leaves; 1: the request is answered; 2: the server stops */
+    httpd_req *r;
+    httpd_work *done_early, *ended_by_other;
+    int cancels[4]; /* per registration: 0 done early, 1 ended by 3, 2 answers, 3 frees */
+    bool registered;
+} work;
+
+typedef struct work_ref {
+    work *w;
+    int i;
+} work_ref;
+
+static void work_cancel_plain(void *ud)
+{
+    work_ref *ref = ud;
+    ref->w->cancels[ref->i]++;
+}
+
+/* Answers (dropped: the connection is closing) and cannot start new work for r. */
+static void work_cancel_answers(void *ud)
+{
+    work_ref *ref = ud;
+    ref->w->cancels[ref->i]++;
+    assert_null(httpd_req_work(ref->w->r, work_cancel_plain, ref));
+    reply_text(ref->w->r, 200, "too late");
+}
+
+/* Ends another registration of r and frees its own state. */
+static void work_cancel_frees(void *ud)
+{
+    work_ref *ref = ud;
+    ref->w->cancels[ref->i]++;
+    httpd_work_done(ref->w->ended_by_other);
+    ev_stop(ref->w->loop);
+    free(ref);
+}
+
+static void work_on_request(void *ud, httpd_req *r)
+{
+    work *w = ud;
+    static work_ref refs[3];
+    for (int i = 0; i < 3; i++)
+        refs[i] = (work_ref){w, i};
+    w->r = r;
+    w->done_early = httpd_req_work(r, work_cancel_plain, &refs[0]);
+    w->ended_by_other = httpd_req_work(r, work_cancel_plain, &refs[1]);
+    assert_non_null(httpd_req_work(r, work_cancel_answers, &refs[2]));
+    work_ref *own = malloc(sizeof(*own));
+    assert_non_null(own);
+    *own = (work_ref){w, 3};
+    httpd_work *frees = httpd_req_work(r, work_cancel_frees, own);
+    assert_true(w->done_early && w->ended_by_other && frees);
+    httpd_work_done(w->done_early); /* that work ended on its own */
+    httpd_work_done(NULL);
+    w->registered = true;
+    if (w->mode == 1) {
+        reply_text(r, 200, "answered");
+        free(own); /* the answer ended its registration: its cancel never runs */
+    }
+    if (w->mode == 2)
+        ev_stop(w->loop);
+}
+
+/* The client leaves once its request is held. */
+static void work_poll(ev_loop *loop, void *ud)
+{
+    client *c = ud;
+    work *w = c->ud;
+    if (w->registered)
+        gone_leave(c);
+    else
+        assert_true(ev_timer_add(loop, 1, work_poll, c) > 0);
+}
+
+static void test_work_cancelled(void **state)
+{
+    (void)state;
+    for (int mode = 0; mode < 3; mode++) {
+        ev_loop *loop = ev_new();
+        assert_non_null(loop);
+        work w = {.loop = loop, .mode = mode};
+        httpd *h = start(loop, work_on_request, &w);
+        client c;
+        client_start(&c, loop, httpd_port(h),
+                     "GET /w HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 0);
+        c.ud = &w;
+        if (mode == 0)
+            assert_true(ev_timer_add(loop, 1, work_poll, &c) > 0);
+        run(loop); /* mode 0: a cancel stops it; 1: the client reads the answer; 2: registered */
+        if (mode == 0) {
+            /* Left: the watched socket tells, the cancels run once (a run later, still once). */
+            uint64_t t = ev_timer_add(loop, 50, stop, NULL);
+            assert_true(t > 0);
+            run(loop);
+        }
+        if (mode == 1) {
+            assert_true(c.closed);
+            assert_non_null(strstr(c.in, "HTTP/1.1 200 "));
+        }
+        if (mode == 2)
+            httpd_stop(h); /* runs the cancels inside */
+        int want = mode == 1 ? 0 : 1;
+        assert_int_equal(w.cancels[0], 0);
+        assert_int_equal(w.cancels[1], 0);
+        assert_int_equal(w.cancels[2], want);
+        assert_int_equal(w.cancels[3], want);
+        if (mode != 2)
+            httpd_stop(h);
+        assert_int_equal(w.cancels[2], want); /* the stop runs nothing again */
+        client_free(&c);
+        ev_free(loop);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -825,6 +944,7 @@ int main(void)
         cmocka_unit_test(test_stream_pingpong), cmocka_unit_test(test_stream_backpressure),
         cmocka_unit_test(test_stream_whole),    cmocka_unit_test(test_client_gone),
         cmocka_unit_test(test_stop_waiting),    cmocka_unit_test(test_stream_empty_header),
+        cmocka_unit_test(test_work_cancelled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
