@@ -29,13 +29,22 @@ typedef struct kube_access_opts {
 
 /* NULL when out of memory. The client is borrowed and must outlive the checker. */
 kube_access *kube_access_new(kube_client *client, const kube_access_opts *opts);
-/* Cancels the reviews in flight; their callbacks are not called. NULL is a no-op. */
+/* Cancels the reviews in flight; their callbacks are not called, and every check's handle is
+ * gone. NULL is a no-op. */
 void kube_access_free(kube_access *a);
 
-/* Checks the Authorization header value (NULL: none). done runs exactly once, from inside this
- * call (a cached or malformed answer) or later from the loop, unless the checker is freed first. */
-void kube_access_check(kube_access *a, const char *authorization, kube_access_done_fn done,
-                       void *ud);
+typedef struct kube_access_waiter kube_access_waiter;
+
+/* Checks the Authorization header value (NULL: none). done runs exactly once, unless the check
+ * is cancelled or the checker freed first: from inside this call (a cached or malformed answer,
+ * or an error), which then returns NULL, or later from the loop, and then the check's handle is
+ * returned, valid until done runs. */
+kube_access_waiter *kube_access_check(kube_access *a, const char *authorization,
+                                      kube_access_done_fn done, void *ud);
+/* Cancels a check whose done has not run: done never runs. A review that no check waits on any
+ * more is aborted (its API call cancelled, nothing cached). NULL is a no-op, and so is a call
+ * from inside the check's own done. */
+void kube_access_cancel(kube_access_waiter *w);
 
 /* The token of an "Authorization: Bearer <token>" value: the scheme in any case, blanks around
  * the token, no blank or control character inside it. 0 with *token, *len set, or -1. */

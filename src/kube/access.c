@@ -1,7 +1,7 @@
 /* kube_access: one review in flight per token (later checks of that token wait on it), each a
  * TokenReview and, when the token is valid, a SubjectAccessReview for the user it named. Calls
  * are not retried: a scraper waits on the answer and will ask again, and an unreachable API
- * server must be a quick 503. */
+ * server must be a quick 503. A review whose waiters all cancelled is aborted with them. */
 #include "kube/access.h"
 
 #include <stdbool.h>
@@ -17,19 +17,23 @@
 #define KUBE_ACCESS_MAX_REVIEWS 64
 #define KUBE_ACCESS_MAX_TOKEN 16384
 
-typedef struct kube_access_waiter {
+typedef struct kube_access_review kube_access_review;
+
+struct kube_access_waiter {
+    kube_access_review *r; /* NULL once its verdict is being delivered */
     kube_access_done_fn done;
     void *ud;
-} kube_access_waiter;
+    kube_access_waiter *prev, *next;
+};
 
-typedef struct kube_access_review {
+struct kube_access_review {
     kube_access *a;
     unsigned char key[KUBE_ACCESS_KEY_LEN];
     kube_call *call;
-    kube_access_waiter *waiters;
-    size_t n_waiters, cap_waiters;
-    struct kube_access_review *next;
-} kube_access_review;
+    kube_access_waiter *waiters, *last; /* in arrival order */
+    bool finishing; /* its verdict goes to the waiters: a cancel does not end it */
+    kube_access_review *next;
+};
 
 struct kube_access {
     kube_client *client;
@@ -77,10 +81,39 @@ kube_access *kube_access_new(kube_client *client, const kube_access_opts *opts)
     return a;
 }
 
+static void kube_access_waiter_unlink(kube_access_waiter *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        w->r->waiters = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        w->r->last = w->prev;
+    w->r = NULL;
+}
+
 static void kube_access_review_free(kube_access_review *r)
 {
-    free(r->waiters);
+    while (r->waiters) {
+        kube_access_waiter *w = r->waiters;
+        kube_access_waiter_unlink(w);
+        free(w);
+    }
     free(r);
+}
+
+/* Takes r off the list of reviews in flight. */
+static void kube_access_review_unlink(kube_access_review *r)
+{
+    kube_access *a = r->a;
+    for (kube_access_review **p = &a->reviews; *p; p = &(*p)->next)
+        if (*p == r) {
+            *p = r->next;
+            break;
+        }
+    a->n_reviews--;
 }
 
 void kube_access_free(kube_access *a)
@@ -99,35 +132,52 @@ void kube_access_free(kube_access *a)
     free(a);
 }
 
-static int kube_access_wait(kube_access_review *r, kube_access_done_fn done, void *ud)
+static kube_access_waiter *kube_access_wait(kube_access_review *r, kube_access_done_fn done,
+                                            void *ud)
 {
-    if (r->n_waiters == r->cap_waiters) {
-        size_t cap = r->cap_waiters ? r->cap_waiters * 2 : 4;
-        kube_access_waiter *w = realloc(r->waiters, cap * sizeof(*w));
-        if (!w)
-            return -1;
+    kube_access_waiter *w = calloc(1, sizeof(*w));
+    if (!w)
+        return NULL;
+    *w = (kube_access_waiter){.r = r, .done = done, .ud = ud, .prev = r->last};
+    if (r->last)
+        r->last->next = w;
+    else
         r->waiters = w;
-        r->cap_waiters = cap;
-    }
-    r->waiters[r->n_waiters++] = (kube_access_waiter){done, ud};
-    return 0;
+    r->last = w;
+    return w;
 }
 
-/* Ends a review: the verdict is cached unless it is "cannot tell", then every waiter hears it.
- * The review leaves the list first, so a waiter may start a check of the same token again. */
+void kube_access_cancel(kube_access_waiter *w)
+{
+    if (!w || !w->r) /* from inside its own done: freed when that returns */
+        return;
+    kube_access_review *r = w->r;
+    kube_access_waiter_unlink(w);
+    free(w);
+    if (r->waiters || r->finishing)
+        return;
+    /* Nobody waits for this review any more: its call goes too (its verdict is not cached). */
+    kube_access_review_unlink(r);
+    kube_call_cancel(r->call);
+    kube_access_review_free(r);
+}
+
+/* Ends a review: the verdict is cached unless it is "cannot tell", then every waiter hears it,
+ * in the order they came. The review leaves the list first, so a waiter may start a check of the
+ * same token again; each waiter leaves before its done runs, so a done may cancel the others. */
 static void kube_access_finish(kube_access_review *r, int code, const char *why)
 {
     kube_access *a = r->a;
-    for (kube_access_review **p = &a->reviews; *p; p = &(*p)->next)
-        if (*p == r) {
-            *p = r->next;
-            break;
-        }
-    a->n_reviews--;
+    kube_access_review_unlink(r);
     if (code != 503)
         kube_access_cache_put(a->cache, r->key, code, ev_now_ms());
-    for (size_t i = 0; i < r->n_waiters; i++)
-        r->waiters[i].done(r->waiters[i].ud, code, why);
+    r->finishing = true;
+    while (r->waiters) {
+        kube_access_waiter *w = r->waiters;
+        kube_access_waiter_unlink(w);
+        w->done(w->ud, code, why);
+        free(w);
+    }
     kube_access_review_free(r);
 }
 
@@ -255,48 +305,50 @@ static int kube_access_start(kube_access_review *r, const char *token, size_t le
     return rc;
 }
 
-void kube_access_check(kube_access *a, const char *authorization, kube_access_done_fn done,
-                       void *ud)
+kube_access_waiter *kube_access_check(kube_access *a, const char *authorization,
+                                      kube_access_done_fn done, void *ud)
 {
     const char *token;
     size_t len;
     if (kube_access_bearer(authorization, &token, &len) < 0) {
         done(ud, 401, authorization ? "not a bearer token" : "no Authorization header");
-        return;
+        return NULL;
     }
     unsigned char key[KUBE_ACCESS_KEY_LEN];
     kube_access_cache_key(token, len, key);
     int verdict;
     if (kube_access_cache_get(a->cache, key, ev_now_ms(), &verdict)) {
         done(ud, verdict, "cached");
-        return;
+        return NULL;
     }
+    kube_access_waiter *w;
     for (kube_access_review *r = a->reviews; r; r = r->next)
         if (memcmp(r->key, key, sizeof(key)) == 0) {
-            if (kube_access_wait(r, done, ud) < 0)
+            if (!(w = kube_access_wait(r, done, ud)))
                 done(ud, 503, "out of memory");
-            return;
+            return w;
         }
     if (a->n_reviews >= KUBE_ACCESS_MAX_REVIEWS) {
         done(ud, 503, "too many token reviews in flight");
-        return;
+        return NULL;
     }
     kube_access_review *r = calloc(1, sizeof(*r));
     kube_error err = {0};
-    if (!r || kube_access_wait(r, done, ud) < 0) {
+    if (!r || !(w = kube_access_wait(r, done, ud))) {
         free(r);
         done(ud, 503, "out of memory");
-        return;
+        return NULL;
     }
     r->a = a;
     memcpy(r->key, key, sizeof(key));
     if (kube_access_start(r, token, len, &err) < 0) {
+        kube_access_review_free(r);
         done(ud, 503, err.message ? err.message : "cannot start a TokenReview");
         kube_error_clear(&err);
-        kube_access_review_free(r);
-        return;
+        return NULL;
     }
     r->next = a->reviews;
     a->reviews = r;
     a->n_reviews++;
+    return w;
 }

@@ -1,7 +1,9 @@
 /* Tests of kube_access: the Authorization header parser, the verdict cache (expiry, bound,
  * eviction), and the reviews against a fake API server (an httpd on the same loop) that counts
  * TokenReviews and SubjectAccessReviews: concurrent checks of one token share one review, verdicts
- * are cached, a failure is 503 and is not cached. */
+ * are cached, a failure is 503 and is not cached. Cancelled checks, against a scripted API server
+ * that answers late: a cancelled check never hears its verdict, a shared review goes on for the
+ * others, and a review nobody waits on is aborted (its connection closes before its answer). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -12,6 +14,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "scripted_http.h"
 
 #include "httpd/httpd.h"
 #include "kube/access.h"
@@ -219,11 +223,11 @@ static void test_reviews(void **state)
     assert_non_null(loop);
     fake f = {0};
     char err[200];
-    httpd *srv = httpd_start(loop, "127.0.0.1:0", fake_answer, &f, err, sizeof(err));
-    assert_non_null(srv);
+    httpd *fake_srv = httpd_start(loop, "127.0.0.1:0", fake_answer, &f, err, sizeof(err));
+    assert_non_null(fake_srv);
     kube_config cfg = {0};
     kube_error kerr = {0};
-    assert_true(asprintf(&cfg.server, "http://127.0.0.1:%d", httpd_port(srv)) > 0);
+    assert_true(asprintf(&cfg.server, "http://127.0.0.1:%d", httpd_port(fake_srv)) > 0);
     kube_client *client = kube_client_new(loop, &cfg, &kerr);
     kube_config_clear(&cfg);
     assert_non_null(client);
@@ -280,17 +284,123 @@ static void test_reviews(void **state)
     assert_int_equal(c.done, 0);
 
     kube_client_free(client);
-    httpd_stop(srv);
+    httpd_stop(fake_srv);
+    ev_free(loop);
+}
+
+/* ---- cancelled checks ---- */
+
+typedef struct waiter {
+    check *c;
+    kube_access_waiter **cancel_other; /* cancelled from inside this one's done */
+} waiter;
+
+static void waiter_done(void *ud, int code, const char *why)
+{
+    waiter *w = ud;
+    if (w->cancel_other)
+        kube_access_cancel(*w->cancel_other);
+    check_done(w->c, code, why);
+}
+
+typedef struct conn_gone {
+    srv *api;
+    const srv_reply *reply;
+} conn_gone;
+
+/* Polls until no connection of the scripted server carries reply (its client closed it). */
+static void conn_gone_poll(ev_loop *loop, void *ud)
+{
+    conn_gone *g = ud;
+    for (int i = 0; i < SRV_MAX; i++)
+        if (g->api->conns[i].fd >= 0 && g->api->conns[i].reply == g->reply) {
+            assert_true(ev_timer_add(loop, 5, conn_gone_poll, g) > 0);
+            return;
+        }
+    ev_stop(loop);
+}
+
+static void test_cancel(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    assert_non_null(loop);
+    static const char tr[] = "POST /apis/authentication.k8s.io/v1/tokenreviews";
+    srv_reply replies[] = {
+        {.match = tr, .delay_ms = 100},                 /* shared: one waiter cancelled */
+        {.match = tr, .delay_ms = 10000, .stop = true}, /* nobody waits: aborted */
+        {.match = tr},                                  /* that token again: a new review */
+        {.match = tr, .delay_ms = 100},                 /* a done cancels the other waiter */
+    };
+    srv api;
+    srv_start(&api, loop, replies, 4);
+    const char *no =
+        srv_own(&api, srv_http("201 Created", "", "{\"status\":{\"authenticated\":false}}"));
+    for (int i = 0; i < 4; i++)
+        replies[i].pieces[0] = no;
+    kube_config cfg = {0};
+    kube_error kerr = {0};
+    assert_true(asprintf(&cfg.server, "http://127.0.0.1:%d", api.port) > 0);
+    kube_client *kc = kube_client_new(loop, &cfg, &kerr);
+    kube_config_clear(&cfg);
+    assert_non_null(kc);
+    kube_access *a = kube_access_new(kc, &(kube_access_opts){.path = "/metrics", .verb = "get"});
+    assert_non_null(a);
+    check c = {.loop = loop, .want = 1};
+    kube_access_cancel(NULL);
+
+    /* Two checks share a review; the first is cancelled: only the second hears the verdict. */
+    kube_access_waiter *w1 = kube_access_check(a, "Bearer shared", check_done, &c);
+    kube_access_waiter *w2 = kube_access_check(a, "Bearer shared", check_done, &c);
+    assert_true(w1 && w2);
+    kube_access_cancel(w1);
+    ev_run(loop);
+    assert_int_equal(c.done, 1);
+    assert_int_equal(c.codes[0], 401);
+    assert_int_equal(api.nrequests, 1);
+
+    /* Both checks of a review cancelled: its call is aborted before the API server answers. */
+    c = (check){.loop = loop, .want = 1};
+    w1 = kube_access_check(a, "Bearer gone", check_done, &c);
+    w2 = kube_access_check(a, "Bearer gone", check_done, &c);
+    assert_true(w1 && w2);
+    ev_run(loop); /* until the TokenReview is in */
+    assert_int_equal(api.nrequests, 2);
+    kube_access_cancel(w2);
+    kube_access_cancel(w1);
+    conn_gone g = {&api, &replies[1]};
+    assert_true(ev_timer_add(loop, 5, conn_gone_poll, &g) > 0);
+    ev_run(loop);
+    assert_int_equal(c.done, 0);
+    /* Nothing was cached and nothing waits: that token is reviewed again. */
+    assert_non_null(kube_access_check(a, "Bearer gone", check_done, &c));
+    ev_run(loop);
+    assert_int_equal(c.done, 1);
+    assert_int_equal(c.codes[0], 401);
+    assert_int_equal(api.nrequests, 3);
+
+    /* A done may cancel another check of its review: that one never hears the verdict. */
+    c = (check){.loop = loop, .want = 1};
+    kube_access_waiter *other = NULL;
+    waiter first = {.c = &c, .cancel_other = &other}, second = {.c = &c};
+    assert_non_null(kube_access_check(a, "Bearer pair", waiter_done, &first));
+    assert_non_null(other = kube_access_check(a, "Bearer pair", waiter_done, &second));
+    ev_run(loop);
+    assert_int_equal(c.done, 1);
+    assert_int_equal(api.nrequests, 4);
+
+    kube_access_free(a);
+    kube_client_free(kc);
+    srv_stop(&api);
     ev_free(loop);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bearer),
-        cmocka_unit_test(test_cache_expiry),
-        cmocka_unit_test(test_cache_bound),
-        cmocka_unit_test(test_reviews),
+        cmocka_unit_test(test_bearer),      cmocka_unit_test(test_cache_expiry),
+        cmocka_unit_test(test_cache_bound), cmocka_unit_test(test_reviews),
+        cmocka_unit_test(test_cancel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
