@@ -1,6 +1,7 @@
 /* telemetry: process series are read from /proc when a scrape asks (nothing polls); API requests
  * are counted as the client reports each attempt. Both servers answer GET (and HEAD) only. A
- * secure scrape waits (its connection suspended) for kube_access's verdict. */
+ * secure scrape waits (its connection suspended) for kube_access's verdict; the check is work of
+ * its request (httpd_req_work), cancelled if the scraper leaves first. */
 #include "app/telemetry.h"
 
 #include <dirent.h>
@@ -120,8 +121,8 @@ void telemetry_free(telemetry *t)
 {
     if (!t)
         return;
-    kube_access_free(t->access); /* first: its checks hold requests of the metrics server */
-    httpd_stop(t->metrics_srv);
+    httpd_stop(t->metrics_srv); /* first: cancels the checks its requests wait on */
+    kube_access_free(t->access);
     httpd_stop(t->health_srv);
     metrics_free(t->reg);
     httpd_tls_clear(&t->tls);
@@ -188,9 +189,27 @@ static void telemetry_on_metrics(void *ud, const char *method, const char *path,
         telemetry_render(ud, out);
 }
 
+/* A secure scrape waiting for its verdict: the check, and its registration with the request. */
+typedef struct telemetry_scrape {
+    httpd_req *req;
+    kube_access_waiter *check;
+    httpd_work *work;
+} telemetry_scrape;
+
+/* The scraper left (or the server stops) before the verdict: the check goes, unanswered. */
+static void telemetry_on_scraper_gone(void *ud)
+{
+    telemetry_scrape *s = ud;
+    kube_access_cancel(s->check);
+    free(s);
+}
+
 static void telemetry_on_access(void *ud, int code, const char *why)
 {
-    httpd_req *req = ud;
+    telemetry_scrape *s = ud;
+    httpd_req *req = s->req;
+    httpd_work_done(s->work);
+    free(s);
     telemetry *t = httpd_req_ud(req);
     httpd_reply out = {0};
     char c[8];
@@ -218,7 +237,19 @@ static void telemetry_on_secure_metrics(void *ud, httpd_req *req)
         httpd_req_reply(req, &out);
         return;
     }
-    kube_access_check(t->access, httpd_req_header(req, "Authorization"), telemetry_on_access, req);
+    telemetry_scrape *s = calloc(1, sizeof(*s));
+    if (!s || !(s->work = httpd_req_work(req, telemetry_on_scraper_gone, s))) {
+        free(s);
+        telemetry_text(&out, 503, "Service Unavailable: out of memory\n");
+        httpd_req_reply(req, &out);
+        return;
+    }
+    s->req = req;
+    /* NULL when the verdict came at once (s is gone then): only a check that waits is kept. */
+    kube_access_waiter *w = kube_access_check(t->access, httpd_req_header(req, "Authorization"),
+                                              telemetry_on_access, s);
+    if (w)
+        s->check = w;
 }
 
 int telemetry_secure(telemetry *t, const telemetry_secure_opts *o, char *err, size_t errlen)

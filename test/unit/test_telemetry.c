@@ -1,9 +1,13 @@
 /* Tests of the HTTP endpoints: bind-address parsing, and real requests over loopback to the
  * libmicrohttpd server driven by the project's event loop (the client socket runs on the same
- * loop, so nothing here needs a thread): /metrics, /healthz, /readyz, 404 and 405. */
+ * loop): /metrics, /healthz, /readyz, 404 and 405. And secure /metrics against a scripted API
+ * server, a scraper that leaves while its TokenReview is in flight (no TLS close_notify): with an
+ * RST it is seen gone, the review is cancelled (the API call aborted) and no verdict reaches its
+ * request; with a FIN (over TLS, a half-close looks the same) the request stays and gets it. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -16,11 +20,15 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <openssl/ssl.h>
 
 #include "loopback.h"
+#include "scripted_http.h"
 
+#include "app/log.h"
 #include "app/telemetry.h"
 #include "httpd/httpd.h"
+#include "kube/client.h"
 #include "loop/ev.h"
 
 static void test_parse_bind(void **state)
@@ -173,11 +181,169 @@ static void test_endpoints(void **state)
     ev_free(loop);
 }
 
+/* ---- secure /metrics: the scraper leaves before the API server answers ---- */
+
+/* A TLS scraper on its own thread (the server's handshake needs the loop, which the main thread
+ * runs): connects, sends a scrape with a bearer token and returns, the connection left open. */
+typedef struct scraper {
+    int port;
+    int fd;
+    SSL_CTX *ctx;
+    SSL *ssl;
+    bool sent;
+} scraper;
+
+static void *scraper_run(void *ud)
+{
+    scraper *s = ud;
+    s->fd = test_connect_loopback(s->port);
+    s->ctx = SSL_CTX_new(TLS_client_method());
+    s->ssl = s->ctx ? SSL_new(s->ctx) : NULL;
+    if (!s->ssl || SSL_set_fd(s->ssl, s->fd) != 1 || SSL_connect(s->ssl) != 1)
+        return NULL;
+    static const char req[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n"
+                              "Authorization: Bearer made-up-token\r\n\r\n";
+    s->sent = SSL_write(s->ssl, req, sizeof(req) - 1) == (int)sizeof(req) - 1;
+    return NULL;
+}
+
+/* The scraper leaves as a killed process or a dropped link does: no close_notify, a FIN (or an
+ * RST with reset). */
+static void scraper_leave(scraper *s, bool reset)
+{
+    if (reset) {
+        struct linger lg = {1, 0};
+        assert_int_equal(setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+    }
+    close(s->fd);
+    SSL_free(s->ssl); /* sends nothing: no SSL_shutdown */
+    SSL_CTX_free(s->ctx);
+}
+
+/* The log written so far holds what. */
+static bool log_has(FILE *f, const char *what)
+{
+    static char text[65536];
+    fflush(f);
+    ssize_t n = pread(fileno(f), text, sizeof(text) - 1, 0);
+    text[n > 0 ? n : 0] = 0;
+    return strstr(text, what) != NULL;
+}
+
+typedef struct api_watch {
+    srv *api;   /* set: until it has no connection left (the review's call was aborted) */
+    FILE *logf; /* else: until the verdict was logged (it reached the request) */
+    uint64_t timer;
+} api_watch;
+
+static void api_idle_poll(ev_loop *loop, void *ud)
+{
+    api_watch *w = ud;
+    w->timer = 0;
+    bool done = w->api ? true : log_has(w->logf, "metrics scrape refused");
+    for (int i = 0; w->api && i < SRV_MAX; i++)
+        done &= w->api->conns[i].fd < 0;
+    if (!done) {
+        w->timer = ev_timer_add(loop, 5, api_idle_poll, w);
+        return;
+    }
+    ev_stop(loop);
+}
+
+static void guard_expired(ev_loop *loop, void *ud)
+{
+    bool *expired = ud;
+    *expired = true;
+    ev_stop(loop);
+}
+
+static void test_secure_scraper_gone(void **state)
+{
+    (void)state;
+    FILE *logf = tmpfile();
+    assert_non_null(logf);
+    log_setup(logf, LOG_TRACE, LOG_TEXT);
+    for (int reset = 0; reset < 2; reset++) {
+        fflush(logf);
+        assert_int_equal(ftruncate(fileno(logf), 0), 0);
+        rewind(logf);
+        ev_loop *loop = ev_new();
+        assert_non_null(loop);
+        /* The TokenReview is answered late: the scraper is gone by then. Were the answer to
+         * reach the freed request, ASan would report the use after free here. */
+        srv_reply replies[] = {
+            {.match = "POST /apis/authentication.k8s.io/v1/tokenreviews",
+             .delay_ms = 300,
+             .pieces = {NULL}},
+        };
+        srv api;
+        srv_start(&api, loop, replies, 1);
+        replies[0].pieces[0] = srv_own(
+            &api, srv_http("201 Created", "",
+                           "{\"kind\":\"TokenReview\",\"status\":{\"authenticated\":false}}"));
+        api.stop_at = 1;
+        kube_config cfg = {0};
+        kube_error kerr = {0};
+        assert_true(asprintf(&cfg.server, "http://127.0.0.1:%d", api.port) > 0);
+        kube_client *kc = kube_client_new(loop, &cfg, &kerr);
+        kube_config_clear(&cfg);
+        assert_non_null(kc);
+        telemetry *t = telemetry_new();
+        assert_non_null(t);
+        char err[300];
+        telemetry_secure_opts so = {.client = kc};
+        assert_int_equal(telemetry_secure(t, &so, err, sizeof(err)), 0);
+        assert_int_equal(
+            telemetry_serve(t, loop, "127.0.0.1:0", "0", ready_fn, NULL, err, sizeof(err)), 0);
+
+        /* The scrape's TokenReview reaches the API server, then the scraper leaves. */
+        scraper s = {.port = telemetry_metrics_port(t), .fd = -1};
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, scraper_run, &s), 0);
+        bool expired = false;
+        uint64_t guard = ev_timer_add(loop, 10000, guard_expired, &expired);
+        ev_run(loop);
+        assert_int_equal(pthread_join(th, NULL), 0);
+        assert_false(expired);
+        assert_true(s.sent);
+        assert_int_equal(api.nrequests, 1);
+        scraper_leave(&s, reset);
+
+        if (reset) {
+            /* Seen gone: the review is cancelled, its call aborted (the API server's connection
+             * closes before its answer is due) and its verdict never reaches the request. */
+            api_watch w = {.api = &api, .logf = logf};
+            w.timer = ev_timer_add(loop, 5, api_idle_poll, &w);
+            ev_run(loop);
+            ev_timer_cancel(loop, w.timer);
+            assert_false(log_has(logf, "metrics scrape"));
+        } else {
+            /* A FIN over TLS may be a client that only half-closed and still reads: the request
+             * stays, and the verdict is answered to it (the write then fails). */
+            api_watch w = {.logf = logf};
+            w.timer = ev_timer_add(loop, 5, api_idle_poll, &w);
+            ev_run(loop);
+            ev_timer_cancel(loop, w.timer);
+        }
+        ev_timer_cancel(loop, guard);
+        assert_false(expired);
+        assert_int_equal(api.nrequests, 1);
+
+        telemetry_free(t);
+        kube_client_free(kc);
+        srv_stop(&api);
+        ev_free(loop);
+    }
+    log_setup(NULL, LOG_INFO, LOG_TEXT);
+    fclose(logf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_bind),
         cmocka_unit_test(test_endpoints),
+        cmocka_unit_test(test_secure_scraper_gone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
