@@ -119,7 +119,7 @@ int httpd_req_stream_begin(httpd_req *r, unsigned code, const httpd_header *head
  * until the drain callback), or -EINVAL (no stream begun, or ended) / -ENOMEM. */
 int httpd_req_stream_write(httpd_req *r, const char *data, size_t len);
 /* fn runs from the loop, once per time httpd_req_stream_write returned 1, when every buffered
- * byte has been handed to the connection. */
+ * byte has been handed to the connection; never once r ended under its owner (httpd_req_work). */
 void httpd_req_stream_on_drain(httpd_req *r, void (*fn)(void *ud), void *ud);
 /* Ends the stream once the buffered bytes are sent; ok false instead aborts: the connection is
  * closed where the reply stands, so the client sees a truncated reply (no final chunk, or fewer

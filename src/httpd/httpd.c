@@ -208,6 +208,11 @@ static void httpd_req_gone(httpd_req *r)
     if (finished || r->closed)
         return;
     r->closed = true; /* calls from inside a cancel do not touch the connection */
+    if (r->stream) {  /* nor does a drain call come after: its owner may be gone */
+        r->stream->drain = NULL;
+        ev_timer_cancel(r->h->loop, r->stream->drain_timer);
+        r->stream->drain_timer = 0;
+    }
     while (r->work) {
         httpd_work *w = r->work;
         httpd_work_unlink(w);

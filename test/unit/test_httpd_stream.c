@@ -937,6 +937,65 @@ static void test_work_cancelled(void **state)
     }
 }
 
+/* A client that half-closes after its request (shutdown(SHUT_WR)) is taken for gone once its
+ * stream has nothing buffered: no drain call may come after the request's work was cancelled (its
+ * owner's state is freed there), whichever of the drain and the close is seen first. */
+typedef struct drainer {
+    ev_loop *loop;
+    bool cancelled;
+    int drains, drains_after;
+} drainer;
+
+static void drainer_cancel(void *ud)
+{
+    drainer *d = ud;
+    d->cancelled = true;
+    ev_stop(d->loop);
+}
+
+static void drainer_drain(void *ud)
+{
+    drainer *d = ud;
+    d->drains++;
+    d->drains_after += d->cancelled;
+}
+
+static void drainer_on_request(void *ud, httpd_req *r)
+{
+    drainer *d = ud;
+    assert_non_null(httpd_req_work(r, drainer_cancel, d));
+    assert_int_equal(httpd_req_stream_begin(r, 200, NULL, 0), 0);
+    httpd_req_stream_on_drain(r, drainer_drain, d);
+    static char block[300 << 10];
+    assert_int_equal(httpd_req_stream_write(r, block, sizeof(block)), 1);
+}
+
+static void test_no_drain_after_cancel(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 5; i++) {
+        ev_loop *loop = ev_new();
+        assert_non_null(loop);
+        drainer d = {.loop = loop};
+        httpd *h = start(loop, drainer_on_request, &d);
+        client c;
+        client_start(&c, loop, httpd_port(h), "GET /d HTTP/1.1\r\nHost: x\r\n\r\n", 0);
+        assert_int_equal(send(c.fd, c.out, c.out_len, 0), (ssize_t)c.out_len);
+        c.out_off = c.out_len;
+        assert_int_equal(shutdown(c.fd, SHUT_WR), 0);
+        client_watch(&c);
+        while (!d.cancelled)
+            run(loop);
+        uint64_t t = ev_timer_add(loop, 20, stop, NULL);
+        assert_true(t > 0);
+        run(loop);
+        assert_int_equal(d.drains_after, 0);
+        httpd_stop(h);
+        client_free(&c);
+        ev_free(loop);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -944,7 +1003,7 @@ int main(void)
         cmocka_unit_test(test_stream_pingpong), cmocka_unit_test(test_stream_backpressure),
         cmocka_unit_test(test_stream_whole),    cmocka_unit_test(test_client_gone),
         cmocka_unit_test(test_stop_waiting),    cmocka_unit_test(test_stream_empty_header),
-        cmocka_unit_test(test_work_cancelled),
+        cmocka_unit_test(test_work_cancelled),  cmocka_unit_test(test_no_drain_after_cancel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
