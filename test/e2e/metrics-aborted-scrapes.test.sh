@@ -29,7 +29,7 @@ proxy operator "$MP_OPERATOR_KUBECONFIG"
 proxy router "$MP_ROUTER_KUBECONFIG"
 
 MP_OPERATOR_KUBECONFIG=$MP_STATE_DIR/operator-proxied.kubeconfig start_operator --metrics-secure=true
-MP_ROUTER_KUBECONFIG=$MP_STATE_DIR/router-proxied.kubeconfig start_router --metrics-secure=true
+MP_ROUTER_KUBECONFIG=$MP_STATE_DIR/router-proxied.kubeconfig start_router --home-namespace monitoring --metrics-secure=true
 wait_for 60 operator_port metrics
 wait_for 60 router_port metrics
 ports=("$(operator_port metrics)" "$(router_port metrics)")
