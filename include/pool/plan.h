@@ -119,6 +119,12 @@ typedef struct {
     int64_t generation; /* metadata.generation */
     const plan_member *members;
     size_t n_members;
+    /* Members the pool has recorded (status.members, residentMember, pendingMember) that
+     * spec.members no longer lists, with what the cache knows of them (claimed_by unused): their
+     * Pods hold the slot until gone, whatever the spec says now (rule 1), and one still up is
+     * drained and brought to 0. */
+    const plan_member *removed;
+    size_t n_removed;
     const char *default_member; /* spec.default */
     const char *swap_budget;    /* spec.swapBudget, a Go duration; absent means 300s */
     const char *swap_policy;    /* spec.swapPolicy; absent means sticky */

@@ -95,6 +95,16 @@ int32_t pool_isvc_replicas(const pool_isvc *isvc);
 #define POOL_INDEX_MEMBER "member"
 int pool_index_pod_service(const void *pod, store_index_out *out, void *ud);
 int pool_index_pool_members(const void *pool, store_index_out *out, void *ud);
+/* Pools by "namespace/<name>" of each member their status records (status.members, residentMember,
+ * pendingMember) that their spec no longer lists: such a member's Pods hold the pool's slot until
+ * they are gone, so their events concern the pool. */
+#define POOL_INDEX_REMOVED "removed"
+int pool_index_pool_removed(const void *pool, store_index_out *out, void *ud);
+
+/* The names pool_index_pool_removed emits, each once, into names (room for POOL_REMOVED_MAX);
+ * borrowed from the record. Returns how many. */
+#define POOL_REMOVED_MAX(pool) ((pool)->status.n_members + 2)
+size_t pool_removed_names(const pool_obj *pool, const char **names);
 
 /* The body that sets isvc's spec.replicas to replicas, guarded so that it applies only if the
  * replicas are still what the operator last saw. When the record has a uid and an exact

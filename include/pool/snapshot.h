@@ -25,8 +25,9 @@ typedef struct pool_sources {
 } pool_sources;
 
 typedef struct pool_snapshot {
-    plan_snapshot snap; /* what plan_build takes */
-    plan_member *members;
+    plan_snapshot snap;   /* what plan_build takes */
+    plan_member *members; /* spec.members, then the removed ones (snap.removed) */
+    size_t n_all;
     plan_pod **pods; /* one array per member */
     char **claims;   /* per member: the other pool claiming it, owned */
 } pool_snapshot;

@@ -613,11 +613,19 @@ static int pc_read_slot(pc_run *run, kube_error *err)
             fprintf(f, "%s%s", first ? "" : ",", pool->members[i]);
             first = false;
         }
+        /* and those of members removed from the spec that the status still records (rule 1) */
+        const char **removed = calloc(POOL_REMOVED_MAX(pool), sizeof(*removed));
+        size_t n_removed = removed ? pool_removed_names(pool, removed) : 0;
+        for (size_t i = 0; i < n_removed; i++) {
+            fprintf(f, "%s%s", first ? "" : ",", removed[i]);
+            first = false;
+        }
         fputs(")", f);
-        if (fclose(f) != 0) {
+        if (fclose(f) != 0 || !removed) {
             free(sel);
             sel = NULL;
         }
+        free(removed);
     }
     char *path = sel ? kube_path("", "v1", run->ns, "pods", NULL, NULL) : NULL;
     int rc = -1;

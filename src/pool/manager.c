@@ -66,6 +66,7 @@ static void pm_enqueue_member(pool_manager *m, const char *ns, const char *name)
     if (asprintf(&v, "%s/%s", ns ? ns : "", name) < 0)
         return;
     store_index_each(pm_pools(m), POOL_INDEX_MEMBER, v, pm_enqueue_each, m->ctl);
+    store_index_each(pm_pools(m), POOL_INDEX_REMOVED, v, pm_enqueue_each, m->ctl);
     free(v);
 }
 
@@ -281,6 +282,8 @@ pool_manager *pool_manager_new(ev_loop *loop, kube_client *client, const pool_ma
     if (!(m->ctl = pool_controller_new(&cc)))
         goto fail;
     if (store_add_index(informer_store(m->pools), POOL_INDEX_MEMBER, pool_index_pool_members,
+                        NULL) < 0 ||
+        store_add_index(informer_store(m->pools), POOL_INDEX_REMOVED, pool_index_pool_removed,
                         NULL) < 0 ||
         store_add_index(informer_store(m->pods), POOL_INDEX_SERVICE, pool_index_pod_service, NULL) <
             0)

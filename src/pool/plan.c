@@ -257,11 +257,22 @@ static bool is_first_of_name(const plan_snapshot *s, size_t i)
     return member_named(s, s->members[i].name) == &s->members[i];
 }
 
-/* Every member but the target has replicas 0 and no live Pod (rule 1). */
+/* A removed member (plan_snapshot.removed) that still claims the GPU: up (it exists and its
+ * replicas are at least 1) or a live Pod. Until neither, it stays recorded in status.members. */
+static bool removed_holds(const plan_member *m)
+{
+    return (m->exists && replicas_of(m) >= 1) || has_live_pod(m);
+}
+
+/* Every member but the target has replicas 0 and no live Pod, and no member removed from the spec
+ * still holds the GPU (rule 1). */
 static bool others_clear(const plan_snapshot *s, const char *target)
 {
     for (size_t i = 0; i < s->n_members; i++)
         if (!str_eq(s->members[i].name, target) && !is_clear(&s->members[i]))
+            return false;
+    for (size_t i = 0; i < s->n_removed; i++)
+        if (removed_holds(&s->removed[i]))
             return false;
     return true;
 }
@@ -459,7 +470,7 @@ static void fill_status(plan_ctx *c, const plan_want *w)
     st->observed_generation = c->unsure ? s->status.observed_generation : s->generation;
 
     /* members[] is a list-map keyed by name: one entry per distinct name, never an empty one. */
-    size_t n = c->unsure ? s->status.n_members : s->n_members;
+    size_t n = c->unsure ? s->status.n_members : s->n_members + s->n_removed;
     st->members = calloc(n ? n : 1, sizeof *st->members);
     if (st->members == NULL) {
         c->oom = true;
@@ -481,6 +492,18 @@ static void fill_status(plan_ctx *c, const plan_want *w)
         ms->phase = copy(c, m->exists ? or_null(m->phase) : NULL);
         ms->resident = str_eq(m->name, w->resident);
         ms->releasing = c->rel[i];
+    }
+    /* A member removed from the spec stays recorded, releasing, while it holds the GPU: the
+     * record is what makes its Pods count (rule 1) after this write. */
+    for (size_t i = 0; !c->unsure && i < s->n_removed; i++) {
+        const plan_member *m = &s->removed[i];
+        if (is_empty(m->name) || !removed_holds(m))
+            continue;
+        plan_member_status *ms = &st->members[st->n_members++];
+        ms->name = copy(c, m->name);
+        ms->phase = copy(c, m->exists ? or_null(m->phase) : NULL);
+        ms->resident = str_eq(m->name, w->resident);
+        ms->releasing = true;
     }
 
     const plan_cond_want *wants[4] = {&w->valid, &w->slot, &w->deferred, &w->swapping};
@@ -778,13 +801,18 @@ static void settle(plan_want *w, const plan_member *m)
 }
 
 /* Every member up other than keep is brought to 0, after its idle probe (rule 3: none is left
- * running because another could not be held); not_before as drain's. */
+ * running because another could not be held), and so is a member removed from the spec that is
+ * still up (the pool was releasing it, or its replicas were a request the removal voids);
+ * not_before as drain's. */
 static void release_others(plan_ctx *c, const char *keep, int64_t not_before, plan_defer *d)
 {
     const plan_snapshot *s = c->s;
     for (size_t i = 0; i < s->n_members; i++)
         if (is_first_of_name(s, i) && is_up(&s->members[i]) && !str_eq(s->members[i].name, keep))
             drain(c, &s->members[i], 0, not_before, d);
+    for (size_t i = 0; i < s->n_removed; i++)
+        if (!is_empty(s->removed[i].name) && s->removed[i].exists && is_up(&s->removed[i]))
+            drain(c, &s->removed[i], 0, not_before, d);
 }
 
 /* Rule 2: a pooled member never runs more than one replica. */
@@ -908,6 +936,17 @@ static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *
 
     bool starting = false;
     plan_msg wait = {0};
+    for (size_t i = 0; i < s->n_removed; i++) {
+        const plan_member *m = &s->removed[i];
+        if (!removed_holds(m))
+            continue;
+        msg_sep(&wait);
+        if (has_live_pod(m))
+            msg_add(&wait, "waiting for pod %s of %s (removed from spec.members) to be gone",
+                    live_pod_name(m), m->name);
+        else
+            msg_add(&wait, "waiting for %s (removed from spec.members) to be scaled to 0", m->name);
+    }
     if (clear && !is_up(target)) {
         /* Rule 1: the slot is free only once the target's own old Pods are gone too. */
         if (has_live_pod(target)) {

@@ -487,6 +487,47 @@ int pool_index_pool_members(const void *rec, store_index_out *out, void *ud)
     return 0;
 }
 
+static bool rec_listed(const char *const *names, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (names[i] && strcmp(names[i], name) == 0)
+            return true;
+    return false;
+}
+
+size_t pool_removed_names(const pool_obj *pool, const char **names)
+{
+    const plan_status *st = &pool->status;
+    size_t n = 0;
+    for (size_t i = 0; i < st->n_members + 2; i++) {
+        const char *name = i < st->n_members    ? st->members[i].name
+                           : i == st->n_members ? st->resident_member
+                                                : st->pending_member;
+        if (name && *name && !rec_listed(pool->members, pool->n_members, name) &&
+            !rec_listed(names, n, name))
+            names[n++] = name;
+    }
+    return n;
+}
+
+int pool_index_pool_removed(const void *rec, store_index_out *out, void *ud)
+{
+    (void)ud;
+    const pool_obj *pool = rec;
+    if (pool->status.n_members == 0 && !pool->status.resident_member &&
+        !pool->status.pending_member)
+        return 0;
+    const char **names = calloc(POOL_REMOVED_MAX(pool), sizeof(*names));
+    if (!names)
+        return -ENOMEM;
+    size_t n = pool_removed_names(pool, names);
+    int rc = 0;
+    for (size_t i = 0; rc >= 0 && i < n; i++)
+        rc = rec_emit_ns(out, pool->ns, names[i]);
+    free(names);
+    return rc < 0 ? rc : 0;
+}
+
 /* ---- patches ---- */
 
 const char *pool_answer_version(const cJSON *body)

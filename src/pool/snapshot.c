@@ -1,6 +1,7 @@
-/* snapshot: the cached records of a pool, its members and their Pods, gathered into
- * plan_snapshot. The records hold what was decoded (pool/records.c); the plan decides what
- * absence means (for replicas: 1, as the member controller does). */
+/* snapshot: the cached records of a pool, its members (and the members its status recorded that
+ * the spec no longer lists) and their Pods, gathered into plan_snapshot. The records hold what was
+ * decoded (pool/records.c); the plan decides what absence means (for replicas: 1, as the member
+ * controller does). */
 #include "pool/snapshot.h"
 
 #include <errno.h>
@@ -106,6 +107,10 @@ static int snap_member(const pool_sources *src, const char *ns, const char *self
     out->pods[i] = pw.pods;
     m->pods = pw.pods;
     m->n_pods = pw.n;
+    if (!self) { /* a removed member: no longer the pool's to share */
+        free(key);
+        return pw.rc;
+    }
     snap_claim_walk cw = {.self = self};
     store_index_each(src->pools, POOL_INDEX_MEMBER, key, snap_find_claim, &cw);
     free(key);
@@ -137,30 +142,40 @@ int pool_snapshot_build(const pool_obj *pool, const pool_sources *src, int64_t n
     s->status = pool->status;
 
     size_t n = pool->n_members;
-    if (n) {
-        out->members = calloc(n, sizeof(*out->members));
-        out->pods = calloc(n, sizeof(*out->pods));
-        out->claims = calloc(n, sizeof(*out->claims));
+    const char **removed = calloc(POOL_REMOVED_MAX(pool), sizeof(*removed));
+    if (!removed)
+        return -ENOMEM;
+    size_t n_removed = pool_removed_names(pool, removed);
+    out->n_all = n + n_removed;
+    if (out->n_all) {
+        out->members = calloc(out->n_all, sizeof(*out->members));
+        out->pods = calloc(out->n_all, sizeof(*out->pods));
+        out->claims = calloc(out->n_all, sizeof(*out->claims));
         if (!out->members || !out->pods || !out->claims)
             goto nomem;
     }
     s->members = out->members;
     s->n_members = n;
-    for (size_t i = 0; i < n; i++) {
-        out->members[i].name = pool->members[i];
+    s->removed = out->members ? out->members + n : NULL;
+    s->n_removed = n_removed;
+    for (size_t i = 0; i < out->n_all; i++) {
+        out->members[i].name = i < n ? pool->members[i] : removed[i - n];
         out->members[i].replicas = PLAN_REPLICAS_UNSET;
-        if (snap_member(src, s->ns ? s->ns : "", s->name ? s->name : "", i, now_mono_ms, out) < 0)
+        if (snap_member(src, s->ns ? s->ns : "", i < n ? (s->name ? s->name : "") : NULL, i,
+                        now_mono_ms, out) < 0)
             goto nomem;
     }
+    free(removed);
     return 0;
 nomem:
+    free(removed);
     pool_snapshot_release(out);
     return -ENOMEM;
 }
 
 void pool_snapshot_release(pool_snapshot *s)
 {
-    for (size_t i = 0; i < s->snap.n_members; i++) {
+    for (size_t i = 0; i < s->n_all; i++) {
         if (s->pods)
             free(s->pods[i]);
         if (s->claims)

@@ -117,6 +117,8 @@ static void fix_pods(t_fix *f, size_t mi, const char *member, const char *dsl)
 typedef struct {
     const char *title;
     t_member m[MAXM]; /* up to the first entry with name NULL */
+    /* members the status records that the spec no longer lists (plan_snapshot.removed) */
+    t_member gone[2];
     const char *dflt, *budget, *policy;
     /* current status: resident, pending, and the Swapping condition's reason and age */
     const char *resident, *pending, *stage;
@@ -163,6 +165,19 @@ static void fix_build(t_fix *f, const t_case *tc)
         m->container_port = tm->container_port;
         fix_pods(f, n, tm->name, tm->pods);
     }
+    size_t n_gone = 0;
+    for (; n_gone < 2 && n + n_gone < MAXM && tc->gone[n_gone].name; n_gone++) {
+        const t_member *tm = &tc->gone[n_gone];
+        plan_member *m = &f->members[n + n_gone];
+        m->name = tm->name;
+        m->exists = !tm->missing;
+        m->replicas = tm->replicas;
+        m->phase = tm->phase;
+        m->runtime = tm->runtime;
+        fix_pods(f, n + n_gone, tm->name, tm->pods);
+    }
+    f->s.removed = &f->members[n];
+    f->s.n_removed = n_gone;
     f->s.ns = "ml";
     f->s.name = "pool";
     f->s.generation = 3;
@@ -283,6 +298,9 @@ static const plan_member *snap_member(const plan_snapshot *s, const char *name)
     for (size_t i = 0; i < s->n_members; i++)
         if (s->members[i].name && name && strcmp(s->members[i].name, name) == 0)
             return &s->members[i];
+    for (size_t i = 0; i < s->n_removed; i++) /* a removed member is still brought to 0 */
+        if (s->removed[i].name && name && strcmp(s->removed[i].name, name) == 0)
+            return &s->removed[i];
     return NULL;
 }
 
@@ -337,6 +355,14 @@ static void check_safety(const plan_snapshot *s, const plan_result *p)
                 for (size_t k = 0; k < o->n_pods; k++)
                     assert_false(live(&o->pods[k])); /* the target's own old Pods too */
             }
+            /* and those of members the pool recorded, whatever the spec says now */
+            for (size_t j = 0; j < s->n_removed; j++) {
+                const plan_member *o = &s->removed[j];
+                if (o->exists)
+                    assert_int_equal(reps(o), 0);
+                for (size_t k = 0; k < o->n_pods; k++)
+                    assert_false(live(&o->pods[k]));
+            }
             continue;
         }
         if (a->replicas >= 1) { /* rule 2: above one, back to exactly one */
@@ -383,6 +409,18 @@ static void check_safety(const plan_snapshot *s, const plan_result *p)
             assert_string_equal(a->member, st->pending_member);
         }
         (void)n_work;
+    }
+    /* a removed member that still holds the GPU stays recorded, or the next plan forgets it */
+    for (size_t j = 0; j < s->n_removed; j++) {
+        const plan_member *o = &s->removed[j];
+        bool holds = o->exists && reps(o) > 0;
+        for (size_t k = 0; k < o->n_pods; k++)
+            holds |= live(&o->pods[k]);
+        bool recorded = false;
+        for (size_t i = 0; i < st->n_members; i++)
+            recorded |= strcmp(st->members[i].name, o->name) == 0;
+        if (holds)
+            assert_true(recorded);
     }
     /* list-map keys stay unique, or the API server rejects the write */
     for (size_t i = 0; i < st->n_members; i++) {
@@ -1044,6 +1082,114 @@ static void test_drain(void **state)
          .pending = "b",
          .conds = "Swapping=True/Draining",
          .actions = "status scale:b=1"},
+    };
+    RUN(t);
+}
+
+/* ---- rule 1 for members removed from the spec while they hold the GPU (#26) ---- */
+
+static void test_removed(void **state)
+{
+    (void)state;
+    static const t_case t[] = {
+        {.title = "a releasing member removed while busy: the target waits, x stays recorded",
+         .m = {{"a", 0, "Stopped"}, {"b", 0}},
+         .gone = {{"x", 1, "Ready", "Rb"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .releasing = "x",
+         .want_releasing = "x",
+         .phase = "Swapping",
+         .conds = "SwapDeferred=True/PodsBusy Swapping=True/Draining",
+         .msg_has = "member x: pod x-0 is busy",
+         .actions = "status event:N:SwapDeferred",
+         .requeue_ms = 1250},
+        {.title = "removed, unprobed: probed after the fence, target held",
+         .m = {{"a", 0, "Stopped"}, {"b", 0}},
+         .gone = {{"x", 1, "Ready", "R"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .releasing = "x",
+         .want_releasing = "x",
+         .msg_has = "waiting for pod x-0 of x (removed from spec.members) to be gone",
+         .actions = "status probe:x[x-0]@8080"},
+        {.title = "removed and idle: scaled to 0, still recorded",
+         .m = {{"a", 0, "Stopped"}, {"b", 0}},
+         .gone = {{"x", 1, "Ready", "Ri"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .releasing = "x",
+         .want_releasing = "x",
+         .actions = "status scale:x=0"},
+        {.title = "removed at 0, its Pod terminating: the target waits",
+         .m = {{"a", 0, "Stopped"}, {"b", 0}},
+         .gone = {{"x", 0, "Stopped", "T"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .releasing = "x",
+         .want_releasing = "x",
+         .conds = "Swapping=True/Draining",
+         .msg_has = "waiting for pod x-0 of x (removed from spec.members) to be gone",
+         .actions = "status"},
+        {.title = "removed and deleted, its Pod terminating: the target waits",
+         .m = {{"a", 0, "Stopped"}, {"b", 0}},
+         .gone = {{"x", U, NULL, "t", .missing = true}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .releasing = "x",
+         .want_releasing = "x",
+         .actions = "status"},
+        {.title = "removed, at 0, Pods gone: forgotten, the target starts",
+         .m = {{"a", 0, "Stopped"}, {"b", 0}},
+         .gone = {{"x", 0, "Stopped", "S"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .releasing = "x",
+         .want_releasing = "",
+         .actions = "status scale:b=1"},
+        {.title = "removed and deleted, no Pod: forgotten, the target starts",
+         .m = {{"a", 0, "Stopped"}, {"b", 0}},
+         .gone = {{"x", U, NULL, NULL, .missing = true}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .releasing = "x",
+         .want_releasing = "",
+         .actions = "status scale:b=1"},
+        {.title = "settled pool, a removed member still up: drained to 0",
+         .m = {{"a", 1, "Ready", "R"}, {"b", 0}},
+         .gone = {{"x", 1, "Ready", "Ri"}},
+         .resident = "a",
+         .releasing = "x",
+         .want_releasing = "x",
+         .phase = "Ready",
+         .actions = "status scale:x=0"},
+        {.title = "cold pool, a removed member's Pod terminating: default waits for it",
+         .m = {{"a", 0}, {"b", 0}},
+         .gone = {{"x", 0, "Stopped", "T"}},
+         .dflt = "a",
+         .releasing = "x",
+         .want_releasing = "x",
+         .phase = "Swapping",
+         .want_pending = "a",
+         .actions = "status event:N:SwapStarted"},
+        {.title = "Degraded spec: the removed member stays recorded, nothing acts",
+         .m = {{"a", 0, "Stopped"}, {"b", 0}},
+         .gone = {{"x", 1, "Ready", "R"}},
+         .dflt = "nope",
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .releasing = "x",
+         .want_releasing = "x",
+         .phase = "Degraded",
+         .actions = "status event:W:DefaultNotMember"},
     };
     RUN(t);
 }
@@ -2141,10 +2287,11 @@ static void random_snapshot(t_fix *f)
     static const char *const names[] = {"a", "b", "c", "d", "e"};
     memset(f, 0, sizeof *f);
     size_t n = 1 + rnd(4);
-    for (size_t i = 0; i < n; i++) {
+    size_t gone = rnd(3) == 0; /* a member the status records that the spec no longer lists */
+    for (size_t i = 0; i < n + gone; i++) {
         plan_member *m = &f->members[i];
         uint32_t r = rnd(40);
-        m->name = r == 0 ? "" : r == 1 && i > 0 ? f->members[i - 1].name : names[i];
+        m->name = i == n ? "x" : r == 0 ? "" : r == 1 && i > 0 ? f->members[i - 1].name : names[i];
         m->exists = rnd(40) != 0;
         m->claimed_by = rnd(80) == 0 ? "other" : NULL;
         m->replicas = (int32_t[]){U, 0, 0, 0, 1, 1, 2}[rnd(7)];
@@ -2177,6 +2324,8 @@ static void random_snapshot(t_fix *f)
     f->s.generation = 1 + rnd(5);
     f->s.members = f->members;
     f->s.n_members = n;
+    f->s.removed = &f->members[n];
+    f->s.n_removed = gone;
     f->s.now_ms = NOW + rnd(1000);
     f->s.drain_after_ms = rnd(2) ? NOW - 3000 + (int64_t)rnd(6000) : 0;
     f->s.default_member = rnd(3) == 0 ? ANY("a", "b", "c", "z", "") : NULL;
@@ -2203,6 +2352,8 @@ static void random_snapshot(t_fix *f)
         if (rnd(5))
             f->mstat[f->s.status.n_members++] =
                 (plan_member_status){.name = (char *)f->members[i].name, .releasing = rnd(6) != 0};
+    if (gone)
+        f->mstat[f->s.status.n_members++] = (plan_member_status){.name = "x", .releasing = true};
 }
 
 static void test_property_random_snapshots(void **state)
@@ -2276,6 +2427,7 @@ int main(void)
         cmocka_unit_test(test_adoption),
         cmocka_unit_test(test_sticky),
         cmocka_unit_test(test_drain),
+        cmocka_unit_test(test_removed),
         cmocka_unit_test(test_target),
         cmocka_unit_test(test_supersede),
         cmocka_unit_test(test_invalid),

@@ -235,12 +235,75 @@ static void test_snapshot(void **state)
     store_free(pods);
 }
 
+static bool count_each(const char *key, const void *rec, void *ud)
+{
+    (void)key;
+    (void)rec;
+    ++*(size_t *)ud;
+    return true;
+}
+
+/* Members the status records that the spec no longer lists come with their Pods (rule 1), and the
+ * pool is indexed under them, so their Pods' events reach it. */
+static void test_snapshot_removed(void **state)
+{
+    (void)state;
+    static const char *json[] = {
+        "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"q\"},"
+        "\"spec\":{\"members\":[{\"inferenceServiceRef\":{\"name\":\"b\"}}]},"
+        "\"status\":{\"residentMember\":\"b\",\"pendingMember\":\"c\","
+        "\"members\":[{\"name\":\"a\",\"releasing\":true},{\"name\":\"b\"},"
+        "{\"name\":\"c\"}]}}",
+    };
+    store *pools = store_new(&pool_obj_codec);
+    assert_non_null(pools);
+    assert_int_equal(store_add_index(pools, POOL_INDEX_MEMBER, pool_index_pool_members, NULL), 0);
+    assert_int_equal(store_add_index(pools, POOL_INDEX_REMOVED, pool_index_pool_removed, NULL), 0);
+    cJSON *o = cJSON_Parse(json[0]);
+    assert_non_null(o);
+    assert_int_equal(store_put(pools, o, NULL), 0);
+    store *isvcs = fill(isvcs_json, 2, NULL, NULL, &pool_isvc_codec);
+    store *pods = fill(pods_json, 3, POOL_INDEX_SERVICE, pool_index_pod_service, &pool_pod_codec);
+    pool_sources src = {pools, isvcs, pods, test_lookup, NULL};
+    pool_snapshot snap;
+    assert_int_equal(
+        pool_snapshot_build(store_get(pools, "ns/q"), &src, TEST_WALL_MS, TEST_MONO_MS, &snap), 0);
+    const plan_snapshot *s = &snap.snap;
+    assert_int_equal(s->n_members, 1);
+    assert_string_equal(s->members[0].name, "b");
+    assert_int_equal(s->n_removed, 2);
+    const plan_member *a = &s->removed[0];
+    assert_string_equal(a->name, "a");
+    assert_true(a->exists);
+    assert_int_equal(a->replicas, 1);
+    assert_int_equal(a->n_pods, 2);
+    assert_non_null(find_pod(a, "a-1"));
+    assert_int_equal(find_pod(a, "a-1")->probe, PLAN_PROBE_BUSY);
+    assert_null(a->claimed_by);
+    assert_string_equal(s->removed[1].name, "c");
+    assert_false(s->removed[1].exists);
+    pool_snapshot_release(&snap);
+
+    size_t n = 0;
+    store_index_each(pools, POOL_INDEX_REMOVED, "ns/a", count_each, &n);
+    store_index_each(pools, POOL_INDEX_REMOVED, "ns/c", count_each, &n);
+    assert_int_equal(n, 2);
+    n = 0;
+    store_index_each(pools, POOL_INDEX_REMOVED, "ns/b", count_each, &n);
+    store_index_each(pools, POOL_INDEX_MEMBER, "ns/a", count_each, &n); /* no claim on a */
+    assert_int_equal(n, 0);
+    store_free(pools);
+    store_free(isvcs);
+    store_free(pods);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_time),
         cmocka_unit_test(test_status_round_trip),
         cmocka_unit_test(test_snapshot),
+        cmocka_unit_test(test_snapshot_removed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
