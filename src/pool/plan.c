@@ -435,12 +435,13 @@ static void drain(plan_ctx *c, const plan_member *m, int32_t to, int64_t not_bef
 typedef struct {
     const char *status, *reason;
     plan_msg msg;
-    bool keep; /* carry the current condition over unchanged (spec invalid: nothing was judged) */
+    bool keep;   /* carry the current condition over unchanged (spec invalid: nothing was judged) */
+    bool absent; /* not written: TargetReady while no started target loads */
 } plan_cond_want;
 
 typedef struct {
     const char *phase, *resident, *pending;
-    plan_cond_want valid, slot, deferred, swapping;
+    plan_cond_want valid, slot, deferred, swapping, target;
 } plan_want;
 
 FMT(4, 5)
@@ -448,6 +449,7 @@ static void want(plan_cond_want *w, const char *status, const char *reason, cons
 {
     w->status = status;
     w->reason = reason;
+    w->absent = false;
     w->msg.len = 0;
     va_list ap;
     va_start(ap, fmt);
@@ -455,8 +457,9 @@ static void want(plan_cond_want *w, const char *status, const char *reason, cons
     va_end(ap);
 }
 
-static const char *const plan_cond_types[4] = {"MembersValid", "SlotAllocated", "SwapDeferred",
-                                               "Swapping"};
+#define PLAN_N_CONDS 5
+static const char *const plan_cond_types[PLAN_N_CONDS] = {
+    "MembersValid", "SlotAllocated", "SwapDeferred", "Swapping", "TargetReady"};
 
 static void fill_status(plan_ctx *c, const plan_want *w)
 {
@@ -506,16 +509,17 @@ static void fill_status(plan_ctx *c, const plan_want *w)
         ms->releasing = true;
     }
 
-    const plan_cond_want *wants[4] = {&w->valid, &w->slot, &w->deferred, &w->swapping};
-    st->conditions = calloc(4, sizeof *st->conditions);
+    const plan_cond_want *wants[PLAN_N_CONDS] = {&w->valid, &w->slot, &w->deferred, &w->swapping,
+                                                 &w->target};
+    st->conditions = calloc(PLAN_N_CONDS, sizeof *st->conditions);
     if (st->conditions == NULL) {
         c->oom = true;
         return;
     }
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < PLAN_N_CONDS; i++) {
         const plan_condition *cur = find_cond(&s->status, plan_cond_types[i]);
         const plan_cond_want *cw = wants[i];
-        if (cw->keep && cur == NULL)
+        if ((cw->keep && cur == NULL) || (!cw->keep && cw->absent))
             continue;
         plan_condition *nc = &st->conditions[st->n_conditions++];
         nc->type = copy(c, plan_cond_types[i]);
@@ -595,7 +599,7 @@ static void emit_events(plan_ctx *c, const plan_want *w)
     const char *r = w->slot.reason;
     if (!w->slot.keep && str_eq(w->slot.status, "False") &&
         (str_eq(r, "TargetFailed") || str_eq(r, "TargetSuspended") ||
-         str_eq(r, "TargetWaitingForGPU")) &&
+         str_eq(r, "TargetWaitingForGPU") || str_eq(r, "TargetNotReady")) &&
         (cs == NULL || !str_eq(cs->reason, r)))
         push_event(c, true, r, "%s", msg_str(&w->slot.msg));
     /* Once per episode: while the note stands in the slot's message, it is not news. */
@@ -853,7 +857,7 @@ static void decide_cold(plan_ctx *c, plan_want *w)
 }
 
 /* A target that cannot become Ready is reported (rule 7); only judged once it was started. */
-static void judge_target(plan_want *w, const plan_member *t, int64_t swap_start_ms,
+static bool judge_target(plan_want *w, const plan_member *t, int64_t swap_start_ms,
                          int64_t budget_ms, int64_t now_ms, int64_t *requeue_ms)
 {
     const char *reason = NULL;
@@ -868,7 +872,7 @@ static void judge_target(plan_want *w, const plan_member *t, int64_t swap_start_
             *requeue_ms = swap_start_ms + budget_ms - now_ms;
     }
     if (reason == NULL)
-        return;
+        return false;
     w->phase = "Degraded";
     if (strcmp(reason, "TargetWaitingForGPU") == 0)
         want(&w->slot, "False", reason,
@@ -876,6 +880,67 @@ static void judge_target(plan_want *w, const plan_member *t, int64_t swap_start_
              (long long)budget_ms);
     else
         want(&w->slot, "False", reason, "target %s is %s", t->name, t->phase);
+    return true;
+}
+
+static const char *pod_phase_name(plan_pod_phase p)
+{
+    switch (p) {
+    case PLAN_POD_PENDING:
+        return "Pending";
+    case PLAN_POD_RUNNING:
+        return "Running";
+    case PLAN_POD_SUCCEEDED:
+        return "Succeeded";
+    case PLAN_POD_FAILED:
+        return "Failed";
+    case PLAN_POD_UNKNOWN:
+        break;
+    }
+    return "Unknown";
+}
+
+/* A started target that does not become Ready (an image that never pulls, a Pod the scheduler
+ * never places, a crash loop) is reported too (rule 7), once swapBudget has passed since it was
+ * started: TargetReady False/Loading says since when it loads (its lastTransitionTime, written
+ * with Loading), then False/TargetNotReady, with SlotAllocated and the phase Degraded, says what it
+ * waits for: its phase and its Pods' state. judged: its phase is fresh (it was started before
+ * this plan) and judge_target reported nothing else. */
+static void judge_load(plan_ctx *c, plan_want *w, const plan_member *t, int64_t budget_ms,
+                       bool judged, plan_defer *d)
+{
+    const plan_condition *cur = find_cond(&c->s->status, "TargetReady");
+    int64_t since = cur && str_eq(cur->status, "False") ? cur->last_transition_ms : c->stamp_ms;
+    if (!judged || c->s->now_ms - since < budget_ms) {
+        want(&w->target, "False", "Loading", "%s was started; waiting for it to become Ready",
+             t->name);
+        if (judged)
+            defer_requeue(d, since + budget_ms - c->s->now_ms);
+        return;
+    }
+    plan_msg why = {0};
+    msg_add(&why, "target %s is not Ready within swapBudget (%lld ms) of its start: phase %s",
+            t->name, (long long)budget_ms, is_empty(t->phase) ? "unknown" : t->phase);
+    size_t live = 0;
+    for (size_t i = 0; i < t->n_pods; i++) {
+        const plan_pod *p = &t->pods[i];
+        if (!pod_live(p))
+            continue;
+        live++;
+        msg_add(&why, "; pod %s %s%s%s", p->name ? p->name : "", pod_phase_name(p->phase),
+                p->terminating ? ", terminating" : "",
+                p->phase != PLAN_POD_RUNNING ? ""
+                : !p->container_running      ? ", no container running"
+                : p->ready                   ? ", ready"
+                                             : ", not ready");
+    }
+    if (live == 0)
+        msg_add(&why, "; no pod");
+    c->oom |= why.oom;
+    w->phase = "Degraded";
+    want(&w->slot, "False", "TargetNotReady", "%s", msg_str(&why));
+    want(&w->target, "False", "TargetNotReady", "%s", msg_str(&why));
+    free(why.s);
 }
 
 /* A pod that still holds the slot, for a message. */
@@ -977,12 +1042,15 @@ static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *
         want(&w->swapping, "True", "Draining", "waiting for the other members to release the GPU");
     free(wait.s);
 
+    bool reported = false;
     if (started) { /* a phase seen before the scale-up would be stale */
         int64_t gpu_wait = 0;
-        judge_target(w, target, swap_start, budget_ms, s->now_ms, &gpu_wait);
+        reported = judge_target(w, target, swap_start, budget_ms, s->now_ms, &gpu_wait);
         if (gpu_wait > 0)
             defer_requeue(d, gpu_wait);
     }
+    if (loading && !is_serving(target))
+        judge_load(c, w, target, budget_ms, started && !reported, d);
 }
 
 /* The target of a swap this plan starts, held back in the same plan as the pendingMember write
@@ -1092,6 +1160,7 @@ static void decide(plan_ctx *c, plan_want *w, int64_t budget_ms)
     want(&w->valid, "True", "Valid", "all %zu members found", n);
     want(&w->deferred, "False", "NotDeferred", "no swap is waiting on a member");
     want(&w->swapping, "False", "NotSwapping", "no swap in progress");
+    w->target.absent = true;
 
     plan_defer d = {0};
     const plan_member *req = NULL;
@@ -1215,7 +1284,7 @@ int plan_build(const plan_snapshot *snap, plan_result **out)
         w.resident = or_null(snap->status.resident_member);
         w.pending = or_null(snap->status.pending_member);
         want(&w.valid, "False", bad, "%s", msg_str(&faults));
-        w.slot.keep = w.deferred.keep = w.swapping.keep = true;
+        w.slot.keep = w.deferred.keep = w.swapping.keep = w.target.keep = true;
     } else {
         decide(&c, &w, budget_ms);
     }
@@ -1225,8 +1294,8 @@ int plan_build(const plan_snapshot *snap, plan_result **out)
     bool write = !plan_status_equal(&c.p->status, &snap->status);
     if (write)
         emit_events(&c, &w);
-    plan_cond_want *wants[4] = {&w.valid, &w.slot, &w.deferred, &w.swapping};
-    for (size_t i = 0; i < 4; i++) {
+    plan_cond_want *wants[PLAN_N_CONDS] = {&w.valid, &w.slot, &w.deferred, &w.swapping, &w.target};
+    for (size_t i = 0; i < PLAN_N_CONDS; i++) {
         c.oom |= wants[i]->msg.oom;
         free(wants[i]->msg.s);
     }

@@ -123,6 +123,7 @@ typedef struct {
     /* current status: resident, pending, and the Swapping condition's reason and age */
     const char *resident, *pending, *stage;
     int64_t stage_age_s;
+    int64_t load_age_s;   /* > 0: TargetReady False/Loading that long ago (the target's start) */
     const char *deferred; /* the SwapDeferred condition as "Status/Reason", or NULL for none */
     /* status.members[].releasing, space-separated names. NULL: as a swap's start wrote it, the
      * resident when it is up and a swap is pending; "" none. */
@@ -200,6 +201,9 @@ static void fix_build(t_fix *f, const t_case *tc)
     if (tc->stage)
         f->conds[f->s.status.n_conditions++] = (plan_condition){
             "Swapping", "True", (char *)tc->stage, "", NOW - tc->stage_age_s * 1000};
+    if (tc->load_age_s)
+        f->conds[f->s.status.n_conditions++] =
+            (plan_condition){"TargetReady", "False", "Loading", "", NOW - tc->load_age_s * 1000};
     const char *rel = tc->releasing;
     if (rel == NULL && tc->pending && tc->resident) {
         for (size_t i = 0; i < n; i++)
@@ -1200,13 +1204,68 @@ static void test_target(void **state)
 {
     (void)state;
     static const t_case t[] = {
-        {.title = "target loading: wait",
+        {.title =
+             "target loading: wait, TargetReady says since when, looked at again at the budget",
          .m = {{"a", 0, "Stopped"}, {"b", 1, "Creating", "P"}},
          .resident = "a",
          .pending = "b",
          .stage = "Loading",
          .phase = "Swapping",
-         .actions = "status"},
+         .conds = "TargetReady=False/Loading Swapping=True/Loading",
+         .actions = "status",
+         .requeue_ms = 299750},
+        {.title = "target loading for 100 s of 300: still waits",
+         .m = {{"a", 0, "Stopped"}, {"b", 1, "Creating", "P"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .load_age_s = 100,
+         .phase = "Swapping",
+         .conds = "TargetReady=False/Loading",
+         .actions = "status",
+         .requeue_ms = 199750},
+        {.title = "target not Ready past swapBudget, Pod Pending: TargetNotReady, Warning (#26)",
+         .m = {{"a", 0, "Stopped"}, {"b", 1, "Creating", "P"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .load_age_s = 300,
+         .phase = "Degraded",
+         .want_pending = "b",
+         .conds = "SlotAllocated=False/TargetNotReady TargetReady=False/TargetNotReady "
+                  "Swapping=True/Loading",
+         .msg_has = "target b is not Ready within swapBudget (300000 ms) of its start: phase "
+                    "Creating; pod b-0 Pending",
+         .actions = "status event:W:TargetNotReady"},
+        {.title = "target Progressing past a budget of 10s, Pod running, not ready",
+         .m = {{"a", 0, "Stopped"}, {"b", 1, "Progressing", "R"}},
+         .budget = "10s",
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .load_age_s = 11,
+         .phase = "Degraded",
+         .msg_has = "phase Progressing; pod b-0 Running, not ready",
+         .actions = "status event:W:TargetNotReady"},
+        {.title = "target with no Pod past the budget: said so",
+         .m = {{"a", 0, "Stopped"}, {"b", 1, "Pending"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .load_age_s = 400,
+         .phase = "Degraded",
+         .msg_has = "phase Pending; no pod",
+         .actions = "status event:W:TargetNotReady"},
+        {.title = "the drain's time does not count: TargetReady starts with the load",
+         .m = {{"a", 0, "Stopped"}, {"b", 1, "Creating", "P"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .stage_age_s = 1000,
+         .load_age_s = 10,
+         .phase = "Swapping",
+         .actions = "status",
+         .requeue_ms = 289750},
         {.title = "target Ready with a pod: swap complete",
          .m = {{"a", 0, "Stopped"}, {"b", 1, "Ready", "R"}},
          .resident = "a",
@@ -1250,7 +1309,8 @@ static void test_target(void **state)
          .stage = "Loading",
          .phase = "Swapping",
          .msg_has = "member b was scaled to 2 replicas",
-         .actions = "status event:W:TooManyReplicas scale:b=1"},
+         .actions = "status event:W:TooManyReplicas scale:b=1",
+         .requeue_ms = 299750},
         {.title = "target Ready at 2 replicas: settles, and back to 1",
          .m = {{"a", 0}, {"b", 2, "Ready", "R P"}},
          .resident = "a",

@@ -1,0 +1,64 @@
+# Issue 26 item 2: a target that never comes up is reported, not waited on in silence. m-b's Pods stay
+# Pending (the simulator's load delay set to 10 minutes; its phase stays Creating), the pool's
+# swapBudget is 5s. Once m-b has been started for longer than that, the pool is Degraded with
+# SlotAllocated and TargetReady False/TargetNotReady naming m-b, its phase and its Pod's state, one
+# Warning Event TargetNotReady (not one per reconcile), and the router answers 503 with that message.
+# When the Pod finally runs, the swap completes by itself. slot-check watches throughout.
+ns=notready
+router_setup --terminate-ms 200 --load-ms 200
+
+create_members "$ns" m-a m-b
+MP_POOL_BUDGET=5s create_pool "$ns" pool m-a m-a m-b
+wait_for 60 pool_is pool Ready m-a "$ns"
+start_router
+wait_for 30 router_ready
+url="http://127.0.0.1:$(router_port api)"
+post() {
+	curl -sS -o "$MP_STATE_DIR/body" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+		--data-binary "$1" "$url/v1/chat/completions"
+}
+
+log "m-b's Pods will stay Pending; m-b is requested through the pool"
+kubectl_admin -n "$ns" annotate isvc m-b sim.modelpool.test/load-ms=600000 --overwrite >/dev/null
+kubectl_admin -n "$ns" annotate modelpool pool modelpool-operator.dev/request=m-b --overwrite >/dev/null
+wait_for 60 condition_is pool Swapping True/Loading "$ns"
+expect_eq "TargetReady while m-b loads" False/Loading "$(pool_condition pool TargetReady "$ns")"
+wait_for 60 condition_is pool SlotAllocated False/TargetNotReady "$ns"
+expect_eq "phase/resident/pending" Degraded/m-a/m-b \
+	"$(pool_get pool '{.status.phase}/{.status.residentMember}/{.status.pendingMember}' "$ns")"
+expect_eq "TargetReady past the budget" False/TargetNotReady "$(pool_condition pool TargetReady "$ns")"
+msg=$(condition_message pool SlotAllocated "$ns")
+case "$msg" in
+*"target m-b is not Ready within swapBudget (5000 ms) of its start: phase Creating; pod m-b-"*" Pending"*) ;;
+*) fail "SlotAllocated's message does not say what m-b waits for: $msg" ;;
+esac
+wait_for 30 events_more pool Warning/TargetNotReady 0 "$ns"
+
+log "re-planned (the same budget, spelled otherwise; m-b updated): no second Event"
+kubectl_admin -n "$ns" patch modelpool pool --type=merge -p '{"spec":{"swapBudget":"5000ms"}}' >/dev/null
+wait_for 60 observed_current pool "$ns"
+kubectl_admin -n "$ns" annotate isvc m-b example.test/poke=1 --overwrite >/dev/null
+kubectl_admin -n "$ns" patch modelpool pool --type=merge -p '{"spec":{"swapBudget":"5s"}}' >/dev/null
+wait_for 60 observed_current pool "$ns"
+expect_eq "TargetNotReady Events" 1 "$(event_count pool Warning/TargetNotReady "$ns")"
+expect_eq "SlotAllocated after re-plans" False/TargetNotReady "$(pool_condition pool SlotAllocated "$ns")"
+
+log "the router answers 503 with the condition's message"
+expect_eq "request for m-b" 503 "$(post '{"model":"m-b","messages":[]}')"
+expect_eq "503 code" pool_unavailable "$(jq -r '.error.code' "$MP_STATE_DIR/body")"
+case "$(jq -r '.error.message' "$MP_STATE_DIR/body")" in
+*"target m-b is not Ready within swapBudget"*"Pending"*) ;;
+*) fail "503 message without what m-b waits for: $(jq -r '.error.message' "$MP_STATE_DIR/body")" ;;
+esac
+
+log "m-b's Pod runs at last: the swap completes, TargetReady is gone"
+kubectl_admin -n "$ns" annotate isvc m-b sim.modelpool.test/load-ms=0 --overwrite >/dev/null
+wait_for 60 pool_is pool Ready m-b "$ns"
+expect_sole_resident pool m-b "$ns"
+expect_eq "TargetReady once resident" / "$(pool_condition pool TargetReady "$ns")"
+expect_eq "request for m-b once resident" 200 "$(post '{"model":"m-b","messages":[]}')"
+expect_eq "TargetNotReady Events" 1 "$(event_count pool Warning/TargetNotReady "$ns")"
+
+stop_router
+stop_operator
+stop_slot_check
