@@ -129,8 +129,12 @@ typedef struct {
     const char *default_member; /* spec.default */
     const char *swap_budget;    /* spec.swapBudget, a Go duration; absent means 300s */
     const char *swap_policy;    /* spec.swapPolicy; absent means sticky */
-    plan_status status;         /* the pool's current status (zeroed if it has none) */
-    plan_refusal refused;       /* zeroed when no write was refused */
+    /* Annotation modelpool-operator.dev/unprobeable-unload-after, a Go duration: a swap whose
+     * resident cannot be probed (no idle probe, or its probe fails) unloads it once the swap has
+     * waited this long, instead of dropping the request after swapBudget. NULL: not set. */
+    const char *unload_after;
+    plan_status status;   /* the pool's current status (zeroed if it has none) */
+    plan_refusal refused; /* zeroed when no write was refused */
     /* A request through the pool (annotation modelpool-operator.dev/request): a member name,
      * taken as the newest request and then cleared; NULL when there is none. */
     const char *requested;

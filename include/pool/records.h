@@ -24,6 +24,9 @@
  * member, written with the pool's resourceVersion as a precondition while that router saw the swap
  * as its own; the operator cancels the swap if nothing was unloaded yet, and removes it. */
 #define POOL_WITHDRAW_ANNOTATION "modelpool-operator.dev/withdraw"
+/* On a ModelPool, a Go duration: a resident that cannot be probed is unloaded once a swap has
+ * waited this long (an opt-in; without it the request is dropped after swapBudget). */
+#define POOL_UNLOAD_AFTER_ANNOTATION "modelpool-operator.dev/unprobeable-unload-after"
 /* For the router, on a member InferenceService: the model name its server answers to (a request's
  * model is rewritten to it), and other names clients may ask for it by (comma-separated). */
 #define POOL_SERVED_ANNOTATION "modelpool-operator.dev/served-model"
@@ -70,6 +73,7 @@ typedef struct pool_obj {
     const char *swap_policy;    /* spec.swapPolicy */
     const char *requested;      /* annotation POOL_REQUEST_ANNOTATION */
     const char *withdrawn;      /* annotation POOL_WITHDRAW_ANNOTATION */
+    const char *unload_after;   /* annotation POOL_UNLOAD_AFTER_ANNOTATION */
     /* spec.members[].inferenceServiceRef.name in order; an entry without one is NULL. */
     const char *const *members;
     size_t n_members;

@@ -102,6 +102,7 @@ typedef struct {
     bool cancelled;      /* the loading target was scaled to 0 by someone else */
     bool unsure;         /* a member's absence is not confirmed: nothing is decided */
     bool withdrawn;      /* a router withdrew the swap's request before anything was unloaded */
+    bool dropped;        /* SwapDeferred is a dropped request's (drop_request, recheck_dropped) */
 } plan_ctx;
 
 static char *copy(plan_ctx *c, const char *s)
@@ -584,6 +585,8 @@ static void emit_events(plan_ctx *c, const plan_want *w)
                    cur_pend, res);
     if (!cur_res && !cur_pend && res && !pend)
         push_event(c, false, "Adopted", "%s was already serving and is now resident", res);
+    if (cur_pend && !pend && !w->swapping.keep && str_eq(w->swapping.reason, "RequestDropped"))
+        push_event(c, true, "RequestDropped", "%s", msg_str(&w->deferred.msg));
 
     const plan_condition *cd = find_cond(cur, "SwapDeferred");
     if (!w->deferred.keep && str_eq(w->deferred.status, "True") &&
@@ -650,6 +653,13 @@ static const char *validate(const plan_snapshot *s, int64_t *budget_ms, plan_msg
         (plan_parse_duration_ms(s->swap_budget, budget_ms) != 0 || *budget_ms <= 0))
         fault(&reason, msg, "InvalidSwapBudget",
               "swapBudget \"%s\" is not a positive duration such as 300s or 5m", s->swap_budget);
+    int64_t unload_ms = 0;
+    if (!is_empty(s->unload_after) &&
+        (plan_parse_duration_ms(s->unload_after, &unload_ms) != 0 || unload_ms <= 0))
+        fault(&reason, msg, "InvalidUnloadAfter",
+              "annotation modelpool-operator.dev/unprobeable-unload-after \"%s\" is not a "
+              "positive duration such as 10m",
+              s->unload_after);
     if (!is_empty(s->swap_policy) && !str_eq(s->swap_policy, "sticky"))
         fault(&reason, msg, "UnsupportedSwapPolicy", "swapPolicy %s is not supported (sticky is)",
               s->swap_policy);
@@ -968,6 +978,117 @@ static void hold_back(plan_ctx *c, const plan_member *target, const char *res, p
         drain(c, target, 0, c->s->drain_after_ms, d);
 }
 
+/* ---- a resident that cannot be probed (#26) ----
+ * Failing closed is right (never unload what may be busy), but it must not wedge the pool: a swap
+ * whose resident's idle probe cannot decide (no probe for its runtime, or its Pods' probes fail,
+ * none busy) for swapBudget since the swap was requested is dropped: pendingMember is cleared and
+ * the resident serves again, with Swapping False/RequestDropped and SwapDeferred naming the probe's
+ * error, and a Warning Event. Routers answer requests for other members 503 with that message
+ * while it stands, and the resident is probed until its probe decides again, which clears it. The
+ * annotation modelpool-operator.dev/unprobeable-unload-after opts a pool into unloading such a
+ * resident instead, once the swap has waited that long (and the drain fence is over). */
+
+/* Why m's idle probe cannot decide (IdleCheckUnsupported or IdleCheckFailed; each Pod's error in
+ * msg), or NULL when it can or may: no running Pod, a Pod answered busy (decided: wait), or a Pod
+ * not probed yet. */
+static const char *undecided(const plan_member *m, plan_msg *msg)
+{
+    if (!has_running_pod(m))
+        return NULL;
+    for (size_t i = 0; i < m->n_pods; i++)
+        if (pod_running(&m->pods[i]) && m->pods[i].probe == PLAN_PROBE_BUSY)
+            return NULL;
+    if (!probe_supported(m->runtime, m->idle_endpoint)) {
+        if (str_eq(m->runtime, "generic"))
+            msg_add(msg, "runtime generic without annotation inference.llmkube.dev/idle-endpoint "
+                         "cannot be probed");
+        else
+            msg_add(msg, "runtime %s has no idle probe", m->runtime);
+        return "IdleCheckUnsupported";
+    }
+    for (size_t i = 0; i < m->n_pods; i++)
+        if (pod_running(&m->pods[i]) && m->pods[i].probe == PLAN_PROBE_NONE)
+            return NULL;
+    const char *why = NULL;
+    for (size_t i = 0; i < m->n_pods; i++) {
+        const plan_pod *p = &m->pods[i];
+        if (!pod_running(p) || p->probe == PLAN_PROBE_IDLE)
+            continue;
+        bool unsupported = p->probe == PLAN_PROBE_UNSUPPORTED;
+        if (why == NULL || unsupported)
+            why = unsupported ? "IdleCheckUnsupported" : "IdleCheckFailed";
+        msg_sep(msg);
+        msg_add(msg, "pod %s: %s", p->name ? p->name : "",
+                !is_empty(p->probe_message) ? p->probe_message
+                : unsupported               ? "idle probe unsupported"
+                                            : "idle probe failed");
+    }
+    return why;
+}
+
+/* The swap to pend is dropped: r, the resident, serves again; the target is held at 0 like any
+ * other member up (its replicas are no request any more). */
+static void drop_request(plan_ctx *c, plan_want *w, const plan_member *r, const char *pend,
+                         const char *reason, const plan_msg *why, int64_t budget_ms, plan_defer *d)
+{
+    const plan_snapshot *s = c->s;
+    for (size_t i = 0; i < s->n_members; i++)
+        if (str_eq(s->members[i].name, pend))
+            c->rel[i] = is_up(&s->members[i]);
+        else if (&s->members[i] == r)
+            c->rel[i] = false;
+    settle(w, r);
+    release_others(c, r->name, s->drain_after_ms, d);
+    want(&w->swapping, "False", "RequestDropped",
+         "the request for %s was dropped: resident %s could not be probed within swapBudget "
+         "(%lld ms); it serves again",
+         pend, r->name, (long long)budget_ms);
+    want(&w->deferred, "True", reason,
+         "member %s: %s; the request for %s was dropped after swapBudget (%lld ms) without a probe "
+         "that could decide, and %s serves again",
+         r->name, msg_str(why), pend, (long long)budget_ms, r->name);
+    c->dropped = true;
+}
+
+/* After a dropped request (Swapping False/RequestDropped), the resident r is probed until its
+ * probe decides (idle or busy on every running Pod, fresh), which ends the episode; until then the
+ * conditions stay as they are. */
+static void recheck_dropped(plan_ctx *c, plan_want *w, const plan_member *r, plan_defer *d)
+{
+    const plan_condition *sw = find_cond(&c->s->status, "Swapping");
+    if (!sw || !str_eq(sw->status, "False") || !str_eq(sw->reason, "RequestDropped") ||
+        !has_running_pod(r))
+        return;
+    const int64_t now = c->s->now_ms;
+    size_t running = 0, stale = 0, decided = 0;
+    int64_t expires = 0;
+    for (size_t i = 0; i < r->n_pods; i++) {
+        const plan_pod *p = &r->pods[i];
+        if (!pod_running(p))
+            continue;
+        running++;
+        bool fresh = p->probe != PLAN_PROBE_NONE && now - p->probed_at_ms < PLAN_PROBE_TTL_MS;
+        if (!fresh) {
+            stale++;
+            continue;
+        }
+        decided += p->probe == PLAN_PROBE_IDLE || p->probe == PLAN_PROBE_BUSY;
+        if (expires == 0 || p->probed_at_ms + PLAN_PROBE_TTL_MS < expires)
+            expires = p->probed_at_ms + PLAN_PROBE_TTL_MS;
+    }
+    if (decided == running && probe_supported(r->runtime, r->idle_endpoint))
+        return; /* the probe decides again: the episode is over */
+    w->swapping.keep = true;
+    w->deferred.keep = true;
+    c->dropped = true;
+    if (!probe_supported(r->runtime, r->idle_endpoint))
+        return; /* nothing to ask: a change of the member (its annotation) re-plans */
+    if (stale > 0)
+        push_probe(c, r, replicas_of(r), running);
+    else
+        defer_requeue(d, expires - now);
+}
+
 /* pendingMember is set and no newer request: drain, hold, start, complete or cancel. */
 static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *pend,
                         int64_t budget_ms, plan_defer *d)
@@ -981,6 +1102,28 @@ static void decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *
     bool started = was_loading(c);
     bool clear = others_clear(s, pend);
     bool own_old = has_terminating_pod(target);
+
+    const plan_member *rm = member_named(s, res);
+    if (!started && rm && !str_eq(res, pend) && is_up(rm)) {
+        plan_msg why = {0};
+        const char *reason = undecided(rm, &why);
+        int64_t unload_ms = 0;
+        if (!is_empty(s->unload_after))
+            plan_parse_duration_ms(s->unload_after, &unload_ms); /* validated */
+        int64_t limit = swap_start + (unload_ms > 0 ? unload_ms : budget_ms);
+        if (reason && unload_ms > 0 && s->now_ms >= limit && s->now_ms >= s->drain_after_ms) {
+            push_scale(c, res, 0, "UnprobeableUnload"); /* the pool's opt-in */
+        } else if (reason && unload_ms == 0 && s->now_ms >= limit) {
+            drop_request(c, w, rm, pend, reason, &why, budget_ms, d);
+            c->oom |= why.oom;
+            free(why.s);
+            return;
+        } else if (reason) {
+            defer_requeue(d, (limit > s->drain_after_ms ? limit : s->drain_after_ms) - s->now_ms);
+        }
+        c->oom |= why.oom;
+        free(why.s);
+    }
 
     if (started && !is_up(target)) {
         c->cancelled = true;
@@ -1180,6 +1323,7 @@ static void decide(plan_ctx *c, plan_want *w, int64_t budget_ms)
         settle(w, r);
         limit_to_one(c, r, &d);
         release_others(c, res, 0, &d);
+        recheck_dropped(c, w, r, &d);
     } else {
         decide_swap(c, w, res, pend, budget_ms, &d);
     }
@@ -1190,6 +1334,8 @@ static void decide(plan_ctx *c, plan_want *w, int64_t budget_ms)
         want(&w->deferred, "True", "WriteRefused",
              "scaling member %s to %d was refused by the API server: %s", s->refused.member,
              (int)s->refused.replicas, s->refused.message ? s->refused.message : "");
+    else if (c->dropped)
+        ; /* drop_request wrote it, or recheck_dropped keeps it */
     else if (d.reason)
         want(&w->deferred, "True", d.reason, "%s", msg_str(&d.msg));
     else if (d.unknown && find_cond(&s->status, "SwapDeferred"))

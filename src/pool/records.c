@@ -80,6 +80,7 @@ static const char *const rec_words[] = {"Adopted",
                                         "PodsBusy",
                                         "Progressing",
                                         "Ready",
+                                        "RequestDropped",
                                         "RequestIgnored",
                                         "RequestSuperseded",
                                         "Resident",
@@ -95,6 +96,8 @@ static const char *const rec_words[] = {"Adopted",
                                         "SwapStarted",
                                         "Swapping",
                                         "TargetFailed",
+                                        "TargetNotReady",
+                                        "TargetReady",
                                         "TargetSuspended",
                                         "TargetWaitingForGPU",
                                         "TooManyReplicas",
@@ -384,12 +387,13 @@ static void rec_pool_fill(const cJSON *o, void *out, rec_pack *p)
                             gen->valuedouble < (double)INT64_MAX
                         ? (int64_t)gen->valuedouble
                         : 0;
+    const cJSON *ann = rec_get(meta, "annotations", NULL);
     r->requested =
-        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(rec_get(meta, "annotations", NULL),
-                                                                 POOL_REQUEST_ANNOTATION)));
+        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, POOL_REQUEST_ANNOTATION)));
     r->withdrawn =
-        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(rec_get(meta, "annotations", NULL),
-                                                                 POOL_WITHDRAW_ANNOTATION)));
+        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, POOL_WITHDRAW_ANNOTATION)));
+    r->unload_after = rec_pack_str(
+        p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, POOL_UNLOAD_AFTER_ANNOTATION)));
     const cJSON *spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
     r->default_member = rec_pack_str(p, rec_str(rec_get(spec, "default", NULL)));
     r->swap_budget = rec_pack_str(p, rec_str(rec_get(spec, "swapBudget", NULL)));

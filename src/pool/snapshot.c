@@ -136,6 +136,7 @@ int pool_snapshot_build(const pool_obj *pool, const pool_sources *src, int64_t n
     s->default_member = pool->default_member;
     s->requested = pool->requested;
     s->withdrawn = pool->withdrawn;
+    s->unload_after = pool->unload_after;
     s->swap_budget = pool->swap_budget;
     s->swap_policy = pool->swap_policy;
     s->now_ms = now_ms;

@@ -123,8 +123,10 @@ typedef struct {
     /* current status: resident, pending, and the Swapping condition's reason and age */
     const char *resident, *pending, *stage;
     int64_t stage_age_s;
-    int64_t load_age_s;   /* > 0: TargetReady False/Loading that long ago (the target's start) */
-    const char *deferred; /* the SwapDeferred condition as "Status/Reason", or NULL for none */
+    int64_t load_age_s; /* > 0: TargetReady False/Loading that long ago (the target's start) */
+    bool dropped;       /* Swapping False/RequestDropped: a request was dropped (stage unset) */
+    const char *unload_after; /* the pool's unprobeable-unload-after annotation */
+    const char *deferred;     /* the SwapDeferred condition as "Status/Reason", or NULL for none */
     /* status.members[].releasing, space-separated names. NULL: as a swap's start wrote it, the
      * resident when it is up and a swap is pending; "" none. */
     const char *releasing;
@@ -201,6 +203,10 @@ static void fix_build(t_fix *f, const t_case *tc)
     if (tc->stage)
         f->conds[f->s.status.n_conditions++] = (plan_condition){
             "Swapping", "True", (char *)tc->stage, "", NOW - tc->stage_age_s * 1000};
+    if (tc->dropped)
+        f->conds[f->s.status.n_conditions++] =
+            (plan_condition){"Swapping", "False", "RequestDropped", "", NOW - 1000};
+    f->s.unload_after = tc->unload_after;
     if (tc->load_age_s)
         f->conds[f->s.status.n_conditions++] =
             (plan_condition){"TargetReady", "False", "Loading", "", NOW - tc->load_age_s * 1000};
@@ -383,6 +389,16 @@ static void check_safety(const plan_snapshot *s, const plan_result *p)
             assert_string_equal(a->member, nz(st->pending_member));
             assert_string_not_equal(nz(m->phase), "Ready");
             assert_int_equal(a->replicas, 0);
+            continue;
+        }
+        if (strcmp(nz(a->reason), "UnprobeableUnload") == 0) {
+            /* the pool's opt-in: a resident whose probe cannot decide, never one found busy, and
+             * only after the drain fence */
+            assert_non_null(s->unload_after);
+            assert_true(s->now_ms >= s->drain_after_ms);
+            for (size_t k = 0; k < m->n_pods; k++)
+                if (live(&m->pods[k]) && m->pods[k].container_running)
+                    assert_int_not_equal(m->pods[k].probe, PLAN_PROBE_BUSY);
             continue;
         }
         for (size_t k = 0; k < m->n_pods; k++) { /* never unload a busy member */
@@ -929,7 +945,8 @@ static void test_drain(void **state)
          .stage = "Draining",
          .conds = "SwapDeferred=True/IdleCheckUnsupported",
          .msg_has = "personaplex",
-         .actions = "status event:W:SwapDeferred"},
+         .actions = "status event:W:SwapDeferred",
+         .requeue_ms = 299750},
         {.title = "generic without idle-endpoint annotation: unsupported",
          .m = {{"a", 1, "Ready", "R", "generic"}, {"b", 0}},
          .resident = "a",
@@ -937,7 +954,8 @@ static void test_drain(void **state)
          .stage = "Draining",
          .conds = "SwapDeferred=True/IdleCheckUnsupported",
          .msg_has = "idle-endpoint",
-         .actions = "status event:W:SwapDeferred"},
+         .actions = "status event:W:SwapDeferred",
+         .requeue_ms = 299750},
         {.title = "generic with the annotation: probed at its path",
          .m = {{"a", 1, "Ready", "R", "generic", "/idle"}, {"b", 0}},
          .resident = "a",
@@ -1194,6 +1212,169 @@ static void test_removed(void **state)
          .want_releasing = "x",
          .phase = "Degraded",
          .actions = "status event:W:DefaultNotMember"},
+    };
+    RUN(t);
+}
+
+/* ---- a resident that cannot be probed does not wedge the pool (#26) ---- */
+
+static void test_unprobeable(void **state)
+{
+    (void)state;
+    static const t_case t[] = {
+        {.title = "probe failing, swap 299 s old of 300: still deferred, looked at at the budget",
+         .m = {{"a", 1, "Ready", "Re"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .stage_age_s = 299,
+         .phase = "Swapping",
+         .conds = "SwapDeferred=True/IdleCheckFailed",
+         .actions = "status event:W:SwapDeferred",
+         .requeue_ms = 750},
+        {.title = "probe failing past swapBudget: the request is dropped, a serves again",
+         .m = {{"a", 1, "Ready", "Re"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .stage_age_s = 300,
+         .deferred = "True/IdleCheckFailed",
+         .phase = "Ready",
+         .want_resident = "a",
+         .want_pending = "",
+         .conds = "SlotAllocated=True/Resident SwapDeferred=True/IdleCheckFailed "
+                  "Swapping=False/RequestDropped",
+         .msg_has = "member a: pod a-0: connection refused; the request for b was dropped after "
+                    "swapBudget (300000 ms) without a probe that could decide, and a serves again",
+         .actions = "status event:W:RequestDropped"},
+        {.title = "no idle probe for the runtime past a budget of 10s: dropped, Unsupported",
+         .m = {{"a", 1, "Ready", "R", "personaplex"}, {"b", 0}},
+         .budget = "10s",
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .stage_age_s = 10,
+         .phase = "Ready",
+         .want_pending = "",
+         .conds = "SwapDeferred=True/IdleCheckUnsupported Swapping=False/RequestDropped",
+         .msg_has = "runtime personaplex has no idle probe; the request for b was dropped",
+         .actions = "status event:W:RequestDropped event:W:SwapDeferred"},
+        {.title = "dropped with the target up: it is released and held at 0",
+         .m = {{"a", 1, "Ready", "Re"}, {"b", 1, "Creating"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .stage_age_s = 300,
+         .deferred = "True/IdleCheckFailed",
+         .want_pending = "",
+         .want_releasing = "b",
+         .actions = "status event:W:RequestDropped scale:b=0"},
+        {.title = "busy past swapBudget: the probe decided, the swap waits",
+         .m = {{"a", 1, "Ready", "Rb"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .stage_age_s = 400,
+         .deferred = "True/PodsBusy",
+         .want_pending = "b",
+         .conds = "SwapDeferred=True/PodsBusy Swapping=True/Draining",
+         .actions = "status",
+         .requeue_ms = 1250},
+        {.title = "one Pod busy, one failing, past swapBudget: waits (busy decides)",
+         .m = {{"a", 2, "Ready", "Rb Re"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .stage_age_s = 400,
+         .deferred = "True/PodsBusy",
+         .want_pending = "b",
+         .requeue_ms = 1250},
+        {.title = "opt-in: unprobeable resident unloaded once the swap waited 10s",
+         .m = {{"a", 1, "Ready", "Re"}, {"b", 0}},
+         .unload_after = "10s",
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .stage_age_s = 10,
+         .deferred = "True/IdleCheckFailed",
+         .phase = "Swapping",
+         .want_pending = "b",
+         .actions = "status scale:a=0",
+         .requeue_ms = 1250},
+        {.title = "opt-in: not before the drain fence",
+         .m = {{"a", 1, "Ready", "R", "personaplex"}, {"b", 0}},
+         .unload_after = "10s",
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .stage_age_s = 10,
+         .fence = 1000,
+         .deferred = "True/IdleCheckUnsupported",
+         .actions = "status",
+         .requeue_ms = 750},
+        {.title = "opt-in: within its grace, deferred and looked at again when it ends",
+         .m = {{"a", 1, "Ready", "R", "personaplex"}, {"b", 0}},
+         .unload_after = "10s",
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .stage_age_s = 5,
+         .deferred = "True/IdleCheckUnsupported",
+         .actions = "status",
+         .requeue_ms = 4750},
+        {.title = "opt-in longer than swapBudget: no drop, it waits for the grace",
+         .m = {{"a", 1, "Ready", "R", "personaplex"}, {"b", 0}},
+         .unload_after = "10m",
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .stage_age_s = 400,
+         .deferred = "True/IdleCheckUnsupported",
+         .want_pending = "b",
+         .actions = "status",
+         .requeue_ms = 199750},
+        {.title = "an invalid opt-in: Degraded, nothing acts",
+         .m = {{"a", 1, "Ready", "Re"}, {"b", 0}},
+         .unload_after = "soon",
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .stage_age_s = 400,
+         .phase = "Degraded",
+         .conds = "MembersValid=False/InvalidUnloadAfter",
+         .actions = "status event:W:InvalidUnloadAfter"},
+        {.title = "after a drop: a stale failure is probed again, the episode stands",
+         .m = {{"a", 1, "Ready", "RE"}, {"b", 0}},
+         .resident = "a",
+         .dropped = true,
+         .deferred = "True/IdleCheckFailed",
+         .phase = "Ready",
+         .conds = "Swapping=False/RequestDropped SwapDeferred=True/IdleCheckFailed",
+         .actions = "status probe:a[a-0]@8080"},
+        {.title = "after a drop: a fresh failure, looked at again when it goes stale",
+         .m = {{"a", 1, "Ready", "Re"}, {"b", 0}},
+         .resident = "a",
+         .dropped = true,
+         .deferred = "True/IdleCheckFailed",
+         .conds = "Swapping=False/RequestDropped SwapDeferred=True/IdleCheckFailed",
+         .actions = "status",
+         .requeue_ms = 1250},
+        {.title = "after a drop: the probe decides again (idle), the episode is over",
+         .m = {{"a", 1, "Ready", "Ri"}, {"b", 0}},
+         .resident = "a",
+         .dropped = true,
+         .deferred = "True/IdleCheckFailed",
+         .conds = "Swapping=False/NotSwapping SwapDeferred=False/NotDeferred",
+         .actions = "status"},
+        {.title = "after a drop: a new request starts a swap as usual",
+         .m = {{"a", 1, "Ready", "Re"}, {"b", 0}},
+         .resident = "a",
+         .dropped = true,
+         .deferred = "True/IdleCheckFailed",
+         .requested = "b",
+         .want_pending = "b",
+         .conds = "Swapping=True/Draining",
+         .actions = "status event:N:SwapStarted clear:b"},
     };
     RUN(t);
 }
@@ -2391,17 +2572,20 @@ static void random_snapshot(t_fix *f)
     f->s.default_member = rnd(3) == 0 ? ANY("a", "b", "c", "z", "") : NULL;
     f->s.swap_budget = rnd(10) ? ANY(NULL, "300s", "1m", "10s", "") : ANY("bogus", "0", "-1s");
     f->s.swap_policy = rnd(30) == 0 ? "greedy" : rnd(2) ? "sticky" : NULL;
+    f->s.unload_after = rnd(6) == 0 ? ANY("1s", "10s", "10m", "bad") : NULL;
     f->s.status.resident_member = (char *)(rnd(2) ? ANY("a", "b", "c", "d", "z", "") : NULL);
     f->s.status.pending_member =
         (char *)(rnd(3) ? ANY("a", "b", "a", "b", "c", "d", "z", "") : NULL);
     size_t nc = 0;
     if (rnd(3))
-        f->conds[nc++] = (plan_condition){"Swapping", (char *)ANY("True", "False"),
-                                          (char *)ANY("Loading", "Draining", "NotSwapping"), "",
-                                          NOW - (int64_t)rnd(600) * 1000};
+        f->conds[nc++] =
+            (plan_condition){"Swapping", (char *)ANY("True", "False"),
+                             (char *)ANY("Loading", "Draining", "NotSwapping", "RequestDropped"),
+                             "", NOW - (int64_t)rnd(600) * 1000};
     if (rnd(3))
-        f->conds[nc++] = (plan_condition){"SwapDeferred", (char *)ANY("True", "False"),
-                                          (char *)ANY("PodsBusy", "NotDeferred"), "x", NOW};
+        f->conds[nc++] =
+            (plan_condition){"SwapDeferred", (char *)ANY("True", "False"),
+                             (char *)ANY("PodsBusy", "NotDeferred", "IdleCheckFailed"), "x", NOW};
     if (rnd(3))
         f->conds[nc++] = (plan_condition){"MembersValid", (char *)ANY("True", "False"),
                                           (char *)ANY("Valid", "MissingMembers"), "", NOW};
@@ -2488,6 +2672,7 @@ int main(void)
         cmocka_unit_test(test_sticky),
         cmocka_unit_test(test_drain),
         cmocka_unit_test(test_removed),
+        cmocka_unit_test(test_unprobeable),
         cmocka_unit_test(test_target),
         cmocka_unit_test(test_supersede),
         cmocka_unit_test(test_invalid),

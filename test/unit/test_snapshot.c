@@ -264,7 +264,7 @@ static void test_snapshot_removed(void **state)
     assert_int_equal(store_put(pools, o, NULL), 0);
     store *isvcs = fill(isvcs_json, 2, NULL, NULL, &pool_isvc_codec);
     store *pods = fill(pods_json, 3, POOL_INDEX_SERVICE, pool_index_pod_service, &pool_pod_codec);
-    pool_sources src = {pools, isvcs, pods, test_lookup, NULL};
+    pool_sources src = {pools, isvcs, pods, test_lookup, NULL, false};
     pool_snapshot snap;
     assert_int_equal(
         pool_snapshot_build(store_get(pools, "ns/q"), &src, TEST_WALL_MS, TEST_MONO_MS, &snap), 0);
