@@ -32,6 +32,10 @@ typedef struct rt_hold_pool {
     const char *requested; /* the request annotation, someone's request not yet taken */
     /* This router's own request write has not shown in the cache yet: ask nothing more. */
     bool request_unseen;
+    /* The pool dropped its last request because the resident's idle probe could not decide
+     * (Swapping False/RequestDropped): a swap away from it would wedge the same way, so other
+     * members' requests are refused until the pool says otherwise. */
+    bool dropped;
     const rt_hold_member *members;
     size_t n_members;
     /* How long a busy resident keeps taking new requests while another member's requests wait. */
@@ -45,12 +49,13 @@ typedef enum {
     RT_HOLD_REJECT,   /* answer its held requests, and new ones, 503 now */
 } rt_hold_verdict;
 
-/* Why a REJECT: the pool is Degraded, or the member cannot load (Failed, Suspended, or
- * WaitingForGPU as the swap's target). */
+/* Why a REJECT: the pool is Degraded, the member cannot load (Failed, Suspended, or
+ * WaitingForGPU as the swap's target), or the pool cannot swap away from its resident. */
 typedef enum {
     RT_REJECT_NONE = 0,
     RT_REJECT_DEGRADED,
     RT_REJECT_MEMBER_PHASE,
+    RT_REJECT_DROPPED, /* not the resident, and the pool dropped its last request (dropped) */
 } rt_hold_reject;
 
 typedef struct rt_hold_decision {

@@ -54,6 +54,9 @@ void rt_hold_decide(const rt_hold_pool *p, rt_hold_verdict *verdicts, rt_hold_re
         } else if (cannot_load(p, m)) {
             verdicts[i] = RT_HOLD_REJECT;
             reasons[i] = RT_REJECT_MEMBER_PHASE;
+        } else if (p->dropped && is_empty(p->pending) && !str_eq(m->name, p->resident)) {
+            verdicts[i] = RT_HOLD_REJECT;
+            reasons[i] = RT_REJECT_DROPPED;
         } else {
             verdicts[i] = RT_HOLD_WAIT;
             /* One not known to exist is not asked for: it waits for the cache. */

@@ -239,6 +239,27 @@ static void rt_buf_drop(rt_req *q)
     rt_unreserve(q, 0);
 }
 
+/* The pool dropped its last request (Swapping False/RequestDropped): true, with why in buf (the
+ * SwapDeferred message, which names the resident's probe error). */
+static bool rt_pool_dropped(const pool_obj *o, char *buf, size_t len)
+{
+    const char *msg = NULL;
+    bool dropped = false;
+    for (size_t i = 0; o && i < o->status.n_conditions; i++) {
+        const plan_condition *c = &o->status.conditions[i];
+        if (rt_str_eq(c->type, "Swapping"))
+            dropped = rt_str_eq(c->status, "False") && rt_str_eq(c->reason, "RequestDropped");
+        else if (rt_str_eq(c->type, "SwapDeferred") && rt_str_eq(c->status, "True"))
+            msg = c->message;
+    }
+    if (dropped)
+        snprintf(buf, len, "pool %s/%s cannot swap away from its resident %s: %s",
+                 o->ns ? o->ns : "", o->name,
+                 o->status.resident_member ? o->status.resident_member : "",
+                 msg ? msg : "its idle probe cannot decide");
+    return dropped;
+}
+
 /* ---- answers the router writes itself ---- */
 
 static void rt_req_free(rt_req *q)
@@ -1059,7 +1080,9 @@ static void rt_decide(rt_pool *p)
             .in_flight = mq[i] ? mq[i]->in_flight : 0,
         };
     }
+    char dropped[768];
     rt_hold_pool hp = {.phase = o->status.phase,
+                       .dropped = rt_pool_dropped(o, dropped, sizeof(dropped)),
                        .resident = o->status.resident_member,
                        .pending = o->status.pending_member,
                        .requested = o->requested,
@@ -1080,6 +1103,8 @@ static void rt_decide(rt_pool *p)
         if (v[i] == RT_HOLD_REJECT) {
             if (why[i] == RT_REJECT_DEGRADED)
                 rt_pool_reason(o, reason, sizeof(reason));
+            else if (why[i] == RT_REJECT_DROPPED)
+                snprintf(reason, sizeof(reason), "%s", dropped);
             else
                 snprintf(reason, sizeof(reason), "member %s of pool %s is %s", hm[i].name, p->key,
                          !hm[i].exists ? "missing" : hm[i].phase);

@@ -160,6 +160,41 @@ static void test_reject(void **state)
     run(t, sizeof t / sizeof t[0]);
 }
 
+// clang-format on
+/* The pool dropped its last request (its resident cannot be probed): the resident serves, every
+ * other member's requests are refused, nothing is asked; a new swap (pending set) ends that. */
+static void test_dropped(void **state)
+{
+    (void)state;
+    char na[16], nb[16], nc[16];
+    rt_hold_member ms[3];
+    parse_member("a:ur:2@0:0", &ms[0], na);
+    parse_member("b::1@0:0", &ms[1], nb);
+    parse_member("c::0@0:0", &ms[2], nc);
+    rt_hold_pool p = {.phase = "Ready",
+                      .resident = "a",
+                      .dropped = true,
+                      .members = ms,
+                      .n_members = 3,
+                      .grace_ms = 5000,
+                      .now_ms = T0 + 10000};
+    rt_hold_verdict v[3];
+    rt_hold_reject r[3];
+    rt_hold_decision d;
+    rt_hold_decide(&p, v, r, &d);
+    assert_int_equal(v[0], RT_HOLD_SERVE);
+    assert_int_equal(v[1], RT_HOLD_REJECT);
+    assert_int_equal(r[1], RT_REJECT_DROPPED);
+    assert_int_equal(v[2], RT_HOLD_REJECT);
+    assert_int_equal(d.activate, -1);
+
+    p.dropped = false; /* the episode is over: b is asked for again */
+    rt_hold_decide(&p, v, r, &d);
+    assert_int_equal(v[1], RT_HOLD_WAIT);
+    assert_int_equal(d.activate, 1);
+}
+// clang-format off
+
 static void test_order(void **state)
 {
     (void)state;
@@ -298,6 +333,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_serve_and_activate),
         cmocka_unit_test(test_reject),
+        cmocka_unit_test(test_dropped),
         cmocka_unit_test(test_order),
         cmocka_unit_test(test_no_starvation),
         cmocka_unit_test(test_retry_after),
