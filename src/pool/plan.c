@@ -507,7 +507,8 @@ static void fill_status(plan_ctx *c, const plan_want *w)
         ms->name = copy(c, m->name);
         ms->phase = copy(c, m->exists ? or_null(m->phase) : NULL);
         ms->resident = str_eq(m->name, w->resident);
-        ms->releasing = true;
+        /* a removed resident or target is Degraded's (ResidentNotMember, PendingNotMember) */
+        ms->releasing = !ms->resident && !str_eq(m->name, w->pending);
     }
 
     const plan_cond_want *wants[PLAN_N_CONDS] = {&w->valid, &w->slot, &w->deferred, &w->swapping,
@@ -1056,8 +1057,9 @@ static void drop_request(plan_ctx *c, plan_want *w, const plan_member *r, const 
 static void recheck_dropped(plan_ctx *c, plan_want *w, const plan_member *r, plan_defer *d)
 {
     const plan_condition *sw = find_cond(&c->s->status, "Swapping");
+    /* Over too once the pool opts into unloading: a swap would not wedge any more. */
     if (!sw || !str_eq(sw->status, "False") || !str_eq(sw->reason, "RequestDropped") ||
-        !has_running_pod(r))
+        !has_running_pod(r) || !is_empty(c->s->unload_after))
         return;
     const int64_t now = c->s->now_ms;
     size_t running = 0, stale = 0, decided = 0;
