@@ -1,7 +1,8 @@
 # slot-check itself, on states written by hand (no operator, no simulator; Pods and statuses set as
 # admin): a member whose status still says Ready after its Pod is gone (the chaos run's seed 178053688:
 # the simulator's status writes were throttled by 429) is not a violation, nor is one Ready beside a
-# Pending or a Succeeded Pod; two live Pods in one pool are, Ready or not, terminating or not.
+# Pending or a Succeeded Pod; two live Pods in one pool are, Ready or not, terminating or not, and so
+# are a Pod of a member removed from the spec that the pool's status still records and another's.
 ns=slot-check
 install_crds
 
@@ -42,7 +43,7 @@ check_once() {
 }
 
 log "pa: a1 Ready with no Pod; pb: b1 Ready with a Pending Pod; pc: c1 Ready with a Succeeded Pod"
-create_members "$ns" a0 a1 b0 b1 c0 c1 d0 d1 e0 e1
+create_members "$ns" a0 a1 b0 b1 c0 c1 d0 d1 e0 e1 f0 f1
 for p in a b c; do
 	create_pool "$ns" "p$p" "" "${p}0" "${p}1"
 	pod "${p}0" "${p}0-1" Running
@@ -74,6 +75,17 @@ grep -q "^VIOLATION pool=$ns/pd pods holding the slot: d[01]-1(d[01],Running) d[
 grep -q "^VIOLATION pool=$ns/pe pods holding the slot: .*e1-1(e1,Running,terminating)" "$MP_STATE_DIR/live.log" ||
 	fail "no violation for pe with e1's terminating Pod"
 ! grep -q "^VIOLATION pool=$ns/p[abc] " "$MP_STATE_DIR/live.log" || fail "a stale Ready status counted as a violation"
+
+log "pf: f1 removed from the spec, still recorded in the status, its Pod running beside f0's"
+create_pool "$ns" pf "" f0
+kubectl_admin -n "$ns" patch modelpool pf --subresource=status --type=merge \
+	-p '{"status":{"members":[{"name":"f0"},{"name":"f1","releasing":true}]}}' >/dev/null
+pod f0 f0-1 Running
+pod f1 f1-1 Running
+expect_eq "slot-check exit status with a removed member's Pod" 1 "$(check_once removed.log)"
+grep -q "^VIOLATION pool=$ns/pf pods holding the slot: f0-1(f0,Running) f1-1(f1,Running) " \
+	"$MP_STATE_DIR/removed.log" || fail "no violation for pf with the removed member's Pod"
+kubectl_admin -n "$ns" delete pod f1-1 --wait=true >/dev/null
 
 log "e1's Pod goes: pe has one holder left"
 kubectl_admin -n "$ns" patch pod e1-1 --type=json -p '[{"op":"remove","path":"/metadata/finalizers"}]' >/dev/null

@@ -1,6 +1,7 @@
 /* slot-check: the end-to-end suite's invariant checker. It watches ModelPools, member
  * InferenceServices and their Pods through the project's own informers and, after every event,
- * checks each pool: at most one Pod, of all its members together, holds the slot (phase Running or
+ * checks each pool: at most one Pod, of all its members together (those of spec.members, and those
+ * its status.members still records after their removal from the spec), holds the slot (Running or
  * Unknown, terminating or not; so two Pods of one member are a violation too). A Pending Pod never
  * ran and holds nothing: a member scaled up by a user may get one before the operator holds it
  * back, as in a cluster where it cannot be scheduled beside the incumbent. Succeeded and Failed
@@ -97,6 +98,50 @@ static bool check_listed_before(const cJSON *pool, const cJSON *entry, const cha
     return false;
 }
 
+/* Adds name's live Pods to holders, and name to ready when it is Ready with one of them. */
+static void check_member(check *c, const char *ns, const char *name, check_holders *holders,
+                         char *ready, size_t ready_len)
+{
+    char mkey[600];
+    snprintf(mkey, sizeof(mkey), "%s/%s", ns ? ns : "", name);
+    holders->member = name;
+    holders->member_live = false;
+    store_index_each(informer_store(c->pods), POOL_INDEX_SERVICE, mkey, check_live, holders);
+    const cJSON *isvc = store_get(informer_store(c->isvcs), mkey);
+    const char *phase = isvc ? check_str(isvc, "status", "phase") : NULL;
+    if (!phase || strcmp(phase, "Ready") != 0)
+        return;
+    if (!holders->member_live) {
+        c->stale_ready++;
+        return;
+    }
+    strncat(ready, " ", ready_len - strlen(ready) - 1);
+    strncat(ready, name, ready_len - strlen(ready) - 1);
+}
+
+/* Whether name is in the pool's spec.members, or in its status.members before entry. */
+static bool check_counted(const cJSON *pool, const cJSON *entry, const char *name)
+{
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(pool, "spec"), "members"))
+    {
+        const char *other = check_str(m, "inferenceServiceRef", "name");
+        if (other && strcmp(other, name) == 0)
+            return true;
+    }
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(pool, "status"), "members"))
+    {
+        if (m == entry)
+            return false;
+        const char *other = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "name"));
+        if (other && strcmp(other, name) == 0)
+            return true;
+    }
+    return false;
+}
+
 static bool check_pool(const char *key, const void *pool, void *ud)
 {
     check *c = ud;
@@ -108,23 +153,16 @@ static bool check_pool(const char *key, const void *pool, void *ud)
                               cJSON_GetObjectItemCaseSensitive(pool, "spec"), "members"))
     {
         const char *name = check_str(m, "inferenceServiceRef", "name");
-        if (!name || check_listed_before(pool, m, name))
-            continue;
-        char mkey[600];
-        snprintf(mkey, sizeof(mkey), "%s/%s", ns ? ns : "", name);
-        holders.member = name;
-        holders.member_live = false;
-        store_index_each(informer_store(c->pods), POOL_INDEX_SERVICE, mkey, check_live, &holders);
-        const cJSON *isvc = store_get(informer_store(c->isvcs), mkey);
-        const char *phase = isvc ? check_str(isvc, "status", "phase") : NULL;
-        if (!phase || strcmp(phase, "Ready") != 0)
-            continue;
-        if (!holders.member_live) {
-            c->stale_ready++;
-            continue;
-        }
-        strncat(ready, " ", sizeof(ready) - strlen(ready) - 1);
-        strncat(ready, name, sizeof(ready) - strlen(ready) - 1);
+        if (name && !check_listed_before(pool, m, name))
+            check_member(c, ns, name, &holders, ready, sizeof(ready));
+    }
+    /* A member removed from the spec that the pool still records holds the slot as well. */
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(pool, "status"), "members"))
+    {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "name"));
+        if (name && !check_counted(pool, m, name))
+            check_member(c, ns, name, &holders, ready, sizeof(ready));
     }
     c->checks++;
     /* Two members Ready, each with a live Pod, are two holders: the Pod count decides alone, and
