@@ -2200,7 +2200,8 @@ typedef struct {
     sim_member m[MAXM];
     size_t n;
     const char *dflt;
-    plan_result *cur; /* owns the status the pool has now */
+    const char *budget; /* spec.swapBudget */
+    plan_result *cur;   /* owns the status the pool has now */
     int64_t now;
     int64_t swap_seen; /* when the status first showed pendingMember, as the controller keeps it */
     int steps_idle;
@@ -2227,6 +2228,7 @@ static void sim_snapshot(sim *w)
                            .members = w->pm,
                            .n_members = w->n,
                            .default_member = w->dflt,
+                           .swap_budget = w->budget,
                            .now_ms = w->now};
     if (w->cur)
         w->s.status = w->cur->status;
@@ -2520,6 +2522,28 @@ static void test_sim_unsupported_waits_for_human(void **state)
     sim_free(w);
 }
 
+/* #26: past swapBudget the request is dropped instead; a serves on, never unloaded unprobed. */
+static void test_sim_unsupported_dropped_after_budget(void **state)
+{
+    (void)state;
+    const char *names[] = {"a", "b", NULL};
+    sim *w = sim_new("a", names, (const int32_t[]){0, 0});
+    w->m[0].runtime = "personaplex";
+    w->budget = "10s";
+    sim_settle(w, 40);
+    sim_assert_single(w, "a");
+    w->m[1].replicas = 1;
+    sim_settle(w, 40);
+    assert_string_equal(sim_status(w, 0), "Swapping");
+    for (int i = 0; i < 12; i++) /* the budget's time passes: the plan's requeue */
+        sim_step(w);
+    sim_settle(w, 40);
+    sim_assert_single(w, "a");
+    assert_non_null(strstr(w->log, "RequestDropped"));
+    assert_string_equal(sim_status(w, 0), "Ready");
+    sim_free(w);
+}
+
 /* ---- properties over random inputs (seeded, deterministic) ---- */
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
@@ -2708,6 +2732,7 @@ int main(void)
         cmocka_unit_test(test_sim_failed_target_escape),
         cmocka_unit_test(test_sim_failed_target_go_back),
         cmocka_unit_test(test_sim_unsupported_waits_for_human),
+        cmocka_unit_test(test_sim_unsupported_dropped_after_budget),
         cmocka_unit_test(test_property_random_snapshots),
         cmocka_unit_test(test_property_random_runs),
     };
