@@ -41,6 +41,7 @@ typedef struct {
     bool terminating;       /* metadata.deletionTimestamp is set (still holds the GPU) */
     bool container_running; /* some container is in state running */
     bool ready;             /* status.conditions has Ready=True */
+    const char *waiting;    /* why it does not run, if its status says (ImagePullBackOff, ...) */
     const char *ip;         /* status.podIP */
     int32_t port;           /* the port its Pod spec names for the server container, 0 if none */
     /* The controller's last idle probe of this pod (key it by pod UID so a new pod starts over). */

@@ -46,6 +46,10 @@ typedef struct pool_pod {
     bool running;     /* some container status is in state running */
     bool terminating; /* metadata.deletionTimestamp is set */
     bool ready;       /* status.conditions has Ready=True */
+    /* Why it does not run, when its status says: a container's state.waiting.reason
+     * (ImagePullBackOff, CrashLoopBackOff, ...), else the reason of a PodScheduled condition that
+     * is False (Unschedulable); NULL otherwise. */
+    const char *waiting;
 } pool_pod;
 
 /* A member InferenceService. */

@@ -938,8 +938,9 @@ static void judge_load(plan_ctx *c, plan_want *w, const plan_member *t, int64_t 
         if (!pod_live(p))
             continue;
         live++;
-        msg_add(&why, "; pod %s %s%s%s", p->name ? p->name : "", pod_phase_name(p->phase),
-                p->terminating ? ", terminating" : "",
+        msg_add(&why, "; pod %s %s%s%s%s%s%s", p->name ? p->name : "", pod_phase_name(p->phase),
+                is_empty(p->waiting) ? "" : " (", is_empty(p->waiting) ? "" : p->waiting,
+                is_empty(p->waiting) ? "" : ")", p->terminating ? ", terminating" : "",
                 p->phase != PLAN_POD_RUNNING ? ""
                 : !p->container_running      ? ", no container running"
                 : p->ready                   ? ", ready"

@@ -54,17 +54,21 @@ static void *rec_pack_array(rec_pack *p, size_t n, size_t size)
  * policies): a record points at the static copy here instead of holding its own, some 250 bytes a
  * pool. Anything else is copied as usual. */
 static const char *const rec_words[] = {"Adopted",
+                                        "ContainerCreating",
                                         "Creating",
+                                        "CrashLoopBackOff",
                                         "DefaultNotMember",
                                         "Degraded",
                                         "Draining",
                                         "DuplicateMember",
                                         "EmptyMemberName",
+                                        "ErrImagePull",
                                         "Failed",
                                         "False",
                                         "Idle",
                                         "IdleCheckFailed",
                                         "IdleCheckUnsupported",
+                                        "ImagePullBackOff",
                                         "InvalidSwapBudget",
                                         "Loading",
                                         "MemberInMultiplePools",
@@ -103,6 +107,7 @@ static const char *const rec_words[] = {"Adopted",
                                         "TooManyReplicas",
                                         "True",
                                         "Unknown",
+                                        "Unschedulable",
                                         "UnsupportedSwapPolicy",
                                         "Valid",
                                         "WaitingForGPU",
@@ -255,11 +260,14 @@ static void rec_pod_fill(const cJSON *o, void *out, rec_pack *p)
     const cJSON *del = rec_get(meta, "deletionTimestamp", NULL);
     r->terminating = del && !cJSON_IsNull(del);
     r->running = false;
+    const char *waiting = NULL;
     const cJSON *cs;
     cJSON_ArrayForEach(cs, rec_get(o, "status", "containerStatuses"))
     {
         if (cJSON_IsObject(rec_get(cs, "state", "running")))
             r->running = true;
+        if (!waiting)
+            waiting = rec_str(rec_get(rec_get(cs, "state", "waiting"), "reason", NULL));
     }
     r->ready = false;
     cJSON_ArrayForEach(cs, rec_get(o, "status", "conditions"))
@@ -268,7 +276,11 @@ static void rec_pod_fill(const cJSON *o, void *out, rec_pack *p)
         const char *status = rec_str(rec_get(cs, "status", NULL));
         if (type && status && strcmp(type, "Ready") == 0)
             r->ready = strcmp(status, "True") == 0;
+        else if (!waiting && type && status && strcmp(type, "PodScheduled") == 0 &&
+                 strcmp(status, "False") == 0)
+            waiting = rec_str(rec_get(cs, "reason", NULL));
     }
+    r->waiting = rec_pack_word(p, waiting);
 }
 
 pool_pod *pool_pod_decode(const cJSON *obj, int *err)

@@ -56,6 +56,7 @@ static bool snap_add_pod(const char *key, const void *rec, void *ud)
     p->port = pod->port;
     p->container_running = pod->running;
     p->ready = pod->ready;
+    p->waiting = pod->waiting;
     const char *uid = pod->uid;
     const prober_memo *memo = uid && w->src->probe ? w->src->probe(w->src->probe_ud, uid) : NULL;
     if (memo) {

@@ -1574,6 +1574,30 @@ static void test_target(void **state)
     RUN(t);
 }
 
+/* TargetNotReady names why the target's Pod does not run, when its status says. */
+static void test_target_waiting(void **state)
+{
+    (void)state;
+    static const t_case tc = {.m = {{"a", 0, "Stopped"}, {"b", 1, "Creating", "P"}},
+                              .resident = "a",
+                              .pending = "b",
+                              .stage = "Loading",
+                              .load_age_s = 300};
+    t_fix *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    fix_build(f, &tc);
+    f->pods[1][0].waiting = "ImagePullBackOff";
+    plan_result *p = NULL;
+    assert_int_equal(plan_build(&f->s, &p), 0);
+    const plan_condition *c = cond_of(&p->status, "TargetReady");
+    assert_non_null(c);
+    assert_string_equal(c->message, "target b is not Ready within swapBudget (300000 ms) of its "
+                                    "start: phase Creating; pod b-0 Pending (ImagePullBackOff)");
+    check_safety(&f->s, p);
+    plan_free(p);
+    free(f);
+}
+
 /* ---- newer requests supersede the pending one ---- */
 
 static void test_supersede(void **state)
@@ -2715,6 +2739,7 @@ int main(void)
         cmocka_unit_test(test_removed),
         cmocka_unit_test(test_unprobeable),
         cmocka_unit_test(test_target),
+        cmocka_unit_test(test_target_waiting),
         cmocka_unit_test(test_supersede),
         cmocka_unit_test(test_invalid),
         cmocka_unit_test(test_recovery),

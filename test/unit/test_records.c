@@ -86,6 +86,24 @@ static void test_pod_fixture(void **state)
     assert_non_null(p = pool_pod_decode(o, &err));
     assert_false(p->ready);
     free(p);
+    /* Why it does not run: a container's waiting reason, else an unscheduled Pod's reason. */
+    set_path(o, "status.containerStatuses",
+             cJSON_Parse("[{\"state\":{\"waiting\":{\"reason\":\"ImagePullBackOff\"}}}]"));
+    assert_non_null(p = pool_pod_decode(o, &err));
+    assert_string_equal(p->waiting, "ImagePullBackOff");
+    assert_false(p->running);
+    free(p);
+    set_path(o, "status.containerStatuses", cJSON_Parse("[]"));
+    set_path(o, "status.conditions",
+             cJSON_Parse("[{\"type\":\"PodScheduled\",\"status\":\"False\","
+                         "\"reason\":\"Unschedulable\"}]"));
+    assert_non_null(p = pool_pod_decode(o, &err));
+    assert_string_equal(p->waiting, "Unschedulable");
+    free(p);
+    set_path(o, "status.conditions", cJSON_Parse("[]"));
+    assert_non_null(p = pool_pod_decode(o, &err));
+    assert_null(p->waiting);
+    free(p);
     cJSON_Delete(o);
 }
 
