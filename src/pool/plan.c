@@ -1425,7 +1425,7 @@ int plan_build(const plan_snapshot *snap, plan_result **out)
         w.phase = snap->status.phase;
         w.resident = or_null(snap->status.resident_member);
         w.pending = or_null(snap->status.pending_member);
-        w.valid.keep = w.slot.keep = w.deferred.keep = w.swapping.keep = true;
+        w.valid.keep = w.slot.keep = w.deferred.keep = w.swapping.keep = w.target.keep = true;
         c.unsure = true;
     } else if (bad) {
         /* Rule 5: report, keep the intent in status as it is, change no replicas. */
