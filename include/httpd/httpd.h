@@ -45,9 +45,21 @@ typedef struct httpd_config {
     const char *tls_cert_pem;
     const char *tls_key_pem;
     /* 0: the defaults for a few scrapers and probes (64 connections, 30 s idle timeout). A
-     * suspended connection (held, paused or waiting for stream bytes) never times out. */
+     * suspended connection (held, paused or waiting for stream bytes) never times out.
+     * A connection is "waiting" from its accept, and again from the end of each request, until
+     * its next request head is complete (a TLS handshake included). At max_connections, a new
+     * connection closes the one waiting longest to make room, so a flood of idle or half-sent
+     * connections cannot lock a client out; one inside a request is never closed for it. With
+     * every open connection inside a request, a few more are accepted, then none (they wait in
+     * the listen backlog) until one closes. */
     unsigned max_connections;
-    unsigned idle_timeout_s;
+    unsigned idle_timeout_s; /* no byte moved for this long, in any phase */
+    /* A waiting connection whose request head is not complete this long after it began to wait
+     * is closed (a slow or stalled head, or an idle keep-alive connection); 0: none. */
+    unsigned head_timeout_ms;
+    /* Connections open at once from one client IP address; past it a new one is closed at
+     * accept, unanswered. 0: no cap. */
+    unsigned max_per_client;
 } httpd_config;
 
 /* Parses a bind address as the flags take it: ":8080" (every IPv4 interface), "127.0.0.1:8080",
@@ -164,6 +176,8 @@ httpd_work *httpd_req_work(httpd_req *r, void (*cancel)(void *ud), void *ud);
  * NULL is a no-op, and so is a call from inside w's own cancel. */
 void httpd_work_done(httpd_work *w);
 
+/* Connections open now: accepted and not yet closed. 0 for NULL. */
+size_t httpd_connections(const httpd *h);
 /* The port listened on (the kernel's pick for port 0). */
 int httpd_port(const httpd *h);
 /* Requests not over yet: unanswered, or answered and still being sent. A server shutting down

@@ -4,6 +4,7 @@
  * (for an answer, a paused body's reader, a stream's next bytes) is a suspended connection: MHD
  * neither polls nor times it out, and nothing spins; resuming it schedules a run from the loop. */
 #include "httpd/httpd.h"
+#include "conns.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,6 +24,10 @@
 #define HTTPD_IDLE_TIMEOUT_S 30u
 /* Scrapers and probes are few; a flood of connections must not exhaust our fds. */
 #define HTTPD_MAX_CONNECTIONS 64u
+/* MHD's own cap is this far above ours: connections evicted (shut down) in one run are closed by
+ * MHD in a later one, and a newcomer must not find MHD full meanwhile. Past it, MHD stops
+ * accepting (new connections wait in the listen backlog) until one closes. */
+#define HTTPD_EVICT_SLACK 16u
 /* The body left unread behind an early answer that is read and dropped rather than closing. */
 #define HTTPD_DISCARD_MAX (1u << 20)
 /* Stream bytes buffered here past which the producer is asked to pause. */
@@ -93,8 +98,9 @@ struct httpd {
     void *ud;
     char *tls_cert, *tls_key; /* kept until MHD stops: it may read them after the start */
     httpd_req *reqs;
-    bool stopping;     /* inside httpd_stop: nothing is scheduled on the loop any more */
-    char lasterr[160]; /* MHD's last log line: the reason a start failed */
+    httpd_conns *conns; /* the limits MHD lacks, and the count of open connections */
+    bool stopping;      /* inside httpd_stop: nothing is scheduled on the loop any more */
+    char lasterr[160];  /* MHD's last log line: the reason a start failed */
 };
 
 /* The first call for a request only announces it; MHD expects the answer on a later call. */
@@ -538,6 +544,7 @@ static enum MHD_Result httpd_on_request(void *cls, struct MHD_Connection *conn, 
                                         size_t *upload_size, void **req_cls)
 {
     httpd *h = cls;
+    httpd_conns_busy(conn);
     bool odd_path = *req_cls == &httpd_odd_path;
     if (odd_path)
         *req_cls = NULL;
@@ -584,7 +591,7 @@ static void httpd_on_completed(void *cls, struct MHD_Connection *conn, void **re
                                enum MHD_RequestTerminationCode toe)
 {
     (void)cls;
-    (void)conn;
+    httpd_conns_waiting(conn);
     httpd_req *r = *req_cls;
     *req_cls = NULL;
     if (!r || r == (void *)&httpd_seen || r == (void *)&httpd_odd_path)
@@ -1008,6 +1015,12 @@ httpd *httpd_start_config(ev_loop *loop, const httpd_config *cfg, char *err, siz
     h->request = cfg->request;
     h->ud = cfg->ud;
     h->epfd = -1;
+    unsigned limit = cfg->max_connections ? cfg->max_connections : HTTPD_MAX_CONNECTIONS;
+    if (!(h->conns = httpd_conns_new(loop, limit, cfg->head_timeout_ms))) {
+        snprintf(err, errlen, "out of memory");
+        httpd_stop(h);
+        return NULL;
+    }
     if (tls &&
         (!(h->tls_cert = strdup(cfg->tls_cert_pem)) || !(h->tls_key = strdup(cfg->tls_key_pem)))) {
         snprintf(err, errlen, "out of memory");
@@ -1033,15 +1046,15 @@ httpd *httpd_start_config(ev_loop *loop, const httpd_config *cfg, char *err, siz
         tls_opts[0].option = MHD_OPTION_END;
     /* MHD sets SO_REUSEADDR by default (a restarted server need not wait out TIME_WAIT) but not
      * SO_REUSEPORT, so a port another process holds is an error, not a shared listener. */
-    h->d =
-        MHD_start_daemon(flags, port, NULL, NULL, httpd_on_request, h, MHD_OPTION_SOCK_ADDR,
-                         (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_TIMEOUT,
-                         cfg->idle_timeout_s ? cfg->idle_timeout_s : HTTPD_IDLE_TIMEOUT_S,
-                         MHD_OPTION_CONNECTION_LIMIT,
-                         cfg->max_connections ? cfg->max_connections : HTTPD_MAX_CONNECTIONS,
-                         MHD_OPTION_URI_LOG_CALLBACK, httpd_on_uri, h, MHD_OPTION_EXTERNAL_LOGGER,
-                         httpd_on_log, h, MHD_OPTION_NOTIFY_COMPLETED, httpd_on_completed, h,
-                         MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+    h->d = MHD_start_daemon(
+        flags, port, NULL, NULL, httpd_on_request, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_CONNECTION_TIMEOUT,
+        cfg->idle_timeout_s ? cfg->idle_timeout_s : HTTPD_IDLE_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_LIMIT, limit + HTTPD_EVICT_SLACK, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        cfg->max_per_client, MHD_OPTION_NOTIFY_CONNECTION, httpd_conns_notify, h->conns,
+        MHD_OPTION_URI_LOG_CALLBACK, httpd_on_uri, h, MHD_OPTION_EXTERNAL_LOGGER, httpd_on_log, h,
+        MHD_OPTION_NOTIFY_COMPLETED, httpd_on_completed, h, MHD_OPTION_ARRAY, tls_opts,
+        MHD_OPTION_END);
     const union MHD_DaemonInfo *info =
         h->d ? MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
     if (info)
@@ -1064,6 +1077,11 @@ size_t httpd_pending(const httpd *h)
     for (const httpd_req *r = h ? h->reqs : NULL; r; r = r->next)
         n++;
     return n;
+}
+
+size_t httpd_connections(const httpd *h)
+{
+    return h ? httpd_conns_open(h->conns) : 0;
 }
 
 int httpd_port(const httpd *h)
@@ -1093,6 +1111,7 @@ void httpd_stop(httpd *h)
         }
     if (h->d)
         MHD_stop_daemon(h->d);
+    httpd_conns_free(h->conns);
     /* Requests MHD dropped without telling (suspended ones, at shutdown), cancelled above. */
     while (h->reqs)
         httpd_req_free(h->reqs);

@@ -1,0 +1,187 @@
+/* httpd_conns: eviction of the connection waiting longest at the limit, the head timeout, and the
+ * count of open connections, for one httpd server. Waiting connections sit in a list ordered by
+ * the time they began to wait (oldest first), so both the one to evict and the next head deadline
+ * are its first element; one ev timer serves the deadlines. */
+#include "conns.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+
+typedef struct httpd_conn httpd_conn;
+
+/* A list of connections, oldest first. */
+typedef struct httpd_conn_list {
+    httpd_conn *first, *last;
+} httpd_conn_list;
+
+struct httpd_conn {
+    httpd_conns *cs;
+    int fd;
+    bool busy;    /* inside a request */
+    bool closing; /* shut down here; MHD has yet to close it */
+    uint64_t since_ms;
+    httpd_conn_list *in;
+    httpd_conn *prev, *next;
+};
+
+struct httpd_conns {
+    ev_loop *loop;
+    unsigned limit, head_ms;
+    size_t open;             /* accepted, not yet closed by MHD */
+    size_t kept;             /* open and not closing */
+    httpd_conn_list waiting; /* for a request head */
+    httpd_conn_list other;   /* busy or closing */
+    uint64_t timer;
+};
+
+static void httpd_conns_on_timer(ev_loop *loop, void *ud);
+
+static void httpd_conn_unlink(httpd_conn *c)
+{
+    httpd_conn_list *l = c->in;
+    if (!l)
+        return;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        l->first = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        l->last = c->prev;
+    c->prev = c->next = NULL;
+    c->in = NULL;
+}
+
+static void httpd_conn_append(httpd_conn *c, httpd_conn_list *l)
+{
+    httpd_conn_unlink(c);
+    c->prev = l->last;
+    if (l->last)
+        l->last->next = c;
+    else
+        l->first = c;
+    l->last = c;
+    c->in = l;
+}
+
+/* A timer is pending whenever a head deadline is. */
+static void httpd_conns_arm(httpd_conns *cs)
+{
+    if (cs->timer || !cs->head_ms || !cs->waiting.first)
+        return;
+    uint64_t now = ev_now_ms(), due = cs->waiting.first->since_ms + cs->head_ms;
+    cs->timer = ev_timer_add(cs->loop, due > now ? due - now : 0, httpd_conns_on_timer, cs);
+}
+
+/* MHD owns the socket and closes it: a shutdown makes it readable (end of stream), MHD reads
+ * that on its next run and finishes the connection. The client sees the close at once. */
+static void httpd_conn_close(httpd_conn *c)
+{
+    httpd_conns *cs = c->cs;
+    shutdown(c->fd, SHUT_RDWR);
+    c->closing = true;
+    cs->kept--;
+    httpd_conn_append(c, &cs->other);
+}
+
+static void httpd_conns_on_timer(ev_loop *loop, void *ud)
+{
+    (void)loop;
+    httpd_conns *cs = ud;
+    cs->timer = 0;
+    uint64_t now = ev_now_ms();
+    while (cs->waiting.first && cs->waiting.first->since_ms + cs->head_ms <= now)
+        httpd_conn_close(cs->waiting.first);
+    httpd_conns_arm(cs);
+}
+
+static httpd_conn *httpd_conn_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+httpd_conns *httpd_conns_new(ev_loop *loop, unsigned limit, unsigned head_timeout_ms)
+{
+    httpd_conns *cs = calloc(1, sizeof(*cs));
+    if (cs)
+        *cs = (httpd_conns){.loop = loop, .limit = limit, .head_ms = head_timeout_ms};
+    return cs;
+}
+
+void httpd_conns_free(httpd_conns *cs)
+{
+    if (!cs)
+        return;
+    ev_timer_cancel(cs->loop, cs->timer);
+    httpd_conn_list *lists[] = {&cs->waiting, &cs->other};
+    for (size_t i = 0; i < 2; i++)
+        while (lists[i]->first) {
+            httpd_conn *c = lists[i]->first;
+            httpd_conn_unlink(c);
+            free(c);
+        }
+    free(cs);
+}
+
+void httpd_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                        enum MHD_ConnectionNotificationCode code)
+{
+    httpd_conns *cs = cls;
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        httpd_conn *c = *socket_context;
+        *socket_context = NULL;
+        if (!c)
+            return;
+        cs->open--;
+        if (!c->closing)
+            cs->kept--;
+        httpd_conn_unlink(c);
+        free(c);
+        return;
+    }
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    httpd_conn *c = ci ? calloc(1, sizeof(*c)) : NULL;
+    if (!c) /* not tracked: MHD's own limit and idle timeout still hold it */
+        return;
+    *c = (httpd_conn){.cs = cs, .fd = ci->connect_fd, .since_ms = ev_now_ms()};
+    *socket_context = c;
+    cs->open++;
+    cs->kept++;
+    httpd_conn_append(c, &cs->waiting);
+    /* Over the limit: the oldest waiting one makes room (never the newcomer itself, and never a
+     * connection inside a request; with every other one busy, MHD's own limit decides). */
+    while (cs->limit && cs->kept > cs->limit && cs->waiting.first != c)
+        httpd_conn_close(cs->waiting.first);
+    httpd_conns_arm(cs);
+}
+
+void httpd_conns_busy(struct MHD_Connection *conn)
+{
+    httpd_conn *c = httpd_conn_of(conn);
+    if (!c || c->busy || c->closing)
+        return;
+    c->busy = true;
+    httpd_conn_append(c, &c->cs->other);
+}
+
+void httpd_conns_waiting(struct MHD_Connection *conn)
+{
+    httpd_conn *c = httpd_conn_of(conn);
+    if (!c || !c->busy || c->closing)
+        return;
+    c->busy = false;
+    c->since_ms = ev_now_ms();
+    httpd_conn_append(c, &c->cs->waiting);
+    httpd_conns_arm(c->cs);
+}
+
+size_t httpd_conns_open(const httpd_conns *cs)
+{
+    return cs ? cs->open : 0;
+}
