@@ -82,6 +82,12 @@ int main(int argc, char **argv)
         kube_config_clear(&cfg);
         return 2;
     }
+    unsigned max_conn;
+    if (app_router_connections(&opts, app_fd_limit(), &max_conn, msg, sizeof(msg)) < 0) {
+        fprintf(stderr, "modelpool-router: %s\n", msg);
+        kube_config_clear(&cfg);
+        return 2;
+    }
     int rc = 1;
     router_main m = {0};
     if (app_runtime_start(&m.run, "modelpool-router", &cfg, router_shutdown, &m) < 0)
@@ -96,24 +102,29 @@ int main(int argc, char **argv)
                          .resident_grace_ms = opts.resident_grace_ms,
                          .upstream_timeout_ms = opts.upstream_timeout_ms,
                          .drain_fence_ms = opts.drain_fence_ms,
+                         .max_connections = max_conn,
+                         .max_per_client = opts.max_per_client,
+                         .header_timeout_ms = opts.header_timeout_ms,
                          .metrics = telemetry_registry(m.run.tm)};
     if (!(m.rt = rt_router_new(m.run.loop, m.run.client, &ro, msg, sizeof(msg))) ||
         rt_router_start(m.rt, msg, sizeof(msg)) < 0) {
         fprintf(stderr, "modelpool-router: %s\n", msg);
         goto out;
     }
+    telemetry_count_connections(m.run.tm, "api", rt_router_front(m.rt));
     int served = app_runtime_serve(&m.run, "modelpool-router", &opts, router_unready, &m);
     if (served) {
         rc = served;
         goto out;
     }
-    char port[8], mport[8], hport[8];
+    char port[8], mport[8], hport[8], maxc[16];
+    snprintf(maxc, sizeof(maxc), "%u", max_conn);
     snprintf(port, sizeof(port), "%d", rt_router_port(m.rt));
     snprintf(mport, sizeof(mport), "%d", telemetry_metrics_port(m.run.tm));
     snprintf(hport, sizeof(hport), "%d", telemetry_health_port(m.run.tm));
     log_kv(LOG_INFO, "started", "version", MP_VERSION, "server", cfg.server, "config", cfg.origin,
            "namespace", opts.namespace_ ? opts.namespace_ : "(all)", "home_namespace", home, "port",
-           port, "metrics_port", mport, "health_port", hport, NULL);
+           port, "metrics_port", mport, "health_port", hport, "max_connections", maxc, NULL);
     rc = ev_run(m.run.loop) < 0 ? 1 : 0;
     log_kv(LOG_INFO, "stopped", NULL);
 out:

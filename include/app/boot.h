@@ -14,11 +14,15 @@
 #include "loop/ev.h"
 
 /* Parses the flags of program (named name in messages), prints --help or --version, sets up the
- * log and resolves the API configuration into *cfg (User-Agent name/<version>). Returns -1 when
- * the program should go on (cfg then needs kube_config_clear), else the exit status: 0 after
+ * log, raises the soft open-files limit to the hard one, and resolves the API configuration into
+ * *cfg (User-Agent name/<version>). Returns -1 when the program should go on (cfg then needs
+ * kube_config_clear), else the exit status: 0 after
  * --help or --version, 2 for a bad flag or kubeconfig (said on stderr), 1 out of memory. */
 int app_boot(app_program program, const char *name, int argc, char **argv, app_options *o,
              kube_config *cfg);
+
+/* The soft open-files limit, which app_boot raised to the hard one (and logged at info). */
+unsigned long long app_fd_limit(void);
 
 /* SIGTERM and SIGINT as the programs take them: the first calls shutdown(ud) (the program drains
  * and stops its loop when done), a second stops the loop at once. SIGPIPE is ignored: a closed

@@ -46,6 +46,11 @@ typedef struct app_options {
     /* --home-namespace: unqualified model names resolve there; else --namespace, else
      * $POD_NAMESPACE; NULL: none of them (main falls back to the service account's namespace) */
     const char *home_namespace;
+    unsigned max_connections; /* --max-connections N: inbound at once; 0 (default): from the
+                                 open-files limit (app_router_connections) */
+    unsigned max_per_client;  /* --max-connections-per-client N: from one IP; 0 no cap; 256 */
+    long header_timeout_ms;   /* --header-timeout DURATION: a whole request head within this of
+                                 the accept or of the previous answer; 10s */
     bool help, version;
 } app_options;
 
@@ -57,6 +62,17 @@ int app_options_parse(app_options *o, int argc, char **argv, const char *(*geten
 /* The same for either program: a flag of the other program is an unknown flag. */
 int app_options_parse_for(app_program program, app_options *o, int argc, char **argv,
                           const char *(*getenv_fn)(const char *), char *err, size_t errlen);
+
+/* The most connections a flag may ask for (MHD counts them in an unsigned int; this is far above
+ * any open-files limit a Pod gets). */
+#define APP_CONNECTIONS_MAX 1000000u
+
+/* The router's inbound connection cap for the open-files limit fd_limit: --max-connections, or
+ * by default (fd_limit - reserve) / 2 up to 65536, where the reserve is 256 open files (half of
+ * fd_limit when that is less) for everything but inbound connections and the outbound one each may
+ * need. 0, or -1 with err set: --max-connections is more than the limit allows. */
+int app_router_connections(const app_options *o, unsigned long long fd_limit, unsigned *out,
+                           char *err, size_t errlen);
 
 /* The --help text of the operator, and of either program. */
 const char *app_options_usage(void);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "httpd/httpd.h"
 #include "kube/client.h"
 #include "loop/ev.h"
 #include "metrics/metrics.h"
@@ -42,6 +43,9 @@ int telemetry_secure(telemetry *t, const telemetry_secure_opts *o, char *err, si
  * (why the process is not ready). 0, or -1 with err set. */
 int telemetry_serve(telemetry *t, ev_loop *loop, const char *metrics_addr, const char *health_addr,
                     const char *(*unready)(void *ud), void *ready_ud, char *err, size_t errlen);
+/* Counts h's open connections in modelpool_http_connections{port} (telemetry's own servers are
+ * "metrics" and "health"); h is borrowed and must outlive t's last render. A few at most. */
+void telemetry_count_connections(telemetry *t, const char *port, const httpd *h);
 /* The ports listened on (0 when not serving): for logs and tests that bind port 0. */
 int telemetry_metrics_port(const telemetry *t);
 int telemetry_health_port(const telemetry *t);

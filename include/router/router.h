@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "httpd/httpd.h"
 #include "kube/client.h"
 #include "loop/ev.h"
 #include "metrics/metrics.h"
@@ -34,6 +35,10 @@ typedef struct rt_router_opts {
     /* The drain fence (the operator's --drain-fence): a request goes to the resident only within
      * half of this after a read of the pool from the API server showed it resident; 0: 2000. */
     long drain_fence_ms;
+    /* The endpoint's connection limits (httpd_config's): open at once, from one client IP (0 no
+     * cap), and the time for a whole request head (ms). */
+    unsigned max_connections, max_per_client;
+    long header_timeout_ms;
     metrics *metrics; /* where the router's series go; borrowed */
 } rt_router_opts;
 
@@ -44,6 +49,8 @@ rt_router *rt_router_new(ev_loop *loop, kube_client *client, const rt_router_opt
 int rt_router_start(rt_router *r, char *err, size_t errlen);
 /* The port the endpoint listens on. */
 int rt_router_port(const rt_router *r);
+/* The endpoint's server (for its count of connections); NULL before rt_router_start. */
+const httpd *rt_router_front(const rt_router *r);
 /* True once the three caches hold their first list (requests before that wait for it). */
 bool rt_router_synced(const rt_router *r);
 /* True when the API server refuses a drain-fence read of some pool (the router lacks a right),

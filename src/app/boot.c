@@ -6,11 +6,39 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "app/log.h"
 #include "kube/error.h"
+
+/* The soft open-files limit is often 1024 while the hard one is far higher: a server with a few
+ * thousand clients would run out of fds, for its own outbound sockets too. */
+static void boot_raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return;
+    rlim_t was = rl.rlim_cur;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0) /* an infinite hard limit is above fs.nr_open */
+            rl.rlim_cur = was;
+    }
+    char soft[24], hard[24];
+    snprintf(soft, sizeof(soft), "%llu", (unsigned long long)rl.rlim_cur);
+    snprintf(hard, sizeof(hard), "%llu", (unsigned long long)rl.rlim_max);
+    log_kv(LOG_INFO, "open files limit", "soft", soft, "hard", hard, NULL);
+}
+
+unsigned long long app_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return 1024;
+    return rl.rlim_cur == RLIM_INFINITY ? 1ULL << 20 : (unsigned long long)rl.rlim_cur;
+}
 
 static const char *boot_getenv(const char *name)
 {
@@ -38,6 +66,7 @@ int app_boot(app_program program, const char *name, int argc, char **argv, app_o
               : o->log_level == 1 ? LOG_DEBUG
                                   : LOG_TRACE,
               o->log_json ? LOG_JSON : LOG_TEXT);
+    boot_raise_fd_limit();
     kube_error err = {0};
     kube_config_opts copts = {.kubeconfig = o->kubeconfig, .context = o->context};
     *cfg = (kube_config){0};

@@ -19,6 +19,12 @@
 #define APP_MAX_CONCURRENT 1000
 /* The smallest --drain-fence: the router's half of it must outlast a read of the pool. */
 #define APP_MIN_DRAIN_FENCE_MS 100
+/* The router's inbound connections: open files kept for everything else (the probe and metrics
+ * servers' connections, the API server's, listeners, the loop), and the most it takes by default.
+ * Each inbound connection may need one outbound to a member, so inbound gets at most half the
+ * rest: the router's own sockets can never be starved by its clients. */
+#define APP_FD_RESERVE 256ULL
+#define APP_MAX_CONNECTIONS_DEFAULT 65536ULL
 
 const char *app_options_usage(void)
 {
@@ -113,6 +119,17 @@ const char *app_options_usage_for(app_program program)
            "  --upstream-timeout DURATION\n"
            "                      how long a member may take to start its answer once the\n"
            "                      request is sent, else 502; default 10m\n"
+           "  --max-connections N inbound connections open at once; past them the one\n"
+           "                      waiting longest for a request is closed for a new one;\n"
+           "                      at most (open-files limit - 256) / 2; default: that,\n"
+           "                      up to 65536\n"
+           "  --max-connections-per-client N\n"
+           "                      connections open at once from one client IP address;\n"
+           "                      0: no cap; default 256\n"
+           "  --header-timeout DURATION\n"
+           "                      a connection's request head must arrive whole within\n"
+           "                      this of its accept or of its previous answer, else it\n"
+           "                      is closed (idle keep-alive too); default 10s\n"
            "  --drain-fence DURATION\n"
            "                      forward to a resident only on a read of its pool from\n"
            "                      the API server (not the cache) younger than half of\n"
@@ -195,6 +212,18 @@ static int app_parse_timeout(const char *s, long *out)
     return 0;
 }
 
+/* A count of connections from min to APP_CONNECTIONS_MAX. */
+static int app_parse_connections(const char *s, unsigned min, unsigned *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < (long)min || v > (long)APP_CONNECTIONS_MAX)
+        return -1;
+    *out = (unsigned)v;
+    return 0;
+}
+
 static int app_parse_level(const char *s, int *out)
 {
     char *end;
@@ -248,6 +277,9 @@ enum {
     OPT_UPSTREAM_TIMEOUT,
     OPT_BODY_BUDGET,
     OPT_BODY_IDLE,
+    OPT_MAX_CONNECTIONS,
+    OPT_MAX_PER_CLIENT,
+    OPT_HEADER_TIMEOUT,
 };
 
 /* Whether flag c is one of program's. */
@@ -310,6 +342,9 @@ int app_options_parse_for(app_program program, app_options *o, int argc, char **
         {"upstream-timeout", required_argument, NULL, OPT_UPSTREAM_TIMEOUT},
         {"body-buffer-budget", required_argument, NULL, OPT_BODY_BUDGET},
         {"body-idle-timeout", required_argument, NULL, OPT_BODY_IDLE},
+        {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+        {"max-connections-per-client", required_argument, NULL, OPT_MAX_PER_CLIENT},
+        {"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -322,6 +357,8 @@ int app_options_parse_for(app_program program, app_options *o, int argc, char **
     o->upstream_timeout_ms = 600000;
     o->body_budget_bytes = 128LL << 20;
     o->body_idle_ms = 30000;
+    o->max_per_client = 256;
+    o->header_timeout_ms = 10000;
     o->kubeconfig = getenv_fn("KUBECONFIG");
     o->namespace_ = getenv_fn("WATCH_NAMESPACE");
     o->leader_election_id = "modelpool-operator";
@@ -486,6 +523,28 @@ int app_options_parse_for(app_program program, app_options *o, int argc, char **
                 return -1;
             }
             break;
+        case OPT_MAX_CONNECTIONS:
+            if (app_parse_connections(optarg, 1, &o->max_connections) < 0) {
+                snprintf(err, errlen, "--max-connections %s: want a number from 1 to %u", optarg,
+                         APP_CONNECTIONS_MAX);
+                return -1;
+            }
+            break;
+        case OPT_MAX_PER_CLIENT:
+            if (app_parse_connections(optarg, 0, &o->max_per_client) < 0) {
+                snprintf(err, errlen,
+                         "--max-connections-per-client %s: want a number from 0 (no cap) to %u",
+                         optarg, APP_CONNECTIONS_MAX);
+                return -1;
+            }
+            break;
+        case OPT_HEADER_TIMEOUT:
+            if (app_parse_timeout(optarg, &o->header_timeout_ms) < 0) {
+                snprintf(err, errlen,
+                         "--header-timeout %s: want a duration from 1ms to 24h, like 10s", optarg);
+                return -1;
+            }
+            break;
         case 'h':
             o->help = true;
             break;
@@ -550,6 +609,9 @@ static bool app_flag_of(app_program program, int c)
     case OPT_UPSTREAM_TIMEOUT:
     case OPT_BODY_BUDGET:
     case OPT_BODY_IDLE:
+    case OPT_MAX_CONNECTIONS:
+    case OPT_MAX_PER_CLIENT:
+    case OPT_HEADER_TIMEOUT:
         return program == APP_ROUTER;
     default:
         return true;
@@ -584,5 +646,31 @@ static int app_check_binds(const app_options *o, char *err, size_t errlen)
                          b[j].flag, b[i].addr);
                 return -1;
             }
+    return 0;
+}
+
+int app_router_connections(const app_options *o, unsigned long long fd_limit, unsigned *out,
+                           char *err, size_t errlen)
+{
+    unsigned long long reserve = APP_FD_RESERVE < fd_limit / 2 ? APP_FD_RESERVE : fd_limit / 2;
+    unsigned long long most = (fd_limit - reserve) / 2;
+    if (!o->max_connections) {
+        most = most < APP_MAX_CONNECTIONS_DEFAULT ? most : APP_MAX_CONNECTIONS_DEFAULT;
+        if (!most) {
+            snprintf(err, errlen, "the open-files limit %llu leaves no room for connections",
+                     fd_limit);
+            return -1;
+        }
+        *out = (unsigned)most;
+        return 0;
+    }
+    if (o->max_connections > most) {
+        snprintf(err, errlen,
+                 "--max-connections %u: the open-files limit %llu allows at most %llu (each may "
+                 "need one more to a member, and %llu are kept for the rest)",
+                 o->max_connections, fd_limit, most, reserve);
+        return -1;
+    }
+    *out = o->max_connections;
     return 0;
 }

@@ -11,14 +11,30 @@
 #include <unistd.h>
 
 #include "app/log.h"
-#include "httpd/httpd.h"
 #include "httpd/tls.h"
 #include "kube/access.h"
 
+/* The probe server's limits: kubelet opens a fresh connection for each probe and sends at once, so
+ * a connection still without a whole request after a couple of seconds is not a probe. At the
+ * limit the connection waiting longest is closed for a new one, so idle connections, however many,
+ * cannot keep a probe out (httpd_config). */
+#define TELEMETRY_HEALTH_CONNECTIONS 32u
+#define TELEMETRY_HEALTH_TIMEOUT_S 2u
+/* Scrapers keep their connection between scrapes (every 15-60 s). */
+#define TELEMETRY_METRICS_CONNECTIONS 64u
+#define TELEMETRY_METRICS_IDLE_S 30u
+#define TELEMETRY_METRICS_HEAD_MS 10000u
+#define TELEMETRY_SERVERS 4
+
 struct telemetry {
     metrics *reg;
-    metrics_family *api, *cpu, *rss, *rss_peak, *fds, *start;
+    metrics_family *api, *cpu, *rss, *rss_peak, *fds, *start, *conns;
     httpd *metrics_srv, *health_srv;
+    struct {
+        const char *port;
+        const httpd *h;
+    } counted[TELEMETRY_SERVERS]; /* modelpool_http_connections' series */
+    size_t ncounted;
     httpd_tls tls;       /* set by telemetry_secure */
     kube_access *access; /* idem: who may scrape */
     const char *(*unready)(void *ud);
@@ -86,6 +102,22 @@ static void telemetry_collect(void *ud)
     metrics_set(t->fds, NULL, (double)(n ? n - 1 : 0)); /* not the one reading the directory */
 }
 
+static void telemetry_list_connections(void *ud, metrics_emitter *out)
+{
+    telemetry *t = ud;
+    for (size_t i = 0; i < t->ncounted; i++)
+        metrics_emit(out, (const char *[]){t->counted[i].port},
+                     (double)httpd_connections(t->counted[i].h));
+}
+
+void telemetry_count_connections(telemetry *t, const char *port, const httpd *h)
+{
+    if (!h || t->ncounted == TELEMETRY_SERVERS)
+        return;
+    t->counted[t->ncounted].port = port;
+    t->counted[t->ncounted++].h = h;
+}
+
 telemetry *telemetry_new(void)
 {
     telemetry *t = calloc(1, sizeof(*t));
@@ -109,7 +141,12 @@ telemetry *telemetry_new(void)
     t->start = metrics_family_new(t->reg, METRICS_GAUGE, "process_start_time_seconds",
                                   "Start time of the process since the Unix epoch in seconds.",
                                   NULL, NULL, 0);
-    if (!t->api || !t->cpu || !t->rss || !t->rss_peak || !t->fds || !t->start ||
+    static const char *const port[] = {"port", NULL};
+    t->conns = metrics_family_listed(t->reg, METRICS_GAUGE, "modelpool_http_connections",
+                                     "Connections open to each HTTP server (api: the router's "
+                                     "endpoint; metrics; health: the probes').",
+                                     port, telemetry_list_connections, t);
+    if (!t->api || !t->cpu || !t->rss || !t->rss_peak || !t->fds || !t->start || !t->conns ||
         metrics_on_collect(t->reg, telemetry_collect, t) < 0) {
         telemetry_free(t);
         return NULL;
@@ -328,17 +365,27 @@ int telemetry_serve(telemetry *t, ev_loop *loop, const char *metrics_addr, const
         mc.tls_cert_pem = t->tls.cert_pem;
         mc.tls_key_pem = t->tls.key_pem;
     }
+    mc.max_connections = TELEMETRY_METRICS_CONNECTIONS;
+    mc.idle_timeout_s = TELEMETRY_METRICS_IDLE_S;
+    mc.head_timeout_ms = TELEMETRY_METRICS_HEAD_MS;
     if (strcmp(metrics_addr, "0") != 0 &&
         !(t->metrics_srv = httpd_start_config(loop, &mc, why, sizeof(why)))) {
         snprintf(err, errlen, "metrics server: %s", why);
         return -1;
     }
+    httpd_config hc = {.bind = health_addr,
+                       .answer = telemetry_on_health,
+                       .ud = t,
+                       .max_connections = TELEMETRY_HEALTH_CONNECTIONS,
+                       .idle_timeout_s = TELEMETRY_HEALTH_TIMEOUT_S,
+                       .head_timeout_ms = TELEMETRY_HEALTH_TIMEOUT_S * 1000};
     if (strcmp(health_addr, "0") != 0 &&
-        !(t->health_srv =
-              httpd_start(loop, health_addr, telemetry_on_health, t, why, sizeof(why)))) {
+        !(t->health_srv = httpd_start_config(loop, &hc, why, sizeof(why)))) {
         snprintf(err, errlen, "health probe server: %s", why);
         return -1;
     }
+    telemetry_count_connections(t, "metrics", t->metrics_srv);
+    telemetry_count_connections(t, "health", t->health_srv);
     return 0;
 }
 

@@ -1699,7 +1699,9 @@ int rt_router_start(rt_router *rt, char *err, size_t errlen)
     httpd_config hc = {.bind = rt->o.bind,
                        .request = rt_request,
                        .ud = rt,
-                       .max_connections = 65536,
+                       .max_connections = rt->o.max_connections,
+                       .max_per_client = rt->o.max_per_client,
+                       .head_timeout_ms = (unsigned)rt->o.header_timeout_ms,
                        .idle_timeout_s = 300};
     if (!(rt->front = httpd_start_config(rt->loop, &hc, err, errlen)))
         return -1;
@@ -1714,6 +1716,11 @@ int rt_router_start(rt_router *rt, char *err, size_t errlen)
 int rt_router_port(const rt_router *rt)
 {
     return rt->front ? httpd_port(rt->front) : 0;
+}
+
+const httpd *rt_router_front(const rt_router *rt)
+{
+    return rt->front;
 }
 
 bool rt_router_synced(const rt_router *rt)

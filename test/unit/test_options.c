@@ -302,6 +302,39 @@ static void test_router_flags(void **state)
     assert_int_equal(o.upstream_timeout_ms, 90000);
     assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--upstream-timeout=0s"), -1);
     assert_non_null(strstr(err, "--upstream-timeout 0s"));
+    /* Connection limits: defaults, values, bad values, and the operator refuses them. */
+    assert_int_equal(o.max_connections, 0); /* derived from the open-files limit */
+    assert_int_equal(o.max_per_client, 256);
+    assert_int_equal(o.header_timeout_ms, 10000);
+    assert_int_equal(parse_router(&o, err, sizeof(err), 4, "--max-connections=500",
+                                  "--max-connections-per-client=0", "--header-timeout=3s"),
+                     0);
+    assert_int_equal(o.max_connections, 500);
+    assert_int_equal(o.max_per_client, 0);
+    assert_int_equal(o.header_timeout_ms, 3000);
+    const char *bad_conn[] = {"--max-connections=0",       "--max-connections=x",
+                              "--max-connections=1000001", "--max-connections-per-client=-1",
+                              "--header-timeout=0s",       "--header-timeout=10"};
+    for (size_t i = 0; i < sizeof(bad_conn) / sizeof(*bad_conn); i++) {
+        assert_int_equal(parse_router(&o, err, sizeof(err), 2, bad_conn[i]), -1);
+        assert_non_null(strstr(err, "--"));
+    }
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "--max-connections=5"), -1);
+    assert_non_null(strstr(err, "unknown flag"));
+    /* The cap for an open-files limit: half of what is left after the reserve, up to 65536. */
+    unsigned cap = 0;
+    assert_int_equal(parse_router(&o, err, sizeof(err), 1), 0);
+    assert_int_equal(app_router_connections(&o, 1024, &cap, err, sizeof(err)), 0);
+    assert_int_equal(cap, (1024 - 256) / 2);
+    assert_int_equal(app_router_connections(&o, 1048576, &cap, err, sizeof(err)), 0);
+    assert_int_equal(cap, 65536);
+    assert_int_equal(app_router_connections(&o, 100, &cap, err, sizeof(err)), 0);
+    assert_int_equal(cap, 25);
+    assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--max-connections=400"), 0);
+    assert_int_equal(app_router_connections(&o, 1024, &cap, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "at most 384"));
+    assert_int_equal(app_router_connections(&o, 1048576, &cap, err, sizeof(err)), 0);
+    assert_int_equal(cap, 400);
     assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--metrics-secure=false"), 0);
     assert_string_equal(o.metrics_addr, ":9090");
     assert_int_equal(parse_router(&o, err, sizeof(err), 7, "--bind-address=127.0.0.1:0",
