@@ -338,12 +338,46 @@ static void test_secure_scraper_gone(void **state)
     fclose(logf);
 }
 
+/* The finding: 64 idle connections to the probe port kept /healthz out. Now 200 idle ones (and
+ * 200 on /metrics' port) do not: each new connection closes the one waiting longest. The gauge
+ * counts each server's connections. */
+static void test_idle_flood(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    telemetry *t = telemetry_new();
+    assert_non_null(t);
+    char err[200];
+    assert_int_equal(
+        telemetry_serve(t, loop, "127.0.0.1:0", "127.0.0.1:0", ready_fn, NULL, err, sizeof(err)),
+        0);
+    int mp = telemetry_metrics_port(t), hp = telemetry_health_port(t);
+    enum { FLOOD = 200 };
+    static int idle[2 * FLOOD];
+    for (int i = 0; i < FLOOD; i++) {
+        idle[i] = test_connect_loopback(hp);
+        idle[FLOOD + i] = test_connect_loopback(mp);
+    }
+    client c;
+    const char *r = request(loop, &c, hp, "GET", "/healthz");
+    assert_non_null(strstr(r, " 200 "));
+    r = request(loop, &c, mp, "GET", "/metrics");
+    assert_non_null(strstr(r, " 200 "));
+    assert_non_null(strstr(r, "\nmodelpool_http_connections{port=\"health\"} "));
+    assert_non_null(strstr(r, "\nmodelpool_http_connections{port=\"metrics\"} "));
+    for (int i = 0; i < 2 * FLOOD; i++)
+        close(idle[i]);
+    telemetry_free(t);
+    ev_free(loop);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_bind),
         cmocka_unit_test(test_endpoints),
         cmocka_unit_test(test_secure_scraper_gone),
+        cmocka_unit_test(test_idle_flood),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
