@@ -121,7 +121,7 @@ const char *app_options_usage_for(app_program program)
            "                      request is sent, else 502; default 10m\n"
            "  --max-connections N inbound connections open at once; past them the one\n"
            "                      waiting longest for a request is closed for a new one;\n"
-           "                      at most (open-files limit - 256) / 2; default: that,\n"
+           "                      at most (open-files limit - 256) / 2; default 0: that,\n"
            "                      up to 65536\n"
            "  --max-connections-per-client N\n"
            "                      connections open at once from one client IP address;\n"
@@ -524,9 +524,11 @@ int app_options_parse_for(app_program program, app_options *o, int argc, char **
             }
             break;
         case OPT_MAX_CONNECTIONS:
-            if (app_parse_connections(optarg, 1, &o->max_connections) < 0) {
-                snprintf(err, errlen, "--max-connections %s: want a number from 1 to %u", optarg,
-                         APP_CONNECTIONS_MAX);
+            if (app_parse_connections(optarg, 0, &o->max_connections) < 0) {
+                snprintf(err, errlen,
+                         "--max-connections %s: want a number from 0 (from the open-files limit) "
+                         "to %u",
+                         optarg, APP_CONNECTIONS_MAX);
                 return -1;
             }
             break;

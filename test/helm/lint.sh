@@ -158,7 +158,7 @@ done
 rd=Deployment/modelpool-router
 expect_eq "router image = the operator's" "$(check get "$s/default.yaml" $d $c.image)" "$(check get "$f" $rd $c.image)"
 expect_eq "router command" '["/usr/local/bin/modelpool-router"]' "$(check get "$f" $rd $c.command)"
-expect_eq "router args" '["--bind-address=:8080", "--metrics-bind-address=:8443", "--metrics-secure=true", "--health-probe-bind-address=:8081"]' \
+expect_eq "router args" '["--bind-address=:8080", "--metrics-bind-address=:8443", "--metrics-secure=true", "--health-probe-bind-address=:8081", "--max-connections-per-client=256", "--header-timeout=10s"]' \
 	"$(check get "$f" $rd $c.args)"
 expect_eq "router ServiceAccount" modelpool-router "$(check get "$f" $rd spec.template.spec.serviceAccountName)"
 expect_eq "router binding subject" '[{"kind": "ServiceAccount", "name": "modelpool-router", "namespace": "modelpool-system"}]' \
@@ -178,6 +178,8 @@ expect_eq "router.extraArgs come last" '"--resident-grace=30s"' \
 	"$(check get "$(example router.extraArgs)" $rd $c.args | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)[-1]))')"
 grep -q -- '"--home-namespace=team-a"' <<<"$(check get "$(example router.homeNamespace)" $rd $c.args)" ||
 	fail "no --home-namespace=team-a for the router"
+expect_eq "router connection limits" "--max-connections=2000 --max-connections-per-client=0 --header-timeout=30s" \
+	"$(check get "$(example router.maxConnections)" $rd $c.args | grep -o -- '--max-connections=[0-9]*') $(check get "$(example router.maxConnectionsPerClient)" $rd $c.args | grep -o -- '--max-connections-per-client=[0-9]*') $(check get "$(example router.headerTimeout)" $rd $c.args | grep -o -- '--header-timeout=[0-9a-z]*')"
 f=$(example drainFence)
 expect_eq "drainFence: the operator's and the router's, the same" "--drain-fence=5s --drain-fence=5s" \
 	"$(args_of "$f" | grep -o -- '--drain-fence=[0-9a-z]*') $(check get "$f" $rd $c.args | grep -o -- '--drain-fence=[0-9a-z]*')"
@@ -215,6 +217,8 @@ bad "metrics.port and health.port must differ" --set metrics.port=8081
 bad "/metrics/certSecret" --set metrics.certSecret=Not_A_Name
 bad "serviceAccount.name is required" --set serviceAccount.create=false
 bad "/router/replicas" --set router.enabled=true --set router.replicas=-1
+bad "/router/maxConnections" --set router.enabled=true --set router.maxConnections=-1
+bad "/router/headerTimeout" --set router.enabled=true --set router.headerTimeout=10
 bad "/router/service/port" --set router.service.port=0
 bad "additional properties 'port' not allowed" --set router.port=9080
 bad "must not be 8080, the router's API port" --set router.enabled=true --set metrics.port=8080

@@ -312,7 +312,7 @@ static void test_router_flags(void **state)
     assert_int_equal(o.max_connections, 500);
     assert_int_equal(o.max_per_client, 0);
     assert_int_equal(o.header_timeout_ms, 3000);
-    const char *bad_conn[] = {"--max-connections=0",       "--max-connections=x",
+    const char *bad_conn[] = {"--max-connections=-1",      "--max-connections=x",
                               "--max-connections=1000001", "--max-connections-per-client=-1",
                               "--header-timeout=0s",       "--header-timeout=10"};
     for (size_t i = 0; i < sizeof(bad_conn) / sizeof(*bad_conn); i++) {
