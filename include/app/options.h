@@ -68,7 +68,7 @@ int app_options_parse_for(app_program program, app_options *o, int argc, char **
 #define APP_CONNECTIONS_MAX 1000000u
 
 /* The router's inbound connection cap for the open-files limit fd_limit: --max-connections, or
- * by default (fd_limit - reserve) / 2 up to 65536, where the reserve is 256 open files (half of
+ * by default (fd_limit - reserve) / 2 up to 16384, where the reserve is 256 open files (half of
  * fd_limit when that is less) for everything but inbound connections and the outbound one each may
  * need. 0, or -1 with err set: --max-connections is more than the limit allows. */
 int app_router_connections(const app_options *o, unsigned long long fd_limit, unsigned *out,

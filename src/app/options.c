@@ -22,9 +22,11 @@
 /* The router's inbound connections: open files kept for everything else (the probe and metrics
  * servers' connections, the API server's, listeners, the loop), and the most it takes by default.
  * Each inbound connection may need one outbound to a member, so inbound gets at most half the
- * rest: the router's own sockets can never be starved by its clients. */
+ * rest: the router's own sockets can never be starved by its clients. An idle connection costs
+ * about 6 KiB (bench/limits-results.md), so the default's ceiling, ~100 MiB, fits the chart's
+ * memory limit with room for request bodies. */
 #define APP_FD_RESERVE 256ULL
-#define APP_MAX_CONNECTIONS_DEFAULT 65536ULL
+#define APP_MAX_CONNECTIONS_DEFAULT 16384ULL
 
 const char *app_options_usage(void)
 {
@@ -122,7 +124,7 @@ const char *app_options_usage_for(app_program program)
            "  --max-connections N inbound connections open at once; past them the one\n"
            "                      waiting longest for a request is closed for a new one;\n"
            "                      at most (open-files limit - 256) / 2; default 0: that,\n"
-           "                      up to 65536\n"
+           "                      up to 16384\n"
            "  --max-connections-per-client N\n"
            "                      connections open at once from one client IP address;\n"
            "                      0: no cap; default 256\n"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """conn_flood: opens COUNT TCP connections to HOST:PORT and holds them (idle, or after a partial
-request head) until SIGTERM; with --reopen, each one the server closes is opened again at once.
+request head) until SIGTERM, from one source address or several; with --reopen, each one the server closes is opened again at once.
 Prints "open N" once the connects are done, and on SIGTERM the number the server closed. Used by
 e2e/limits.test.sh and bench/conn-flood.sh."""
 import argparse
@@ -21,6 +21,9 @@ def main():
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--partial", action="store_true", help="send a partial request head")
     ap.add_argument("--reopen", action="store_true", help="reopen each closed connection")
+    ap.add_argument("--sources", type=int, default=1,
+                    help="spread the connections over this many loopback source addresses, "
+                    "127.3.0.1 and up (a server's per-client cap counts each)")
     a = ap.parse_args()
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -30,8 +33,14 @@ def main():
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
 
+    opened = [0]
+
     def open_one():
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if a.sources > 1:
+            i = opened[0] % a.sources
+            s.bind((f"127.3.{i // 250}.{i % 250 + 1}", 0))
+        opened[0] += 1
         s.setblocking(False)
         rc = s.connect_ex((a.host, a.port))
         if rc not in (0, errno.EINPROGRESS):

@@ -321,13 +321,13 @@ static void test_router_flags(void **state)
     }
     assert_int_equal(parse(&o, err, sizeof(err), 2, "--max-connections=5"), -1);
     assert_non_null(strstr(err, "unknown flag"));
-    /* The cap for an open-files limit: half of what is left after the reserve, up to 65536. */
+    /* The cap for an open-files limit: half of what is left after the reserve, up to 16384. */
     unsigned cap = 0;
     assert_int_equal(parse_router(&o, err, sizeof(err), 1), 0);
     assert_int_equal(app_router_connections(&o, 1024, &cap, err, sizeof(err)), 0);
     assert_int_equal(cap, (1024 - 256) / 2);
     assert_int_equal(app_router_connections(&o, 1048576, &cap, err, sizeof(err)), 0);
-    assert_int_equal(cap, 65536);
+    assert_int_equal(cap, 16384);
     assert_int_equal(app_router_connections(&o, 100, &cap, err, sizeof(err)), 0);
     assert_int_equal(cap, 25);
     assert_int_equal(parse_router(&o, err, sizeof(err), 2, "--max-connections=400"), 0);
