@@ -1,13 +1,17 @@
 /* httpd_conns: eviction of the connection waiting longest at the limit, the head timeout, and the
  * count of open connections, for one httpd server. Waiting connections sit in a list ordered by
- * the time they began to wait (oldest first), so both the one to evict and the next head deadline
- * are its first element; one ev timer serves the deadlines. */
+ * the time they began to wait (oldest first), so the next head deadline is its first element and
+ * the one to evict is found among its first few; one ev timer serves the deadlines. */
 #include "conns.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+
+/* Waiting connections looked at, oldest first, for one to evict. */
+#define HTTPD_EVICT_SCAN 16
 
 typedef struct httpd_conn httpd_conn;
 
@@ -87,6 +91,25 @@ static void httpd_conn_close(httpd_conn *c)
     httpd_conn_append(c, &cs->other);
 }
 
+/* Bytes the kernel holds for c that MHD has not read yet: a request on its way in (a fresh probe,
+ * accepted in the same run as a burst of newer connections), which is not the one to evict. */
+static bool httpd_conn_has_input(const httpd_conn *c)
+{
+    int n = 0;
+    return ioctl(c->fd, FIONREAD, &n) == 0 && n > 0;
+}
+
+/* The oldest waiting connection without input (among the first few), else the oldest; never the
+ * newcomer. NULL when none. */
+static httpd_conn *httpd_conns_victim(httpd_conns *cs, const httpd_conn *newcomer)
+{
+    int scanned = 0;
+    for (httpd_conn *c = cs->waiting.first; c && scanned < HTTPD_EVICT_SCAN; c = c->next)
+        if (c != newcomer && (scanned++, !httpd_conn_has_input(c)))
+            return c;
+    return cs->waiting.first != newcomer ? cs->waiting.first : NULL;
+}
+
 static void httpd_conns_on_timer(ev_loop *loop, void *ud)
 {
     (void)loop;
@@ -156,8 +179,9 @@ void httpd_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_co
     httpd_conn_append(c, &cs->waiting);
     /* Over the limit: the oldest waiting one makes room (never the newcomer itself, and never a
      * connection inside a request; with every other one busy, MHD's own limit decides). */
-    while (cs->limit && cs->kept > cs->limit && cs->waiting.first != c)
-        httpd_conn_close(cs->waiting.first);
+    httpd_conn *victim;
+    while (cs->limit && cs->kept > cs->limit && (victim = httpd_conns_victim(cs, c)))
+        httpd_conn_close(victim);
     httpd_conns_arm(cs);
 }
 

@@ -198,6 +198,36 @@ static void test_idle_flood(void **state)
     ev_free(loop);
 }
 
+/* A request that arrived in a burst of newer connections is not the one evicted: a limit of 2, and
+ * in the listen backlog before the server runs: an idle connection, a request, three idle ones.
+ * Accepted in one run, each newcomer evicts the oldest waiting connection with nothing to read. */
+static void test_burst_keeps_request(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    assert_non_null(loop);
+    server s = {0};
+    char err[200];
+    httpd_config cfg = {
+        .bind = "127.0.0.1:0", .request = on_request, .ud = &s, .max_connections = 2};
+    httpd *h = httpd_start_config(loop, &cfg, err, sizeof(err));
+    assert_non_null(h);
+    int port = httpd_port(h);
+    peer idle[4], req;
+    peer_open(loop, &idle[0], port, NULL);
+    peer_open(loop, &req, port, GET("/healthz"));
+    for (int i = 1; i < 4; i++)
+        peer_open(loop, &idle[i], port, NULL);
+    run_until(loop, peer_answered, &req);
+    assert_non_null(strstr(req.buf, "HTTP/1.1 200"));
+    run_until(loop, peer_done, &idle[0]);
+    peer_close(loop, &req);
+    for (int i = 0; i < 4; i++)
+        peer_close(loop, &idle[i]);
+    httpd_stop(h);
+    ev_free(loop);
+}
+
 /* A cap of 3 per client: the fourth connection from 127.0.0.1 is closed, unanswered; the first
  * three still work. */
 static void test_per_client_cap(void **state)
@@ -276,6 +306,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_idle_flood),
+        cmocka_unit_test(test_burst_keeps_request),
         cmocka_unit_test(test_per_client_cap),
         cmocka_unit_test(test_head_timeout),
     };
