@@ -4,7 +4,7 @@
 # Each probe is a fresh connection with a 1 s timeout, as kubelet's (bench/healthz_probe.py); the floods are
 # test/e2e/conn_flood.py: 1,000 idle connections on a probe port, held, then reopened as fast as the server
 # closes them; 10,000 half-sent request heads on the router's API port from 50 loopback addresses (200 each,
-# under the per-client cap), held, then reopened; and 10,000 from one address (the per-client cap holds 256). Per scenario:
+# under the per-client cap), held, then reopened; and 10,000 from one address (the per-client cap keeps 256; the probe comes from another). Per scenario:
 # p50, p99 and max latency, probes failed, the router's connection gauge and RSS. The raw lines go to
 # $BENCH_OUT/raw/limits-<UTC time>.jsonl and a table to $BENCH_OUT/limits-results.md.
 #
@@ -134,9 +134,9 @@ flood "$(router_port api)" 10000 --partial --reopen --sources 50
 probe "router /healthz, 10,000 half-sent heads on the API port (50 addresses), reopened as closed" "$rt_health"
 probe "router GET /v1/models, 10,000 half-sent heads on the API port (50 addresses), reopened as closed" "$rt_models"
 unflood
-flood "$(router_port api)" 10000 --partial
-probe "router /healthz, 10,000 half-sent heads on the API port from one address" "$rt_health"
-probe "router GET /v1/models, 10,000 half-sent heads on the API port from one address" "$rt_models"
+flood "$(router_port api)" 10000 --partial --sources 1
+probe "router /healthz, 10,000 half-sent heads on the API port from one other address" "$rt_health"
+probe "router GET /v1/models, 10,000 half-sent heads on the API port from one other address" "$rt_models"
 unflood
 
 python3 - "$raw" "$out/limits-results.md" "$commit" "$probes" "$max_conn" "$(ulimit -n)" <<'PY'

@@ -21,9 +21,9 @@ def main():
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--partial", action="store_true", help="send a partial request head")
     ap.add_argument("--reopen", action="store_true", help="reopen each closed connection")
-    ap.add_argument("--sources", type=int, default=1,
+    ap.add_argument("--sources", type=int, default=0,
                     help="spread the connections over this many loopback source addresses, "
-                    "127.3.0.1 and up (a server's per-client cap counts each)")
+                    "127.3.0.1 and up (a server's per-client cap counts each); 0: the default")
     a = ap.parse_args()
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -37,7 +37,7 @@ def main():
 
     def open_one():
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        if a.sources > 1:
+        if a.sources:
             i = opened[0] % a.sources
             s.bind((f"127.3.{i // 250}.{i % 250 + 1}", 0))
         opened[0] += 1
