@@ -161,5 +161,12 @@ with open(md, "w") as o:
         p = r["probe"]
         o.write(f"| {r['name']} | {f(p['p50_ms'])} | {f(p['p99_ms'])} | {f(p['max_ms'])} | {p['failed']}/{p['n']} "
                 f"| {r['api_conns']} / {r['health_conns']} | {r['router_rss_kib'] / 1024:.1f} |\n")
+    o.write("\nThe connection columns are the router's gauges (`modelpool_http_connections`); the operator's rows "
+            "flood the operator's probe port, which keeps at most 32 (48 while evicted ones close). Before "
+            "issue 25 (commit 9db458a) 64 idle connections on a probe port kept every probe out until their 30 s "
+            "idle timeout (e2e limits.test.sh run against that build: the router's /healthz timed out), and "
+            "the router's soft open-files limit (1024 in the e2e) stopped its accepts near 1,000 connections. "
+            "RSS: about 4.7 KiB per held half-sent connection (58 MiB at 9,872 against 12.3 idle); with the "
+            "flood reopening, glibc's heap does not shrink back (91-96 MiB).\n")
 print(open(md).read())
 PY
