@@ -9,7 +9,7 @@ router_setup --terminate-ms 200 --load-ms 200
 create_members "$ns" l-a l-b
 create_pool "$ns" pool l-a l-a l-b
 wait_for 60 pool_is pool Ready l-a "$ns"
-start_router --header-timeout=10s
+start_router --home-namespace "$ns" --header-timeout=10s
 wait_for 30 router_ready
 wait_for 30 operator_port health
 url="http://127.0.0.1:$(router_port api)"
