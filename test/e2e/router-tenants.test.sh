@@ -9,7 +9,9 @@ router_setup --terminate-ms 200 --load-ms 200
 create_members "$ns" m-a
 create_members evil e-a
 # The home member's server answers only to home-llama (the simulator's annotation), so an answer names who
-# served it: home-llama from m-a; e-a answers to whatever it is sent.
+# served it: home-llama from m-a; e-a, a vLLM member with no served name in the simulator, answers to
+# whatever it is sent (a llama.cpp member would answer with its own name).
+kubectl_admin -n evil patch inferenceservice e-a --type=merge -p '{"spec":{"runtime":"vllm"}}' >/dev/null
 kubectl_admin -n "$ns" annotate inferenceservice m-a sim.modelpool.test/served-model=home-llama \
 	modelpool-operator.dev/served-model=home-llama modelpool-operator.dev/model-aliases=llama >/dev/null
 kubectl_admin -n evil annotate inferenceservice e-a modelpool-operator.dev/model-aliases='llama, secret' >/dev/null
