@@ -974,7 +974,10 @@ static void hold_back(plan_ctx *c, const plan_member *target, const char *res, p
 {
     if (!is_up(target) || (others_clear(c->s, target->name) && !has_terminating_pod(target)))
         return;
-    if (!is_serving(target))
+    /* The resident, until its swap reached Loading, may hold requests (a swap back to it, its
+     * readiness flapping under load): only its idle probe lets it go. */
+    bool resident = str_eq(target->name, c->s->status.resident_member) && !was_loading(c);
+    if (!is_serving(target) && !resident)
         push_scale(c, target->name, 0, "HeldBack");
     else if (res != NULL)
         drain(c, target, 0, c->s->drain_after_ms, d);

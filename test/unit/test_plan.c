@@ -333,6 +333,16 @@ static bool fenced(const plan_snapshot *s, const char *member, int32_t to)
            (to == 0 && strcmp(nz(s->status.resident_member), member) == 0);
 }
 
+/* The swap's target was started (the status says Swapping=True/Loading): the resident is gone. */
+static bool loading_stage(const plan_snapshot *s)
+{
+    for (size_t i = 0; i < s->status.n_conditions; i++)
+        if (strcmp(nz(s->status.conditions[i].type), "Swapping") == 0)
+            return strcmp(nz(s->status.conditions[i].status), "True") == 0 &&
+                   strcmp(nz(s->status.conditions[i].reason), "Loading") == 0;
+    return false;
+}
+
 static void check_safety(const plan_snapshot *s, const plan_result *p)
 {
     const plan_status *st = &p->status;
@@ -388,6 +398,9 @@ static void check_safety(const plan_snapshot *s, const plan_result *p)
              * slot: held back at once, after the pendingMember write */
             assert_string_equal(a->member, nz(st->pending_member));
             assert_string_not_equal(nz(m->phase), "Ready");
+            /* ...and is not the resident, which may hold requests until its drain is probed */
+            assert_false(strcmp(a->member, nz(s->status.resident_member)) == 0 &&
+                         !loading_stage(s));
             assert_int_equal(a->replicas, 0);
             continue;
         }
@@ -1692,6 +1705,17 @@ static void test_supersede(void **state)
          .conds = "Swapping=True/Draining",
          .msg_has = "swapping from b to a",
          .actions = "status event:N:SwapStarted scale:a=0"},
+        {.title = "#26: draining, a request back to the resident while its readiness flaps: it "
+                  "may still serve, so it is drained (probed), never held back unprobed",
+         .m = {{"a", 1, "Progressing", "Rb"}, {"b", 1, "Progressing", "R"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .requested = "a",
+         .phase = "Swapping",
+         .want_resident = "a",
+         .want_pending = "a",
+         .actions = "status event:N:SwapStarted clear:a"},
         {.title = "loading, failed target, resident raised again: escapes the failure",
          .releasing = "",
          .m = {{"a", 1, "Stopped", "P"}, {"b", 1, "Failed", "F"}},
