@@ -108,10 +108,13 @@ struct rt_pool {
     bool awaiting;
     char *request_rv, *request_old_rv;
     /* The member this router's last request asked for, while the pool shows that request or its
-     * swap (NULL otherwise); whether a client waiting for it left; the withdrawal in flight. */
+     * swap (NULL otherwise); whether a client waiting for it left; the withdrawal in flight,
+     * and the pool's version it was sent at (kept after a 409: no withdrawal goes out again at
+     * that version, so a lagging cache costs one write, not one per round trip). */
     char *asked;
     bool asked_left;
     kube_call *withdraw;
+    char *withdraw_rv;
     uint64_t wake_timer;
     uint64_t wake_at;
     /* Swap timing from the status as this router saw it change (monotonic ms). */
@@ -418,6 +421,7 @@ static void rt_pool_free(rt_pool *p)
     if (p->withdraw)
         kube_call_cancel(p->withdraw);
     free(p->asked);
+    free(p->withdraw_rv);
     if (p->verify)
         kube_call_cancel(p->verify);
     free(p->verified_member);
@@ -830,6 +834,8 @@ static void rt_withdraw_done(void *ud, const kube_error *err, long code, const c
                "pool", p->key, "member", p->asked, "error", err->message ? err->message : "", NULL);
         free(p->asked);
         p->asked = NULL;
+        free(p->withdraw_rv);
+        p->withdraw_rv = NULL;
     } else
         log_kv(LOG_DEBUG, "withdrawal lost a race; waiting for the cache", "pool", p->key, NULL);
     /* 409: the pool moved since this cache saw it; decided again from the cache's next view. */
@@ -852,7 +858,7 @@ static void rt_withdraw_check(rt_pool *p, const pool_obj *o, const rt_mq *mq)
         return;
     }
     if (!p->asked_left || (mq && (mq->waiting || mq->in_flight)) ||
-        rt_str_eq(o->withdrawn, p->asked))
+        rt_str_eq(o->withdrawn, p->asked) || rt_str_eq(p->withdraw_rv, o->rv))
         return;
     char *path = kube_path(POOL_GROUP, POOL_VERSION, p->ns, "modelpools", p->name, NULL);
     char *body = pool_withdraw_patch(p->asked, untaken, o->rv);
@@ -862,7 +868,9 @@ static void rt_withdraw_check(rt_pool *p, const pool_obj *o, const rt_mq *mq)
                         .timeout_ms = RT_PATCH_TIMEOUT_MS,
                         .max_retries = 0};
     kube_error err = {0};
-    if (path && body)
+    free(p->withdraw_rv);
+    p->withdraw_rv = o->rv ? strdup(o->rv) : NULL;
+    if (path && body && p->withdraw_rv)
         p->withdraw = kube_call_start(p->rt->client, &req, rt_withdraw_done, p, &err);
     kube_error_clear(&err);
     free(path);
