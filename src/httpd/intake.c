@@ -6,16 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-static int httpd_intake_hex(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
+#include "util/hex.h"
 
 void httpd_framing_add(httpd_framing *f, const char *name, const char *value)
 {
@@ -54,7 +45,7 @@ const char *httpd_intake_raw_path(const char *target)
             return "a backslash in the path";
         if (*p != '%')
             continue;
-        int hi = httpd_intake_hex(p[1]), lo = hi < 0 ? -1 : httpd_intake_hex(p[2]);
+        int hi = util_hex_digit(p[1]), lo = hi < 0 ? -1 : util_hex_digit(p[2]);
         if (lo < 0)
             return "a '%' in the path not followed by two hex digits";
         unsigned char c = (unsigned char)(hi << 4 | lo);

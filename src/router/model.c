@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/hex.h"
+
 enum {
     ST_START,        /* before the top-level value */
     ST_KEY_OR_END,   /* after '{' */
@@ -53,17 +55,6 @@ static rt_model_status rt_model_fail(rt_model_scan *s, rt_model_status st, const
 static int rt_model_ws(unsigned char c)
 {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-static int rt_model_hex(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 int rt_model_utf8_valid(const char *str, size_t len)
@@ -294,7 +285,7 @@ static int rt_model_step(rt_model_scan *s, unsigned char c)
         return 1;
     }
     case ST_HEX: {
-        int h = rt_model_hex(c);
+        int h = util_hex_digit(c);
         if (h < 0) {
             rt_model_fail(s, RT_MODEL_BAD, "invalid JSON: invalid \\u escape");
             return 1;
