@@ -29,30 +29,9 @@ cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DMP_TESTS=ON >/dev/null
 cmake --build "$build" -j2 --target modelpool-operator modelpool-router member-sim >/dev/null
 ulimit -n "$(ulimit -Hn)"
 
-# shellcheck source=../test/controlplane/start.sh
-source "$src/test/controlplane/start.sh"
-# shellcheck source=../test/e2e/lib.sh
-source "$src/test/e2e/lib.sh"
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/mp-bench-limits.XXXXXX")
-state=$dir/cp pids=() flooder=""
-cleanup() {
-	local p
-	[ -z "$flooder" ] || kill -TERM "$flooder" 2>/dev/null || true
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	[ ! -f "$state/env" ] || bash "$src/test/controlplane/stop.sh" "$state" || true
-	[ -n "${BENCH_KEEP:-}" ] || rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-mkdir -p "$dir/bin"
-kubectl_bin=$(ls -1 "$(readlink -f "$(command -v kubectl)")".1.* 2>/dev/null | sort -V | tail -n 1 || true)
-if [ -n "$kubectl_bin" ]; then
-	ln -s "$kubectl_bin" "$dir/bin/kubectl"
-	export PATH=$dir/bin:$PATH
-fi
+bench_name=limits
+# shellcheck source=lib.sh
+source "$src/bench/lib.sh"
 
 say "control plane in $state"
 cp_start "$state"
@@ -92,18 +71,18 @@ mkdir -p "$out/raw"
 gauge() { router_metric "modelpool_http_connections{port=\"$1\"}" || echo null; }
 kib() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
 
-# flood PORT COUNT [ARGS]: conn_flood.py in the background (pid in $flooder), once its connects are done.
+# flood PORT COUNT [ARGS]: conn_flood.py in the background (pid in $bench_child), once its connects are done.
 flood() {
 	local log=$dir/flood.log
 	: >"$log"
 	python3 "$src/test/e2e/conn_flood.py" "$@" >"$log" 2>&1 &
-	flooder=$!
+	bench_child=$!
 	wait_for 120 grep_all '^open ' "$log"
 }
 unflood() {
-	kill -TERM "$flooder"
-	wait "$flooder" || true
-	flooder=""
+	kill -TERM "$bench_child"
+	wait "$bench_child" || true
+	bench_child=""
 	sleep 3 # the servers' timeouts close what is left
 }
 # probe NAME URL: one scenario's line.

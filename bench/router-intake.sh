@@ -31,30 +31,9 @@ cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DMP_TESTS=ON >/dev/null
 cmake --build "$build" -j2 --target modelpool-operator modelpool-router member-sim >/dev/null
 router_bin=${BENCH_ROUTER:-$build/modelpool-router}
 
-# shellcheck source=../test/controlplane/start.sh
-source "$src/test/controlplane/start.sh"
-# shellcheck source=../test/e2e/lib.sh
-source "$src/test/e2e/lib.sh"
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/mp-bench-intake.XXXXXX")
-state=$dir/cp pids=() clients=""
-cleanup() {
-	local p
-	[ -z "$clients" ] || kill -TERM "$clients" 2>/dev/null || true
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	[ ! -f "$state/env" ] || bash "$src/test/controlplane/stop.sh" "$state" || true
-	[ -n "${BENCH_KEEP:-}" ] || rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-mkdir -p "$dir/bin"
-kubectl_bin=$(ls -1 "$(readlink -f "$(command -v kubectl)")".1.* 2>/dev/null | sort -V | tail -n 1 || true)
-if [ -n "$kubectl_bin" ]; then
-	ln -s "$kubectl_bin" "$dir/bin/kubectl"
-	export PATH=$dir/bin:$PATH
-fi
+bench_name=intake
+# shellcheck source=lib.sh
+source "$src/bench/lib.sh"
 mib() { awk -v f="$2:" '$1 == f { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 
 say "control plane in $state"
@@ -134,7 +113,7 @@ rows=""
 for n in $stalls; do
 	say "$n stalled uploads of 31 MiB"
 	python3 "$dir/stall.py" "$port" "$n" $((31 * 1024 * 1024)) >"$dir/stall-$n.out" 2>&1 &
-	clients=$!
+	bench_child=$!
 	wait_for 300 grep -qx done "$dir/stall-$n.out"
 	rss=$(mib "$router" VmRSS) buffered=$(gauge)
 	codes="" times=""
@@ -148,9 +127,9 @@ for n in $stalls; do
 	ok=$(tr ' ' '\n' <<<"$codes" | grep -c '^200$' || true)
 	p50=$(tr ' ' '\n' <<<"$times" | grep . | sort -n | awk '{ a[NR] = $1 } END { printf "%.1f", a[int((NR + 1) / 2)] * 1000 }')
 	max=$(tr ' ' '\n' <<<"$times" | grep . | sort -n | tail -n 1 | awk '{ printf "%.1f", $1 * 1000 }')
-	kill -TERM "$clients" 2>/dev/null || true
-	wait "$clients" 2>/dev/null || true
-	clients=""
+	kill -TERM "$bench_child" 2>/dev/null || true
+	wait "$bench_child" 2>/dev/null || true
+	bench_child=""
 	[ "$buffered" = n/a ] || wait_eq 60 0.0 gauge # an older router has no gauge
 	sleep 2
 	after=$(mib "$router" VmRSS)

@@ -41,31 +41,9 @@ cmake --build "$build" -j2 --target modelpool-operator modelpool-router member-s
 ulimit -n "$(ulimit -Hn)"
 [ "$(ulimit -n)" -gt $((hold + 100)) ] || { say "ulimit -n $(ulimit -n) is too low for $hold held clients"; exit 1; }
 
-# shellcheck source=../test/controlplane/start.sh
-source "$src/test/controlplane/start.sh"
-# shellcheck source=../test/e2e/lib.sh
-source "$src/test/e2e/lib.sh"
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/mp-bench-router.XXXXXX")
-state=$dir/cp pids=() loader=""
-cleanup() {
-	local p
-	[ -z "$loader" ] || kill -TERM "$loader" 2>/dev/null || true
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	[ ! -f "$state/env" ] || bash "$src/test/controlplane/stop.sh" "$state" || true
-	[ -n "${BENCH_KEEP:-}" ] || rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# As run-one.sh: the machine's kubectl can be a dispatcher that runs an old bundled client; use the newest.
-mkdir -p "$dir/bin"
-kubectl_bin=$(ls -1 "$(readlink -f "$(command -v kubectl)")".1.* 2>/dev/null | sort -V | tail -n 1 || true)
-if [ -n "$kubectl_bin" ]; then
-	ln -s "$kubectl_bin" "$dir/bin/kubectl"
-	export PATH=$dir/bin:$PATH
-fi
+bench_name=router
+# shellcheck source=lib.sh
+source "$src/bench/lib.sh"
 
 ticks=$(getconf CLK_TCK)
 # cpu_ticks PID: utime+stime in clock ticks; cpu_ns PID: time on CPU in ns (schedstat, finer).
@@ -194,7 +172,7 @@ if [ "$hold" -gt 0 ]; then
 	t0=$(now_ns)
 	"$build/oai-load" --url "$router_url" --model m-b --concurrency "$hold" --requests "$hold" --timeout 900 \
 		--out "$dir/hold.jsonl" >"$dir/hold.summary" 2>"$dir/hold.err" &
-	loader=$!
+	bench_child=$!
 	peak=0 t_all=0 deadline=$((SECONDS + 300))
 	while [ "$SECONDS" -lt "$deadline" ]; do
 		n=$(held || echo 0)
@@ -203,16 +181,16 @@ if [ "$hold" -gt 0 ]; then
 			t_all=$(now_ns)
 			break
 		fi
-		kill -0 "$loader" 2>/dev/null || break
+		kill -0 "$bench_child" 2>/dev/null || break
 		sleep 1
 	done
 	sleep 2 # settled: nothing more arrives
 	n=$(held || echo 0)
 	mem_held=$(mem "$router")
 	phase=$(pool_get pool '{.status.phase}/{.status.residentMember}/{.status.pendingMember}' "$ns")
-	kill -TERM "$loader" 2>/dev/null || true
-	wait "$loader" 2>/dev/null || true
-	loader=""
+	kill -TERM "$bench_child" 2>/dev/null || true
+	wait "$bench_child" 2>/dev/null || true
+	bench_child=""
 	# A held (suspended) connection is not polled by libmicrohttpd, so a client that left is only noticed
 	# when its request is answered: what the router still holds 10 s after every client closed.
 	sleep 10
