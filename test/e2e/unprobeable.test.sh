@@ -13,7 +13,7 @@ router_setup --terminate-ms 200 --load-ms 200
 create_members "$ns" m-a m-b
 MP_POOL_BUDGET=5s create_pool "$ns" pool m-a m-a m-b
 wait_for 60 pool_is pool Ready m-a "$ns"
-start_router
+start_router --home-namespace "$ns"
 wait_for 30 router_ready
 url="http://127.0.0.1:$(router_port api)"
 # post MODEL [OUT]: a chat completion through the router; prints the status code, the body in OUT.
