@@ -28,6 +28,8 @@ static const char sim_usage[] =
     "  --terminate-ms N      Pod terminating to gone, with --finalizer (default 0)\n"
     "  --ip-first N          first Pod address index: 127.<N>>16>.<N>>8&255>.<N&255> (default 2)\n"
     "  --ip-count N          how many addresses from there (default 253: 127.0.0.2-254)\n"
+    "  --ip-round-robin      a new Pod takes the next free address after the last one given\n"
+    "                        (host-local IPAM); default: the lowest free one, reused at once\n"
     "  --llama-server PATH   llamacpp members' Pods are real llama-server processes (this binary)\n"
     "  --llama-model PATH    the GGUF model they load (required with --llama-server)\n"
     "  --llama-log-dir DIR   each server's output to DIR/<pod>.log (default: discarded)\n"
@@ -69,6 +71,7 @@ static int sim_parse_flags(sim_flags *f, int argc, char **argv)
         F_TERMINATE,
         F_IP_FIRST,
         F_IP_COUNT,
+        F_IP_ROUND_ROBIN,
         F_LLAMA_SERVER,
         F_LLAMA_MODEL,
         F_LLAMA_LOG_DIR,
@@ -83,6 +86,7 @@ static int sim_parse_flags(sim_flags *f, int argc, char **argv)
         {"terminate-ms", required_argument, NULL, F_TERMINATE},
         {"ip-first", required_argument, NULL, F_IP_FIRST},
         {"ip-count", required_argument, NULL, F_IP_COUNT},
+        {"ip-round-robin", no_argument, NULL, F_IP_ROUND_ROBIN},
         {"llama-server", required_argument, NULL, F_LLAMA_SERVER},
         {"llama-model", required_argument, NULL, F_LLAMA_MODEL},
         {"llama-log-dir", required_argument, NULL, F_LLAMA_LOG_DIR},
@@ -131,6 +135,9 @@ static int sim_parse_flags(sim_flags *f, int argc, char **argv)
             *(c == F_IP_FIRST ? &f->opt.ip_first : &f->opt.ip_count) = (int)v;
             break;
         }
+        case F_IP_ROUND_ROBIN:
+            f->opt.ip_round_robin = true;
+            break;
         case F_LLAMA_SERVER:
         case F_LLAMA_MODEL:
         case F_LLAMA_LOG_DIR: {

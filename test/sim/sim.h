@@ -102,6 +102,10 @@ typedef struct sim_options {
     uint64_t load_ms;       /* Pod created -> Running, unless annotated */
     uint64_t terminate_ms;  /* Pod terminating -> finalizer removed, unless annotated */
     int ip_first, ip_count; /* Pod addresses (see above); 0 for the defaults */
+    /* A new Pod takes the next free address after the last one given (as the reference CNI's
+     * host-local IPAM does), not the lowest free one (an address reused at once, as some CNIs do:
+     * the default, the harsher). */
+    bool ip_round_robin;
     /* Real llama.cpp servers for llamacpp members (see "With --llama-server" above); NULL: none. */
     const char *llama_server, *llama_model, *llama_log_dir;
     int llama_ctx; /* their context size */

@@ -115,6 +115,7 @@ struct sim {
     strmap members;
     bool synced;
     bool *ip_used; /* by address index - opt.ip_first */
+    int ip_next;   /* with opt.ip_round_robin: where the next search starts (an offset) */
     uint64_t rng;
     unsigned pass;
 };
@@ -813,13 +814,17 @@ static int sim_pod_place(sim_pod *p, const cJSON *isvc)
         if (sim_pod_serve(p, isvc, true, err, sizeof(err)) == 0)
             return 0;
     } else {
-        for (int n = s->opt.ip_first; n < s->opt.ip_first + s->opt.ip_count; n++) {
+        int start = s->opt.ip_round_robin ? s->ip_next : 0;
+        for (int i = 0; i < s->opt.ip_count; i++) {
+            int n = s->opt.ip_first + (start + i) % s->opt.ip_count;
             if (*sim_ip_slot(s, n))
                 continue;
             *sim_ip_slot(s, n) = true;
             p->ip = n;
-            if (sim_pod_serve(p, isvc, true, err, sizeof(err)) == 0)
+            if (sim_pod_serve(p, isvc, true, err, sizeof(err)) == 0) {
+                s->ip_next = (n - s->opt.ip_first + 1) % s->opt.ip_count;
                 return 0;
+            }
             log_kv(LOG_DEBUG, "address taken, trying the next", "pod", p->name, "error", err, NULL);
             *sim_ip_slot(s, n) = false;
             p->ip = 0;
