@@ -60,11 +60,14 @@ const char *httpd_intake_raw_path(const char *target)
 
 const char *httpd_intake_path(const char *path)
 {
-    for (const char *seg = path; seg; seg = strchr(seg, '/')) {
-        seg++; /* past the '/' (a path from MHD starts with one) */
+    /* Segment by segment; a path from MHD starts with '/', but "" and "*" (OPTIONS *) do not. */
+    for (const char *seg = path; seg;) {
+        if (*seg == '/')
+            seg++;
         size_t n = strcspn(seg, "/");
         if ((n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
             return "a \".\" or \"..\" segment in the path";
+        seg = seg[n] ? seg + n : NULL;
     }
     return NULL;
 }

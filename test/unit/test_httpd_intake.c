@@ -73,6 +73,9 @@ static void test_paths(void **state)
     assert_null(httpd_intake_path("/v1/chat/completions"));
     assert_null(httpd_intake_path("/v1/.../..a/a../.x"));
     assert_null(httpd_intake_path("/"));
+    assert_null(httpd_intake_path("")); /* read past its end before (ASan) */
+    assert_null(httpd_intake_path("*"));
+    assert_non_null(httpd_intake_path(".."));
     assert_non_null(httpd_intake_path("/v1/../x"));
     assert_non_null(httpd_intake_path("/v1/./x"));
     assert_non_null(httpd_intake_path("/v1/.."));
