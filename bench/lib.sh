@@ -28,3 +28,16 @@ if [ -n "$kubectl_bin" ]; then
 	ln -s "$kubectl_bin" "$dir/bin/kubectl"
 	export PATH=$dir/bin:$PATH
 fi
+
+# bench_control_plane: starts the control plane in $state, makes it this shell's (KUBECONFIG, HOME, the
+# kubectl cache inside it), and installs both CRDs and the operator's RBAC.
+bench_control_plane() {
+	say "control plane in $state"
+	cp_start "$state"
+	# shellcheck disable=SC1091
+	source "$state/env"
+	export MP_STATE_DIR=$state HOME=$state/home KUBECACHEDIR=$state/home/.kube/cache
+	mkdir -p "$KUBECACHEDIR"
+	install_crds
+	install_operator_rbac
+}

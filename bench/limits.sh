@@ -33,14 +33,7 @@ bench_name=limits
 # shellcheck source=lib.sh
 source "$src/bench/lib.sh"
 
-say "control plane in $state"
-cp_start "$state"
-# shellcheck disable=SC1091
-source "$state/env"
-export MP_STATE_DIR=$state HOME=$state/home KUBECACHEDIR=$state/home/.kube/cache
-mkdir -p "$KUBECACHEDIR"
-install_crds
-install_operator_rbac
+bench_control_plane
 ns=lbench
 "$build/member-sim" --kubeconfig "$KUBECONFIG" --namespace "$ns" --load-ms 200 --ip-first $((2 * 65536 + 2)) \
 	--ip-count 256 >"$dir/sim.out" 2>"$dir/sim.log" &

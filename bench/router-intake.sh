@@ -36,14 +36,7 @@ bench_name=intake
 source "$src/bench/lib.sh"
 mib() { awk -v f="$2:" '$1 == f { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 
-say "control plane in $state"
-cp_start "$state"
-# shellcheck disable=SC1091
-source "$state/env"
-export MP_STATE_DIR=$state HOME=$state/home KUBECACHEDIR=$state/home/.kube/cache
-mkdir -p "$KUBECACHEDIR"
-install_crds
-install_operator_rbac
+bench_control_plane
 ns=ibench
 "$build/member-sim" --kubeconfig "$KUBECONFIG" --namespace "$ns" --load-ms 200 --ip-first $((3 * 65536 + 2)) \
 	--ip-count 256 >"$dir/sim.out" 2>"$dir/sim.log" &

@@ -59,14 +59,7 @@ mem() {
 		"$(kib "$1" VmRSS)" "$(kib "$1" VmHWM)" "$(kib "$1" RssAnon)" "$(kib "$1" RssFile)" "$(fds "$1")"
 }
 
-say "control plane in $state"
-cp_start "$state"
-# shellcheck disable=SC1091
-source "$state/env"
-export MP_STATE_DIR=$state HOME=$state/home KUBECACHEDIR=$state/home/.kube/cache
-mkdir -p "$KUBECACHEDIR"
-install_crds
-install_operator_rbac
+bench_control_plane
 ns=rbench
 # 127.2.0.0 and up: clear of the e2e tests' 127.0.0.x and bench/run.sh's 127.1.x.x.
 "$build/member-sim" --kubeconfig "$KUBECONFIG" --namespace "$ns" --load-ms 200 --ip-first $((2 * 65536 + 2)) \
