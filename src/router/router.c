@@ -790,23 +790,32 @@ static void rt_patch_done(void *ud, const kube_error *err, long code, const cJSO
     rt_mark(p);
 }
 
-static void rt_activate(rt_pool *p, const pool_obj *o, const char *member)
+/* Starts a merge patch of p's pool with body (taken): this router's writes, the request and the
+ * withdrawal annotations. Not retried by the client: the decision retries. NULL when it cannot
+ * start (why in err, or out of memory with err empty). */
+static kube_call *rt_pool_patch(rt_pool *p, char *body, kube_done_fn done, kube_error *err)
 {
-    rt_router *rt = p->rt;
     char *path = kube_path(POOL_GROUP, POOL_VERSION, p->ns, "modelpools", p->name, NULL);
-    char *body = pool_request_set_patch(member, o->rv);
-    free(p->patch_member);
-    p->patch_member = strdup(member);
-    free(p->request_old_rv);
-    p->request_old_rv = o->rv ? strdup(o->rv) : NULL;
     kube_request req = {.method = KUBE_PATCH_MERGE,
                         .path = path,
                         .body = body,
                         .timeout_ms = RT_PATCH_TIMEOUT_MS,
                         .max_retries = 0};
+    kube_call *c = path && body ? kube_call_start(p->rt->client, &req, done, p, err) : NULL;
+    free(path);
+    free(body);
+    return c;
+}
+
+static void rt_activate(rt_pool *p, const pool_obj *o, const char *member)
+{
+    free(p->patch_member);
+    p->patch_member = strdup(member);
+    free(p->request_old_rv);
+    p->request_old_rv = o->rv ? strdup(o->rv) : NULL;
     kube_error err = {0};
-    if (path && body && p->patch_member)
-        p->patch = kube_call_start(rt->client, &req, rt_patch_done, p, &err);
+    char *body = p->patch_member ? pool_request_set_patch(member, o->rv) : NULL;
+    p->patch = rt_pool_patch(p, body, rt_patch_done, &err);
     if (!p->patch) {
         log_kv(LOG_ERROR, "cannot request member through the pool", "pool", p->key, "member",
                member, "error", err.message ? err.message : "out of memory", NULL);
@@ -814,8 +823,6 @@ static void rt_activate(rt_pool *p, const pool_obj *o, const char *member)
         rt_wake_at(p, p->patch_not_before);
     }
     kube_error_clear(&err);
-    free(path);
-    free(body);
 }
 
 /* ---- withdrawal (#26) ---- */
@@ -860,21 +867,12 @@ static void rt_withdraw_check(rt_pool *p, const pool_obj *o, const rt_mq *mq)
     if (!p->asked_left || (mq && (mq->waiting || mq->in_flight)) ||
         rt_str_eq(o->withdrawn, p->asked) || rt_str_eq(p->withdraw_rv, o->rv))
         return;
-    char *path = kube_path(POOL_GROUP, POOL_VERSION, p->ns, "modelpools", p->name, NULL);
-    char *body = pool_withdraw_patch(p->asked, untaken, o->rv);
-    kube_request req = {.method = KUBE_PATCH_MERGE,
-                        .path = path,
-                        .body = body,
-                        .timeout_ms = RT_PATCH_TIMEOUT_MS,
-                        .max_retries = 0};
-    kube_error err = {0};
     free(p->withdraw_rv);
     p->withdraw_rv = o->rv ? strdup(o->rv) : NULL;
-    if (path && body && p->withdraw_rv)
-        p->withdraw = kube_call_start(p->rt->client, &req, rt_withdraw_done, p, &err);
+    kube_error err = {0};
+    char *body = p->withdraw_rv ? pool_withdraw_patch(p->asked, untaken, o->rv) : NULL;
+    p->withdraw = rt_pool_patch(p, body, rt_withdraw_done, &err);
     kube_error_clear(&err);
-    free(path);
-    free(body);
 }
 
 /* ---- the drain fence ---- */
