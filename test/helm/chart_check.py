@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks for the Helm chart that are easier on parsed YAML than in shell (used by test/helm/*.sh):
-  docs VALUES README     README's values table and values.yaml agree both ways (names and defaults);
+  docs VALUES README     the chart README's values table and values.yaml agree both ways (names and defaults);
                          prints each row's example as its --set-json arguments, one row a line (tab-separated)
   drift KUSTOMIZE HELM   config/default's objects == the chart's default render, after the differences the
                          chart makes on purpose (HELM_LABELS, IMAGE_NAME, NOT_IN_CHART); prints a unified

@@ -1,5 +1,5 @@
 # helm.dryrun (run by test/helm/run-one.sh against a fresh control plane): the chart's objects, with the
-# defaults and with each example of README's values table, are accepted by a real API server in a server-side
+# defaults and with each example of the chart README's values table, are accepted by a real API server in a server-side
 # dry run, with no warning, in a namespace that enforces the restricted Pod Security Standard (the router's
 # objects too, with router.enabled); then helm's own `install --dry-run=server` sees the ServiceMonitor kind
 # served (test CRD) and renders one, and renders the router with its NOTES.
@@ -9,7 +9,7 @@ helm_setup
 s=$MP_STATE_DIR
 sys=modelpool-system
 
-log "the release namespace as README creates it (restricted Pod Security), team-a, and a ServiceMonitor CRD"
+log "the release namespace as the chart README creates it (restricted Pod Security), team-a, and a ServiceMonitor CRD"
 kubectl_admin create namespace "$sys" >/dev/null
 kubectl_admin label namespace "$sys" pod-security.kubernetes.io/enforce=restricted \
 	pod-security.kubernetes.io/warn=restricted >/dev/null
@@ -28,8 +28,8 @@ dry_run() {
 
 log "defaults"
 dry_run default
-log "each example of README's values table"
-check docs "$chart/values.yaml" "$MP_SOURCE_DIR/README.md" >"$s/examples.txt"
+log "each example of the chart README's values table"
+check docs "$chart/values.yaml" "$chart/README.md" >"$s/examples.txt"
 n=0
 while IFS= read -r line; do
 	mapfile -d '' args < <(set_json_args "$line")

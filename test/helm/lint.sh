@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ctest helm.lint: the chart without a cluster. helm lint clean (router off and on); the default render holds
-# exactly the expected objects; each example of README's values table renders, changes the render, and (for
+# exactly the expected objects; each example of the chart README's values table renders, changes the render, and (for
 # the values that change what the operator or the router may do or how it runs) does what the table says;
 # wrong values are refused by name; the chart's CRD and appVersion are the repository's.
 # Usage: MP_SOURCE_DIR=<repo> MP_BUILD_DIR=<build> bash test/helm/lint.sh
@@ -39,8 +39,8 @@ expect_eq "image" "modelpool-operator:$app_version" "$(check get "$s/default.yam
 expect_eq "args" '["--leader-elect", "--metrics-bind-address=:8443", "--metrics-secure=true", "--health-probe-bind-address=:8081"]' \
 	"$(check get "$s/default.yaml" $d $c.args)"
 
-log "README's values table matches values.yaml; each example renders and changes the render"
-check docs "$chart/values.yaml" "$MP_SOURCE_DIR/README.md" >"$s/examples.txt"
+log "the chart README's values table matches values.yaml; each example renders and changes the render"
+check docs "$chart/values.yaml" "$chart/README.md" >"$s/examples.txt"
 n=0
 while IFS= read -r line; do
 	mapfile -d '' args < <(set_json_args "$line")
@@ -49,10 +49,10 @@ while IFS= read -r line; do
 	cmp -s "$s/default.yaml" "$s/example-$n.yaml" && fail "example '$line' renders the same objects as the defaults"
 	echo "$line" >"$s/example-$n.txt"
 done <"$s/examples.txt"
-[ "$n" -gt 20 ] || fail "only $n examples in README's values table"
+[ "$n" -gt 20 ] || fail "only $n examples in the chart README's values table"
 echo "$n examples rendered" >&2
 
-# example KEY: the render of the README example that sets KEY first.
+# example KEY: the render of the chart README example that sets KEY first.
 example() {
 	local f
 	for f in "$s"/example-*.txt; do
@@ -61,7 +61,7 @@ example() {
 			return 0
 		fi
 	done
-	fail "no README example sets $1 first"
+	fail "no chart README example sets $1 first"
 }
 args_of() { check get "$1" $d $c.args; }
 
