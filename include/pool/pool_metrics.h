@@ -18,7 +18,7 @@ typedef struct pool_metrics pool_metrics;
 pool_metrics *pool_metrics_new(metrics *reg);
 void pool_metrics_free(pool_metrics *pm);
 
-/* Reaction paths (see README, Metrics): A, a member scaled up -> the PATCH scaling the incumbent
+/* Reaction paths (see docs/metrics.md): A, a member scaled up -> the PATCH scaling the incumbent
  * down; B, the incumbent's last Pod deleted -> the PATCH scaling the target up. */
 typedef enum { POOL_REACTION_A, POOL_REACTION_B } pool_reaction_path;
 

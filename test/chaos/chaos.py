@@ -963,7 +963,7 @@ def main():
     p.add_argument("--router-clients", type=int, default=0,
                    help="clients sending chat completions through the router at MP_CHAOS_ROUTER_URL")
     p.add_argument("--scale-share", type=float, default=0.0,
-                   help="share of activations made by kubectl scale (the racy path, README) instead of the pool request")
+                   help="share of activations made by kubectl scale (the racy path, docs/guarantees.md) instead of the pool request")
     p.add_argument("--out")
     s = sub.add_parser("schedule")
     s.add_argument("--seed", type=int, required=True)

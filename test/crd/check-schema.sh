@@ -38,7 +38,7 @@ ALLOWED_ADDITIONS = {
     ".spec.swapBudget": {"maxLength", "x-kubernetes-validations"},
 }
 # Status fields the operator writes beyond the seed (optional, so every status valid under the seed stays
-# valid): each is documented in the README. Spec gets none: users' manifests are the seed's.
+# valid): each is documented in docs/guarantees.md. Spec gets none: users' manifests are the seed's.
 ALLOWED_STATUS_PROPERTIES = {
     ".status.members[]": {"releasing": {"type": "boolean"}},
 }

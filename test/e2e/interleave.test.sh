@@ -7,7 +7,7 @@
 #     the pool has recorded it (milliseconds; no swap waits to finish). The last requested member
 #     ends resident.
 #  2. A burst of `kubectl scale` with no wait at all: of requests the operator sees together one
-#     wins and the others are released (README: which request wins), a newer one supersedes, so which one ends
+#     wins and the others are released (docs/guarantees.md: which request wins), a newer one supersedes, so which one ends
 #     resident is not asserted, only that exactly one does, and the pool is Ready. One more paced
 #     request then ends resident.
 #  3. Paced again while the resident is busy: it is never unloaded, every request is held at 0
@@ -16,7 +16,7 @@ ns=interleave
 install_crds
 install_operator_rbac
 start_slot_check
-# load-ms leaves the operator ample time to hold back a member its user just scaled up (README:
+# load-ms leaves the operator ample time to hold back a member its user just scaled up (docs/guarantees.md:
 # between a request and the hold its own controller may start a Pod, at once, as a ReplicaSet does).
 start_sim --finalizer --terminate-ms 1500 --load-ms 1000
 start_operator
@@ -28,7 +28,7 @@ expect_sole_resident pool m-a "$ns"
 
 # requestable X: scaling X to 1 is a request now, or X already is the target or the settled
 # resident. A member at 1 is not requested again by scaling it to 1; a member at 0 always can be:
-# the pool releases members only while they are up (README: which request wins).
+# the pool releases members only while they are up (docs/guarantees.md: which request wins).
 requestable() {
 	local got res pend reps
 	got=$(pool_get pool '{.status.residentMember}/{.status.pendingMember}' "$ns")

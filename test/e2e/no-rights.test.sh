@@ -2,7 +2,7 @@
 # credential the API server does not accept (401 Unauthorized) it keeps running and keeps trying with
 # a growing backoff, each failed list an error line with the reason and the wait before the next try;
 # /healthz stays 200 and /readyz answers 503 naming the list it waits for, in the API server's words.
-# Granted its rights, it syncs and warms the pool without a restart. (README "When the API server
+# Granted its rights, it syncs and warms the pool without a restart. (docs/operations.md "When the API server
 # refuses the operator".)
 install_crds_and_samples
 start_sim

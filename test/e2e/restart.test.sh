@@ -71,7 +71,7 @@ expect_sole_resident shared-gpu llama-8b
 
 log "(3) killed right after the request was recorded, three times"
 # The target loads slowly until the restarted operator has started it, so a Pod the member
-# started on its own before the dead operator could hold it back (see README: between a request
+# started on its own before the dead operator could hold it back (see docs/guarantees.md: between a request
 # and the hold) never reaches Running beside the incumbent.
 from=llama-8b
 for to in qwen-7b llama-8b qwen-7b; do
