@@ -1,17 +1,20 @@
 /* loopback: the unit tests' sockets on 127.0.0.1, for the small HTTP responders and clients they
- * run on the event loop (test_evcurl, test_kube_client, test_leader, test_httpd, test_telemetry).
- * Header-only: each test is one translation unit. Failures fail the test (cmocka asserts). */
-#ifndef MP_TEST_LOOPBACK_H
-#define MP_TEST_LOOPBACK_H
+ * run on the event loop. Failures fail the test (cmocka asserts). */
+#include "loopback.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cmocka.h>
+
 /* A non-blocking listener on a port the kernel picks; *port is set to it. */
-static inline int test_listen_loopback(int backlog, int *port)
+int test_listen_loopback(int backlog, int *port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     assert_true(fd >= 0);
@@ -25,7 +28,7 @@ static inline int test_listen_loopback(int backlog, int *port)
 }
 
 /* A blocking client connected to 127.0.0.1:port. */
-static inline int test_connect_loopback(int port)
+int test_connect_loopback(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     assert_true(fd >= 0);
@@ -34,5 +37,3 @@ static inline int test_connect_loopback(int port)
     assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
     return fd;
 }
-
-#endif

@@ -1,65 +1,23 @@
-/* scripted_http: a tiny HTTP/1.1 responder on loopback for the unit tests of the kube client, the
- * informer and the controller, for what a real API server cannot be made to do on demand (503 with
- * Retry-After, 429, a reset connection, a chunked watch cut at odd points, a Pod its watch has not
- * delivered). Each reply is picked by a substring of the request line and written in pieces;
- * header-only (each test is one translation unit), included after cmocka.h, whose asserts it uses.
- */
-#ifndef MP_TEST_SCRIPTED_HTTP_H
-#define MP_TEST_SCRIPTED_HTTP_H
+/* scripted_http: the scripted HTTP/1.1 responder of scripted_http.h: accepts, reads whole requests,
+ * picks each one's reply by a substring of its request line and writes it piece by piece. */
+#include "scripted_http.h"
 
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <stdbool.h>
+#include <setjmp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "loop/ev.h"
+#include <cmocka.h>
+
 #include "loopback.h"
 
-#define SRV_GAP_MS 30 /* between pieces, so each reaches the client on its own */
-#define SRV_MAX 48
-
-typedef enum { SRV_KEEP, SRV_CLOSE, SRV_RESET } srv_then;
-
-typedef struct {
-    const char *match;      /* substring of the request line that picks this reply */
-    const char *pieces[12]; /* raw bytes written in turn; NULL ends */
-    srv_then then;          /* after the last piece */
-    int delay_ms;           /* before the first piece */
-    bool stop;              /* the loop stops when a request picks this reply */
-    bool used;
-} srv_reply;
-
-typedef struct srv srv;
-
-typedef struct {
-    srv *s;
-    int fd;
-    char *in;
-    size_t inlen;
-    srv_reply *reply; /* being written */
-    int piece;
-    uint64_t timer;
-} srv_conn;
-
-struct srv {
-    ev_loop *loop;
-    int lfd, port;
-    srv_reply *replies;
-    size_t nreplies;
-    char *requests[SRV_MAX];
-    int nrequests, naccepts;
-    int stop_at; /* when set, the loop stops once this many requests came in */
-    srv_conn conns[SRV_MAX];
-    char *owned[SRV_MAX]; /* strings built for replies */
-    int nowned;
-};
-
-static inline void srv_close(srv_conn *k, bool reset)
+static void srv_close(srv_conn *k, bool reset)
 {
     if (k->fd < 0)
         return;
@@ -74,9 +32,9 @@ static inline void srv_close(srv_conn *k, bool reset)
     *k = (srv_conn){.s = k->s, .fd = -1};
 }
 
-static inline void srv_try_request(srv_conn *k);
+static void srv_try_request(srv_conn *k);
 
-static inline void srv_write_next(ev_loop *loop, void *ud)
+static void srv_write_next(ev_loop *loop, void *ud)
 {
     srv_conn *k = ud;
     k->timer = 0;
@@ -99,7 +57,7 @@ static inline void srv_write_next(ev_loop *loop, void *ud)
 }
 
 /* Answers the next complete request in the connection's buffer, if any. */
-static inline void srv_try_request(srv_conn *k)
+static void srv_try_request(srv_conn *k)
 {
     srv *s = k->s;
     if (!k->in)
@@ -137,7 +95,7 @@ static inline void srv_try_request(srv_conn *k)
     k->timer = ev_timer_add(s->loop, (uint64_t)k->reply->delay_ms, srv_write_next, k);
 }
 
-static inline void srv_on_read(ev_loop *loop, int fd, int events, void *ud)
+static void srv_on_read(ev_loop *loop, int fd, int events, void *ud)
 {
     (void)loop;
     (void)fd;
@@ -160,7 +118,7 @@ static inline void srv_on_read(ev_loop *loop, int fd, int events, void *ud)
         srv_try_request(k);
 }
 
-static inline void srv_on_accept(ev_loop *loop, int fd, int events, void *ud)
+static void srv_on_accept(ev_loop *loop, int fd, int events, void *ud)
 {
     (void)events;
     srv *s = ud;
@@ -180,7 +138,7 @@ static inline void srv_on_accept(ev_loop *loop, int fd, int events, void *ud)
     fail_msg("too many connections");
 }
 
-static inline void srv_start(srv *s, ev_loop *loop, srv_reply *replies, size_t n)
+void srv_start(srv *s, ev_loop *loop, srv_reply *replies, size_t n)
 {
     *s = (srv){.loop = loop, .replies = replies, .nreplies = n};
     for (int i = 0; i < SRV_MAX; i++)
@@ -189,7 +147,7 @@ static inline void srv_start(srv *s, ev_loop *loop, srv_reply *replies, size_t n
     assert_int_equal(ev_fd_set(loop, s->lfd, EV_READ, srv_on_accept, s), 0);
 }
 
-static inline void srv_stop(srv *s)
+void srv_stop(srv *s)
 {
     for (int i = 0; i < SRV_MAX; i++)
         srv_close(&s->conns[i], false);
@@ -201,7 +159,7 @@ static inline void srv_stop(srv *s)
         free(s->owned[i]);
 }
 
-static inline const char *srv_own(srv *s, char *str)
+const char *srv_own(srv *s, char *str)
 {
     assert_non_null(str);
     assert_true(s->nowned < SRV_MAX);
@@ -209,8 +167,7 @@ static inline const char *srv_own(srv *s, char *str)
     return str;
 }
 
-/* A whole HTTP/1.1 answer with its Content-Length. */
-static inline char *srv_http(const char *status, const char *headers, const char *body)
+char *srv_http(const char *status, const char *headers, const char *body)
 {
     char *r;
     assert_true(asprintf(&r,
@@ -220,11 +177,9 @@ static inline char *srv_http(const char *status, const char *headers, const char
     return r;
 }
 
-static inline char *srv_chunk(const char *data, size_t len)
+char *srv_chunk(const char *data, size_t len)
 {
     char *r;
     assert_true(asprintf(&r, "%zx\r\n%.*s\r\n", len, (int)len, data) > 0);
     return r;
 }
-
-#endif
