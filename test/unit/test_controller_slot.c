@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "loop_run.h"
 #include "scripted_http.h"
 
 #include "kube/client.h"
@@ -57,15 +58,6 @@ static char *pods_of_m1(const char *phase, bool terminating)
     return http;
 }
 
-static bool timed_out;
-
-static void guard(ev_loop *loop, void *ud)
-{
-    (void)ud;
-    timed_out = true;
-    ev_stop(loop);
-}
-
 static bool request_is(const char *req, const char *what)
 {
     const char *hit = strstr(req, what);
@@ -87,11 +79,7 @@ static void run_manager(srv *s, ev_loop *loop)
     assert_non_null(pm);
     assert_int_equal(pool_manager_start(pm), 0);
     pool_manager_lead(pm);
-    timed_out = false;
-    uint64_t g = ev_timer_add(loop, 20000, guard, NULL);
-    ev_run(loop);
-    ev_timer_cancel(loop, g);
-    assert_false(timed_out);
+    test_loop_run(loop, 20000);
     pool_manager_free(pm);
     kube_client_free(client);
 }

@@ -18,60 +18,11 @@
 
 #include <cmocka.h>
 
-#include "loopback.h"
+#include "loop_run.h"
+#include "peer.h"
 
 #include "httpd/httpd.h"
 #include "loop/ev.h"
-
-typedef struct client {
-    int fd;
-    char resp[8192];
-    size_t len;
-    bool closed;
-} client;
-
-static void client_on_read(ev_loop *loop, int fd, int events, void *ud)
-{
-    (void)events;
-    client *c = ud;
-    ssize_t n = read(fd, c->resp + c->len, sizeof(c->resp) - 1 - c->len);
-    if (n > 0) {
-        c->len += (size_t)n;
-        return;
-    }
-    if (n < 0 && errno == EAGAIN)
-        return;
-    c->resp[c->len] = 0;
-    c->closed = true;
-    ev_fd_clear(loop, fd);
-    ev_stop(loop);
-}
-
-static void guard(ev_loop *loop, void *ud)
-{
-    (void)ud;
-    ev_stop(loop);
-}
-
-/* Sends an HTTP/1.0 request (with an Authorization header when auth is set) without waiting. */
-static void client_send(ev_loop *loop, client *c, int port, const char *path, const char *auth)
-{
-    *c = (client){0};
-    c->fd = test_connect_loopback(port);
-    char req[512];
-    int n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: x\r\n%s%s%s\r\n", path,
-                     auth ? "Authorization: " : "", auth ? auth : "", auth ? "\r\n" : "");
-    assert_int_equal(write(c->fd, req, (size_t)n), n);
-    assert_int_equal(ev_fd_set(loop, c->fd, EV_READ, client_on_read, c), 0);
-}
-
-/* Runs the loop until something stops it, or 10 s. */
-static void run(ev_loop *loop)
-{
-    uint64_t t = ev_timer_add(loop, 10000, guard, NULL);
-    assert_int_equal(ev_run(loop), 0);
-    ev_timer_cancel(loop, t);
-}
 
 typedef struct server {
     ev_loop *loop;
@@ -133,49 +84,50 @@ static void test_async(void **state)
     httpd_config cfg = {.bind = "127.0.0.1:0", .request = on_request, .ud = &s};
     httpd *h = httpd_start_config(loop, &cfg, err, sizeof(err));
     assert_non_null(h);
-    client c;
+    test_peer c;
 
     /* At once. */
-    client_send(loop, &c, httpd_port(h), "/now", NULL);
-    run(loop);
+    test_peer_http(loop, &c, httpd_port(h), "GET", "/now", NULL);
+    test_loop_run(loop, 10000);
     close(c.fd);
     assert_true(c.closed);
-    assert_non_null(strstr(c.resp, " 200 "));
-    assert_non_null(strstr(c.resp, "\r\n\r\n/now"));
-    client_send(loop, &c, httpd_port(h), "/now?api-version=2024-02&x=a%20b%2F&flag", NULL);
-    run(loop);
+    assert_non_null(strstr(c.buf, " 200 "));
+    assert_non_null(strstr(c.buf, "\r\n\r\n/now"));
+    test_peer_http(loop, &c, httpd_port(h), "GET", "/now?api-version=2024-02&x=a%20b%2F&flag",
+                   NULL);
+    test_loop_run(loop, 10000);
     close(c.fd);
-    assert_non_null(strstr(c.resp, "\r\n\r\n/now?api-version=2024-02&x=a%20b%2F&flag"));
+    assert_non_null(strstr(c.buf, "\r\n\r\n/now?api-version=2024-02&x=a%20b%2F&flag"));
 
     /* Later, from a timer, after the connection was suspended; two in a row on fresh connections.
      */
     s.later = true;
     for (int i = 0; i < 2; i++) {
-        client_send(loop, &c, httpd_port(h), "/later", "Bearer abc");
-        run(loop);
+        test_peer_http(loop, &c, httpd_port(h), "GET", "/later", "Bearer abc");
+        test_loop_run(loop, 10000);
         close(c.fd);
         assert_true(c.closed);
-        assert_non_null(strstr(c.resp, " 200 "));
-        assert_non_null(strstr(c.resp, "later for Bearer abc"));
+        assert_non_null(strstr(c.buf, " 200 "));
+        assert_non_null(strstr(c.buf, "later for Bearer abc"));
     }
-    client_send(loop, &c, httpd_port(h), "/later", NULL);
-    run(loop);
+    test_peer_http(loop, &c, httpd_port(h), "GET", "/later", NULL);
+    test_loop_run(loop, 10000);
     close(c.fd);
-    assert_non_null(strstr(c.resp, " 401 "));
-    assert_non_null(strstr(c.resp, "WWW-Authenticate: Bearer"));
+    assert_non_null(strstr(c.buf, " 401 "));
+    assert_non_null(strstr(c.buf, "WWW-Authenticate: Bearer"));
     assert_int_equal(s.calls, 5);
 
     /* Stopped while a request waits: the request goes with its connection. */
     s.never = true;
-    client_send(loop, &c, httpd_port(h), "/held", NULL);
-    run(loop);
+    test_peer_http(loop, &c, httpd_port(h), "GET", "/held", NULL);
+    test_loop_run(loop, 10000);
     assert_non_null(s.held);
     httpd_stop(h);
     s.held = NULL;
-    run(loop); /* the client sees the connection closed */
+    test_loop_run(loop, 10000); /* the client sees the connection closed */
     close(c.fd);
     assert_true(c.closed);
-    assert_null(strstr(c.resp, "HTTP/1."));
+    assert_null(strstr(c.buf, "HTTP/1."));
     ev_free(loop);
 }
 

@@ -19,6 +19,7 @@
 
 #include "httpd/httpd.h"
 #include "httpd/intake.h"
+#include "loop_run.h"
 #include "loopback.h"
 
 /* ---- the pure checks ---- */
@@ -212,18 +213,11 @@ static void *client(void *ud)
     return NULL;
 }
 
-static void stop(ev_loop *loop, void *ud)
+/* Done when the client is, and (after 2 and 3) the server saw it go. */
+static bool client_finished(void *ud)
 {
-    (void)ud;
-    ev_stop(loop);
-}
-
-static void guard(ev_loop *loop, void *ud)
-{
-    (void)ud;
-    fprintf(stderr, "the loop ran 20 s without finishing\n");
-    ev_stop(loop);
-    fail();
+    srv *s = ud;
+    return s->client_done && (s->after < 2 || s->closes);
 }
 
 /* Runs one client against a fresh server; the client's bytes in s->got. */
@@ -245,16 +239,12 @@ static void run_client(srv *s, int mode, const char *send, int after)
     assert_int_equal(ev_fd_set(s->loop, s->wake[0], EV_READ, on_wake, s), 0);
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, client, s), 0);
-    uint64_t g = ev_timer_add(s->loop, 20000, guard, NULL);
-    /* Done when the client is, and (after 2 and 3) the server saw it go. */
-    while (!s->client_done || (after >= 2 && !s->closes))
-        ev_run(s->loop);
-    ev_timer_cancel(s->loop, g);
+    test_loop_run_until(s->loop, client_finished, s, 20000);
     pthread_join(t, NULL);
     /* Let MHD finish with the connection before the server stops. */
     uint64_t end = ev_now_ms() + 1000;
     while (httpd_pending(s->h) && ev_now_ms() < end) {
-        ev_timer_add(s->loop, 5, stop, NULL);
+        ev_timer_add(s->loop, 5, test_loop_stop, NULL);
         ev_run(s->loop);
     }
     httpd_stop(s->h);

@@ -17,95 +17,20 @@
 
 #include <cmocka.h>
 
-#include "loopback.h"
+#include "loop_run.h"
+#include "peer.h"
 
 #include "httpd/httpd.h"
 #include "loop/ev.h"
 
-/* A client socket watched on the loop: what it read, and whether the server closed it. */
-typedef struct peer {
-    int fd;
-    char buf[4096];
-    size_t len;
-    bool closed;
-} peer;
-
-static void peer_on_read(ev_loop *loop, int fd, int events, void *ud)
-{
-    (void)events;
-    peer *p = ud;
-    ssize_t n = read(fd, p->buf + p->len, sizeof(p->buf) - 1 - p->len);
-    if (n > 0) {
-        p->len += (size_t)n;
-        p->buf[p->len] = 0;
-        return;
-    }
-    if (n < 0 && errno == EAGAIN)
-        return;
-    p->closed = true; /* end of stream, or reset */
-    ev_fd_clear(loop, fd);
-}
-
-static void peer_open(ev_loop *loop, peer *p, int port, const char *send)
-{
-    *p = (peer){.fd = test_connect_loopback(port)};
-    if (send)
-        assert_int_equal(write(p->fd, send, strlen(send)), (ssize_t)strlen(send));
-    assert_int_equal(ev_fd_set(loop, p->fd, EV_READ, peer_on_read, p), 0);
-}
-
-static void peer_close(ev_loop *loop, peer *p)
-{
-    ev_fd_clear(loop, p->fd);
-    close(p->fd);
-}
-
-/* Runs the loop until pred holds (checked every millisecond); fails after 10 s. */
-typedef struct waiter {
-    ev_loop *loop;
-    bool (*pred)(void *ud);
-    void *ud;
-    bool met, timed_out;
-} waiter;
-
-static void waiter_check(ev_loop *loop, void *ud)
-{
-    waiter *w = ud;
-    if (w->pred(w->ud)) {
-        w->met = true;
-        ev_stop(loop);
-    } else {
-        assert_true(ev_timer_add(loop, 1, waiter_check, w) > 0);
-    }
-}
-
-static void waiter_guard(ev_loop *loop, void *ud)
-{
-    waiter *w = ud;
-    w->timed_out = true;
-    ev_stop(loop);
-}
-
-static void run_until(ev_loop *loop, bool (*pred)(void *ud), void *ud)
-{
-    waiter w = {.loop = loop, .pred = pred, .ud = ud};
-    uint64_t g = ev_timer_add(loop, 10000, waiter_guard, &w);
-    uint64_t t = ev_timer_add(loop, 0, waiter_check, &w);
-    while (!w.met && !w.timed_out)
-        assert_int_equal(ev_run(loop), 0);
-    ev_timer_cancel(loop, g);
-    ev_timer_cancel(loop, t);
-    assert_true(w.met);
-}
-
 static bool peer_done(void *ud)
 {
-    return ((peer *)ud)->closed;
+    return ((test_peer *)ud)->closed;
 }
 
 static bool peer_answered(void *ud)
 {
-    return strstr(((peer *)ud)->buf, "\r\n\r\n") != NULL;
+    return strstr(((test_peer *)ud)->buf, "\r\n\r\n") != NULL;
 }
 
 typedef struct count_at_least {
@@ -166,34 +91,35 @@ static void test_idle_flood(void **state)
     assert_non_null(h);
     int port = httpd_port(h);
 
-    peer held;
-    peer_open(loop, &held, port, GET("/hold"));
-    run_until(loop, server_holds, &s);
+    test_peer held;
+    test_peer_open(loop, &held, port, GET("/hold"));
+    test_loop_run_until(loop, server_holds, &s, 10000);
 
-    static peer idle[FLOOD];
+    static test_peer idle[FLOOD];
     for (int i = 0; i < FLOOD; i++) {
-        peer_open(loop, &idle[i], port, NULL);
+        test_peer_open(loop, &idle[i], port, NULL);
         count_at_least c = {h, (size_t)(i < 63 ? i + 2 : 64)};
-        run_until(loop, server_has, &c); /* accepted, in order: the first is the oldest */
+        test_loop_run_until(loop, server_has, &c,
+                            10000); /* accepted, in order: the first is the oldest */
     }
     /* The first ones were closed to make room, unanswered. */
-    run_until(loop, peer_done, &idle[0]);
+    test_loop_run_until(loop, peer_done, &idle[0], 10000);
     assert_int_equal(idle[0].len, 0);
     assert_true(httpd_connections(h) <= 64 + 16);
 
-    peer fresh;
-    peer_open(loop, &fresh, port, GET("/healthz"));
-    run_until(loop, peer_answered, &fresh);
+    test_peer fresh;
+    test_peer_open(loop, &fresh, port, GET("/healthz"));
+    test_loop_run_until(loop, peer_answered, &fresh, 10000);
     assert_non_null(strstr(fresh.buf, "HTTP/1.1 200"));
     assert_false(held.closed);
     reply_held(&s);
-    run_until(loop, peer_answered, &held);
+    test_loop_run_until(loop, peer_answered, &held, 10000);
     assert_non_null(strstr(held.buf, "held"));
 
-    peer_close(loop, &fresh);
-    peer_close(loop, &held);
+    test_peer_close(loop, &fresh);
+    test_peer_close(loop, &held);
     for (int i = 0; i < FLOOD; i++)
-        peer_close(loop, &idle[i]);
+        test_peer_close(loop, &idle[i]);
     httpd_stop(h);
     ev_free(loop);
 }
@@ -213,17 +139,17 @@ static void test_burst_keeps_request(void **state)
     httpd *h = httpd_start_config(loop, &cfg, err, sizeof(err));
     assert_non_null(h);
     int port = httpd_port(h);
-    peer idle[4], req;
-    peer_open(loop, &idle[0], port, NULL);
-    peer_open(loop, &req, port, GET("/healthz"));
+    test_peer idle[4], req;
+    test_peer_open(loop, &idle[0], port, NULL);
+    test_peer_open(loop, &req, port, GET("/healthz"));
     for (int i = 1; i < 4; i++)
-        peer_open(loop, &idle[i], port, NULL);
-    run_until(loop, peer_answered, &req);
+        test_peer_open(loop, &idle[i], port, NULL);
+    test_loop_run_until(loop, peer_answered, &req, 10000);
     assert_non_null(strstr(req.buf, "HTTP/1.1 200"));
-    run_until(loop, peer_done, &idle[0]);
-    peer_close(loop, &req);
+    test_loop_run_until(loop, peer_done, &idle[0], 10000);
+    test_peer_close(loop, &req);
     for (int i = 0; i < 4; i++)
-        peer_close(loop, &idle[i]);
+        test_peer_close(loop, &idle[i]);
     httpd_stop(h);
     ev_free(loop);
 }
@@ -242,24 +168,24 @@ static void test_per_client_cap(void **state)
     httpd *h = httpd_start_config(loop, &cfg, err, sizeof(err));
     assert_non_null(h);
     int port = httpd_port(h);
-    peer p[4];
+    test_peer p[4];
     for (int i = 0; i < 3; i++)
-        peer_open(loop, &p[i], port, NULL);
+        test_peer_open(loop, &p[i], port, NULL);
     count_at_least c = {h, 3};
-    run_until(loop, server_has, &c);
-    peer_open(loop, &p[3], port, GET("/healthz"));
-    run_until(loop, peer_done, &p[3]);
+    test_loop_run_until(loop, server_has, &c, 10000);
+    test_peer_open(loop, &p[3], port, GET("/healthz"));
+    test_loop_run_until(loop, peer_done, &p[3], 10000);
     assert_int_equal(p[3].len, 0);
     assert_int_equal(httpd_connections(h), 3);
     for (int i = 0; i < 3; i++) {
         assert_false(p[i].closed);
         assert_int_equal(write(p[i].fd, GET("/healthz"), strlen(GET("/healthz"))),
                          (ssize_t)strlen(GET("/healthz")));
-        run_until(loop, peer_answered, &p[i]);
+        test_loop_run_until(loop, peer_answered, &p[i], 10000);
         assert_non_null(strstr(p[i].buf, "HTTP/1.1 200"));
     }
     for (int i = 0; i < 4; i++)
-        peer_close(loop, &p[i]);
+        test_peer_close(loop, &p[i]);
     httpd_stop(h);
     ev_free(loop);
 }
@@ -283,21 +209,21 @@ static void test_head_timeout(void **state)
     httpd *h = httpd_start_config(loop, &cfg, err, sizeof(err));
     assert_non_null(h);
     int port = httpd_port(h);
-    peer held, partial;
-    peer_open(loop, &held, port, GET("/hold"));
-    run_until(loop, server_holds, &s);
-    peer_open(loop, &partial, port, "GET /healthz HTTP/1.1\r\nHost: x\r\n");
-    run_until(loop, peer_done, &partial);
+    test_peer held, partial;
+    test_peer_open(loop, &held, port, GET("/hold"));
+    test_loop_run_until(loop, server_holds, &s, 10000);
+    test_peer_open(loop, &partial, port, "GET /healthz HTTP/1.1\r\nHost: x\r\n");
+    test_loop_run_until(loop, peer_done, &partial, 10000);
     assert_int_equal(partial.len, 0);
     assert_false(held.closed);
     reply_held(&s);
-    run_until(loop, peer_answered, &held);
+    test_loop_run_until(loop, peer_answered, &held, 10000);
     assert_non_null(strstr(held.buf, "held"));
     /* Both gone, the count is back to 0. */
-    run_until(loop, peer_done, &held);
-    run_until(loop, server_empty, h);
-    peer_close(loop, &held);
-    peer_close(loop, &partial);
+    test_loop_run_until(loop, peer_done, &held, 10000);
+    test_loop_run_until(loop, server_empty, h, 10000);
+    test_peer_close(loop, &held);
+    test_peer_close(loop, &partial);
     httpd_stop(h);
     ev_free(loop);
 }

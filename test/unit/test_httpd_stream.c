@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "loop_run.h"
 #include "loopback.h"
 
 #include "httpd/httpd.h"
@@ -125,28 +126,6 @@ static void client_free(client *c)
     free(c->in);
     c->fd = -1;
     c->out = c->in = NULL;
-}
-
-static void stop(ev_loop *loop, void *ud)
-{
-    (void)ud;
-    ev_stop(loop);
-}
-
-static void guard(ev_loop *loop, void *ud)
-{
-    (void)ud;
-
-    fail_msg("the loop ran 20 s without finishing");
-    ev_stop(loop);
-}
-
-/* Runs the loop until something stops it. */
-static void run(ev_loop *loop)
-{
-    uint64_t t = ev_timer_add(loop, 20000, guard, NULL);
-    assert_int_equal(ev_run(loop), 0);
-    ev_timer_cancel(loop, t);
 }
 
 static httpd *start(ev_loop *loop, httpd_request_fn fn, void *ud)
@@ -264,7 +243,7 @@ static void test_upload_paused(void **state)
     c.ud = &u;
     c.on_blocked = upload_on_blocked;
     u.c = &c;
-    run(loop);
+    test_loop_run(loop, 20000);
     assert_true(c.closed);
     assert_true(u.ended);
     assert_true(u.blocked_seen);
@@ -300,7 +279,7 @@ static void test_upload_paused(void **state)
     c.out = req;
     c.out_len = len;
     client_watch(&c);
-    run(loop);
+    test_loop_run(loop, 20000);
     assert_true(u.ended);
     assert_int_equal(u.got, n);
     assert_true(u.pauses > 0);
@@ -369,7 +348,7 @@ static void test_early_answer(void **state)
     for (int mode = 0; mode < 2; mode++) {
         e = (early){.loop = loop, .mode = mode};
         client_start(&c, loop, httpd_port(h), head, 1000);
-        run(loop);
+        test_loop_run(loop, 20000);
         assert_true(c.closed);
         assert_non_null(strstr(c.in, mode == 0 ? "HTTP/1.1 413 " : "HTTP/1.1 404 "));
         assert_int_equal(e.got, 0);
@@ -386,7 +365,7 @@ static void test_early_answer(void **state)
     assert_non_null(c.out);
     memcpy(c.out + c.out_len, second, sl);
     c.out_len += sl;
-    run(loop);
+    test_loop_run(loop, 20000);
     assert_true(c.closed);
     assert_true(e.got > 0);
     assert_false(e.ended);
@@ -484,7 +463,7 @@ static void test_stream_pingpong(void **state)
                  0);
     c.ud = &s;
     c.on_data = stream_on_data;
-    run(loop);
+    test_loop_run(loop, 20000);
     assert_true(c.closed);
     assert_int_equal(s.next, 100);
     assert_non_null(strstr(c.in, "HTTP/1.1 200 "));
@@ -563,7 +542,7 @@ static void test_stream_backpressure(void **state)
         client c;
         client_start(&c, loop, httpd_port(h),
                      "GET /bulk HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 0);
-        run(loop);
+        test_loop_run(loop, 20000);
         assert_true(c.closed);
         assert_int_equal(b.written, b.total);
         assert_true(b.highs > 0);
@@ -601,7 +580,7 @@ static void test_stream_whole(void **state)
         client c;
         client_start(&c, loop, httpd_port(h),
                      "GET /small HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 0);
-        run(loop);
+        test_loop_run(loop, 20000);
         assert_true(c.closed);
         assert_int_equal(b.written, b.total);
         char want[64];
@@ -645,7 +624,7 @@ static void test_stream_empty_header(void **state)
     client c;
     client_start(&c, loop, httpd_port(h), "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
                  0);
-    run(loop);
+    test_loop_run(loop, 20000);
     assert_true(c.closed);
     assert_non_null(strstr(c.in, "HTTP/1.1 200 "));
     assert_non_null(strstr(c.in, "Content-Type: application/json\r\n"));
@@ -740,13 +719,13 @@ static void test_client_gone(void **state)
         else
             assert_true(ev_timer_add(loop, 1, gone_poll, &c) > 0);
         /* Modes 1 and 2 write nothing after the client left: the watched socket tells. */
-        run(loop);
+        test_loop_run(loop, 20000);
         assert_true(s.gone);
         assert_int_equal(s.closes, 1);
         /* Nothing more is called: a run later, still once. */
-        uint64_t t = ev_timer_add(loop, 50, stop, NULL);
+        uint64_t t = ev_timer_add(loop, 50, test_loop_stop, NULL);
         assert_true(t > 0);
-        run(loop);
+        test_loop_run(loop, 20000);
         assert_int_equal(s.closes, 1);
         client_free(&c);
     }
@@ -804,14 +783,14 @@ static void test_stop_waiting(void **state)
     client_start(&up, loop, httpd_port(h),
                  "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n", 1000000);
     client_start(&st, loop, httpd_port(h), "GET /s HTTP/1.1\r\nHost: x\r\n\r\n", 0);
-    run(loop);
+    test_loop_run(loop, 20000);
     assert_non_null(t.paused);
     assert_non_null(t.streaming);
     httpd_stop(h); /* cancels the work of both, then frees them (LSan/valgrind see leaks) */
     assert_int_equal(t.closes, 2);
-    run(loop); /* the clients see their connections closed */
+    test_loop_run(loop, 20000); /* the clients see their connections closed */
     if (!(up.closed && st.closed))
-        run(loop);
+        test_loop_run(loop, 20000);
     assert_true(up.closed);
     assert_true(st.closed);
     client_free(&up);
@@ -911,12 +890,14 @@ static void test_work_cancelled(void **state)
         c.ud = &w;
         if (mode == 0)
             assert_true(ev_timer_add(loop, 1, work_poll, &c) > 0);
-        run(loop); /* mode 0: a cancel stops it; 1: the client reads the answer; 2: registered */
+        test_loop_run(
+            loop,
+            20000); /* mode 0: a cancel stops it; 1: the client reads the answer; 2: registered */
         if (mode == 0) {
             /* Left: the watched socket tells, the cancels run once (a run later, still once). */
-            uint64_t t = ev_timer_add(loop, 50, stop, NULL);
+            uint64_t t = ev_timer_add(loop, 50, test_loop_stop, NULL);
             assert_true(t > 0);
-            run(loop);
+            test_loop_run(loop, 20000);
         }
         if (mode == 1) {
             assert_true(c.closed);
@@ -985,10 +966,10 @@ static void test_no_drain_after_cancel(void **state)
         assert_int_equal(shutdown(c.fd, SHUT_WR), 0);
         client_watch(&c);
         while (!d.cancelled)
-            run(loop);
-        uint64_t t = ev_timer_add(loop, 20, stop, NULL);
+            test_loop_run(loop, 20000);
+        uint64_t t = ev_timer_add(loop, 20, test_loop_stop, NULL);
         assert_true(t > 0);
-        run(loop);
+        test_loop_run(loop, 20000);
         assert_int_equal(d.drains_after, 0);
         httpd_stop(h);
         client_free(&c);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "loop_run.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,7 +287,6 @@ typedef struct ti {
     int nerrors;
     char errors[8][256];
     long error_codes[8];
-    bool timed_out;
 } ti;
 
 static void ti_add(void *ud, const void *o)
@@ -324,11 +324,6 @@ static void ti_error(void *ud, const kube_error *err)
     snprintf(t->errors[t->nerrors], sizeof(t->errors[0]), "%s", err->message);
     t->error_codes[t->nerrors++] = err->http_code;
 }
-static void ti_guard(ev_loop *loop, void *ud)
-{
-    ((ti *)ud)->timed_out = true;
-    ev_stop(loop);
-}
 
 /* An informer of pods (whole JSON records) through a client of the responder on port. */
 static void ti_start(ti *t, ev_loop *loop, int port)
@@ -355,10 +350,7 @@ static void ti_start(ti *t, ev_loop *loop, int port)
 /* Runs until the responder has seen the requests it waits for (srv.stop_at). */
 static void ti_run(ti *t)
 {
-    uint64_t guard = ev_timer_add(t->loop, 20000, ti_guard, t);
-    ev_run(t->loop);
-    ev_timer_cancel(t->loop, guard);
-    assert_false(t->timed_out);
+    test_loop_run(t->loop, 20000);
 }
 
 static void ti_finish(ti *t, srv *s, ev_loop *loop)

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "loop_run.h"
 #include "scripted_http.h"
 
 #include <arpa/inet.h>
@@ -43,16 +44,8 @@ typedef struct {
     kube_call *self;    /* the watch itself */
     const char *follow; /* a path for a callback to call next */
     int follow_done;
-    bool timed_out;
     int in_scratch; /* answers and events whose tree was in a scratch region */
 } tc;
-
-static void tc_guard(ev_loop *loop, void *ud)
-{
-    tc *t = ud;
-    t->timed_out = true;
-    ev_stop(loop);
-}
 
 static kube_client *tc_client(tc *t, ev_loop *loop, int port)
 {
@@ -90,10 +83,7 @@ static void tc_done(void *ud, const kube_error *err, long code, const cJSON *bod
 
 static void tc_run(tc *t)
 {
-    uint64_t guard = ev_timer_add(t->loop, 10000, tc_guard, t);
-    ev_run(t->loop);
-    ev_timer_cancel(t->loop, guard);
-    assert_false(t->timed_out);
+    test_loop_run(t->loop, 10000);
 }
 
 static kube_request tc_get(const char *path)
@@ -602,12 +592,10 @@ static void test_done_cancels_sibling(void **state)
     kube_request r1 = tc_get("/one"), r2 = tc_get("/two");
     p.calls[0] = kube_call_start(c, &r1, tc_pair_done, &p, &err);
     p.calls[1] = kube_call_start(c, &r2, tc_pair_done, &p, &err);
-    uint64_t guard = ev_timer_add(loop, 10000, tc_guard, &t);
-    ev_run(loop);
+    test_loop_run(loop, 10000);
     /* Give the other answer time to arrive: its callback must still not run. */
-    ev_timer_add(loop, 200, tc_guard, &t);
-    ev_run(loop);
-    ev_timer_cancel(loop, guard);
+    ev_timer_add(loop, 200, test_loop_stop, NULL);
+    test_loop_run(loop, 10000);
     assert_int_equal(p.done, 1);
     kube_client_free(c);
     srv_stop(&s);

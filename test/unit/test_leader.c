@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "loop_run.h"
 #include "loopback.h"
 
 #include <arpa/inet.h>
@@ -136,7 +137,6 @@ typedef struct {
     ev_loop *loop;
     leader *l;
     int started;
-    bool timed_out;
 } tl;
 
 static void tl_started(void *ud)
@@ -152,13 +152,6 @@ static void tl_lost(void *ud, const char *why)
     fail_msg("lost: %s", why);
 }
 
-static void tl_guard(ev_loop *loop, void *ud)
-{
-    tl *t = ud;
-    t->timed_out = true;
-    ev_stop(loop);
-}
-
 /* Polls for a reported problem; a deadline bounds the wait. */
 static void tl_poll_problem(ev_loop *loop, void *ud)
 {
@@ -171,10 +164,7 @@ static void tl_poll_problem(ev_loop *loop, void *ud)
 
 static void tl_run(tl *t)
 {
-    uint64_t guard = ev_timer_add(t->loop, 10000, tl_guard, t);
-    ev_run(t->loop);
-    ev_timer_cancel(t->loop, guard);
-    assert_false(t->timed_out);
+    test_loop_run(t->loop, 10000);
 }
 
 static leader *tl_new(tl *t, ev_loop *loop, kube_client **client, int port)

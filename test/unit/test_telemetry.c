@@ -22,7 +22,9 @@
 #include <cmocka.h>
 #include <openssl/ssl.h>
 
+#include "loop_run.h"
 #include "loopback.h"
+#include "peer.h"
 #include "scripted_http.h"
 
 #include "app/log.h"
@@ -70,51 +72,14 @@ static void test_parse_bind(void **state)
     }
 }
 
-/* A one-shot HTTP/1.0 client on the loop: writes the request, reads until the server closes. */
-typedef struct client {
-    ev_loop *loop;
-    int fd;
-    char resp[65536];
-    size_t len;
-} client;
-
-static void client_on_read(ev_loop *loop, int fd, int events, void *ud)
-{
-    (void)events;
-    client *c = ud;
-    ssize_t n = read(fd, c->resp + c->len, sizeof(c->resp) - 1 - c->len);
-    if (n > 0) {
-        c->len += (size_t)n;
-        return;
-    }
-    if (n < 0 && errno == EAGAIN)
-        return;
-    c->resp[c->len] = 0;
-    ev_fd_clear(loop, fd);
-    ev_stop(loop);
-}
-
-static void client_timeout(ev_loop *loop, void *ud)
-{
-    (void)ud;
-    ev_stop(loop);
-    fail_msg("no answer from the server");
-}
-
 /* The full answer (status line, headers, body) to method path on 127.0.0.1:port. */
-static const char *request(ev_loop *loop, client *c, int port, const char *method, const char *path)
+static const char *request(ev_loop *loop, test_peer *c, int port, const char *method,
+                           const char *path)
 {
-    *c = (client){.loop = loop};
-    c->fd = test_connect_loopback(port);
-    char req[256];
-    int n = snprintf(req, sizeof(req), "%s %s HTTP/1.0\r\nHost: x\r\n\r\n", method, path);
-    assert_int_equal(write(c->fd, req, (size_t)n), n);
-    assert_int_equal(ev_fd_set(loop, c->fd, EV_READ, client_on_read, c), 0);
-    uint64_t t = ev_timer_add(loop, 10000, client_timeout, NULL);
-    assert_int_equal(ev_run(loop), 0);
-    ev_timer_cancel(loop, t);
+    test_peer_http(loop, c, port, method, path, NULL);
+    test_loop_run(loop, 10000);
     close(c->fd);
-    return c->resp;
+    return c->buf;
 }
 
 static const char *test_unready;
@@ -137,7 +102,7 @@ static void test_endpoints(void **state)
         0);
     int mp = telemetry_metrics_port(t), hp = telemetry_health_port(t);
     assert_true(mp > 0 && hp > 0 && mp != hp);
-    client c;
+    test_peer c;
 
     telemetry_api_request(t, "LIST", 200);
     telemetry_api_request(t, "PATCH", 409);
@@ -358,7 +323,7 @@ static void test_idle_flood(void **state)
         idle[i] = test_connect_loopback(hp);
         idle[FLOOD + i] = test_connect_loopback(mp);
     }
-    client c;
+    test_peer c;
     const char *r = request(loop, &c, hp, "GET", "/healthz");
     assert_non_null(strstr(r, " 200 "));
     r = request(loop, &c, mp, "GET", "/metrics");
