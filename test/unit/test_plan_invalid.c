@@ -1,0 +1,309 @@
+/* test_plan_invalid: rule 5, a bad spec is a clear status and never a replica change, and the way
+ * back once it is fixed; the status mirrored and re-planned to nothing new; the duration parser and
+ * bad arguments (src/pool/plan_validate.c, plan_status.c). Every plan also passes the safety rules
+ * (plan_case). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan_case.h"
+
+/* ---- rule 5: a bad spec is a clear status and never a replica change ---- */
+
+static void test_invalid(void **state)
+{
+    (void)state;
+    static const t_case t[] = {
+        {.title = "#26: a member not in a cache older than the pool (applied together): nothing "
+                  "judged yet, no Degraded, no Event",
+         .m = {{"a", 1, "Ready", "R"}, {.name = "b", .missing = true, .unsure = true}},
+         .dflt = "a",
+         .phase = "",
+         .actions = ""},
+        {.title = "#26: the same in a warm pool: no status change, no swap, no Event",
+         .m = {{"a", 1, "Ready", "R"},
+               {.name = "b", .replicas = 1, .missing = true, .unsure = true}},
+         .resident = "a",
+         .requested = "b",
+         .phase = "",
+         .want_resident = "a",
+         .actions = ""},
+        {.title = "missing member",
+         .m = {{"a", 1, "Ready", "R"}, {"b", 1, NULL, NULL, NULL, NULL, 0, true}},
+         .resident = "a",
+         .phase = "Degraded",
+         .want_resident = "a",
+         .conds = "MembersValid=False/MissingMembers",
+         .msg_has = "InferenceService b not found in namespace ml",
+         .actions = "status event:W:MissingMembers"},
+        {.title = "two missing members: both named",
+         .m = {{"a", 0, NULL, NULL, NULL, NULL, 0, true},
+               {"b", 0, NULL, NULL, NULL, NULL, 0, true}},
+         .phase = "Degraded",
+         .msg_has = "InferenceService a not found in namespace ml; "
+                    "InferenceService b not found",
+         .actions = "status event:W:MissingMembers"},
+        {.title = "duplicate member",
+         .m = {{"a", 1, "Ready", "R"}, {"a", 1, "Ready", "R"}},
+         .phase = "Degraded",
+         .conds = "MembersValid=False/DuplicateMember",
+         .msg_has = "member a is listed 2 times",
+         .actions = "status event:W:DuplicateMember"},
+        {.title = "empty member name",
+         .m = {{"a", 0}, {"", 1}},
+         .phase = "Degraded",
+         .conds = "MembersValid=False/EmptyMemberName",
+         .msg_has = "spec.members[1]",
+         .actions = "status event:W:EmptyMemberName"},
+        {.title = "default not a member",
+         .m = {{"a", 0}},
+         .dflt = "z",
+         .phase = "Degraded",
+         .conds = "MembersValid=False/DefaultNotMember",
+         .msg_has = "default z",
+         .actions = "status event:W:DefaultNotMember"},
+        {.title = "member claimed by another pool",
+         .m = {{"a", 0}, {"b", 1, NULL, NULL, NULL, NULL, 0, false, "other"}},
+         .phase = "Degraded",
+         .conds = "MembersValid=False/MemberInMultiplePools",
+         .msg_has = "pool other",
+         .actions = "status event:W:MemberInMultiplePools"},
+        {.title = "unparsable swapBudget",
+         .m = {{"a", 1}},
+         .budget = "soon",
+         .phase = "Degraded",
+         .conds = "MembersValid=False/InvalidSwapBudget",
+         .msg_has = "\"soon\"",
+         .actions = "status event:W:InvalidSwapBudget"},
+        {.title = "negative swapBudget",
+         .m = {{"a", 0}},
+         .budget = "-5s",
+         .phase = "Degraded",
+         .conds = "MembersValid=False/InvalidSwapBudget",
+         .actions = "status event:W:InvalidSwapBudget"},
+        {.title = "zero swapBudget",
+         .m = {{"a", 0}},
+         .budget = "0",
+         .phase = "Degraded",
+         .actions = "status event:W:InvalidSwapBudget"},
+        {.title = "unknown swapPolicy",
+         .m = {{"a", 0}},
+         .policy = "greedy",
+         .phase = "Degraded",
+         .conds = "MembersValid=False/UnsupportedSwapPolicy",
+         .actions = "status event:W:UnsupportedSwapPolicy"},
+        {.title = "resident removed from spec.members",
+         .m = {{"b", 1}},
+         .resident = "a",
+         .phase = "Degraded",
+         .want_resident = "a",
+         .conds = "MembersValid=False/ResidentNotMember",
+         .msg_has = "residentMember a",
+         .actions = "status event:W:ResidentNotMember"},
+        {.title = "pending removed from spec.members",
+         .m = {{"a", 1, "Ready", "R"}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Loading",
+         .phase = "Degraded",
+         .want_pending = "b",
+         .conds = "MembersValid=False/PendingNotMember Swapping=True/Loading",
+         .actions = "status event:W:PendingNotMember"},
+        {.title = "mid-swap with an idle incumbent: still nothing scaled",
+         .m = {{"a", 1, "Ready", "Ri"}, {"b", 0}, {"c", 0, NULL, NULL, NULL, NULL, 0, true}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining",
+         .phase = "Degraded",
+         .want_pending = "b",
+         .actions = "status event:W:MissingMembers"},
+        {.title = "several faults: first sets the reason, message names each",
+         .m = {{"a", 0}, {"a", 0}, {"", 0}, {"c", 0, NULL, NULL, NULL, NULL, 0, true}},
+         .dflt = "z",
+         .budget = "x",
+         .phase = "Degraded",
+         .conds = "MembersValid=False/EmptyMemberName",
+         .msg_has = "spec.members[2] has an empty name; member a is listed 2 times; default z is "
+                    "not in spec.members; swapBudget \"x\"",
+         .actions = "status event:W:EmptyMemberName"},
+        {.title = "no members at all",
+         .phase = "Degraded",
+         .conds = "MembersValid=False/NoMembers",
+         .actions = "status event:W:NoMembers"},
+    };
+    RUN(t);
+}
+
+/* Fixing the spec recovers the pool: MembersValid=True and no condition left over. */
+static void test_recovery(void **state)
+{
+    (void)state;
+    t_case bad = {.m = {{"a", 1, "Ready", "R"}, {"b", 0, NULL, NULL, NULL, NULL, 0, true}},
+                  .resident = "a"};
+    t_fix *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    fix_build(f, &bad);
+    plan_condition stale = {"Ready", "True", "Old", "from an older operator", NOW - 5000};
+    f->s.status.conditions = &stale;
+    f->s.status.n_conditions = 1;
+    plan_result *p1 = NULL, *p2 = NULL;
+    p1 = case_plan(&f->s);
+    assert_string_equal(p1->status.phase, "Degraded");
+    assert_int_equal(p1->status.n_conditions, 1); /* unknown types dropped, nothing invented */
+    assert_true(cond_is(&p1->status, "MembersValid", "False", "MissingMembers"));
+
+    f->members[1].exists = true; /* kubectl apply of the missing InferenceService */
+    f->s.status = p1->status;
+    f->s.now_ms = NOW + 60000;
+    p2 = case_plan(&f->s);
+    assert_string_equal(p2->status.phase, "Ready");
+    assert_string_equal(p2->status.resident_member, "a");
+    assert_int_equal(p2->status.n_conditions, 4);
+    const char *types[4] = {"MembersValid", "SlotAllocated", "SwapDeferred", "Swapping"};
+    for (size_t i = 0; i < 4; i++)
+        assert_string_equal(p2->status.conditions[i].type, types[i]);
+    assert_true(cond_is(&p2->status, "MembersValid", "True", "Valid"));
+    assert_int_equal(cond_of(&p2->status, "MembersValid")->last_transition_ms, NOW + 60000);
+    assert_false(has_kind(p2, PLAN_SCALE));
+    check_converges(&f->s, p2);
+    plan_free(p2);
+    plan_free(p1);
+    free(f);
+}
+
+/* members[] mirrors phase and residency, once per name; observedGeneration follows the spec;
+ * lastTransitionTime moves only when a condition's status does. */
+static void test_status_mirror(void **state)
+{
+    (void)state;
+    t_case tc = {.m = {{"a", 1, "Ready", "R"}, {"b", 0, "Stopped"}, {"c", 0}}, .resident = "a"};
+    t_fix *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    fix_build(f, &tc);
+    f->s.generation = 42;
+    plan_result *p = NULL, *q = NULL;
+    p = case_plan(&f->s);
+    assert_int_equal(p->status.observed_generation, 42);
+    assert_int_equal(p->status.n_members, 3);
+    assert_string_equal(p->status.members[0].name, "a");
+    assert_string_equal(p->status.members[0].phase, "Ready");
+    assert_true(p->status.members[0].resident);
+    assert_string_equal(p->status.members[1].phase, "Stopped");
+    assert_false(p->status.members[1].resident);
+    assert_null(p->status.members[2].phase);
+    for (size_t i = 0; i < p->status.n_conditions; i++)
+        assert_int_equal(p->status.conditions[i].last_transition_ms, NOW);
+
+    /* later: b requested. SlotAllocated flips (new time), MembersValid does not (time kept) */
+    f->members[1].replicas = 1;
+    f->s.status = p->status;
+    f->s.now_ms = NOW + 7777;
+    f->s.generation = 43;
+    q = case_plan(&f->s);
+    assert_int_equal(q->status.observed_generation, 43);
+    assert_int_equal(cond_of(&q->status, "MembersValid")->last_transition_ms, NOW);
+    assert_int_equal(cond_of(&q->status, "SlotAllocated")->last_transition_ms, NOW + 7000);
+    assert_int_equal(cond_of(&q->status, "Swapping")->last_transition_ms, NOW + 7000);
+    assert_int_equal(cond_of(&q->status, "SwapDeferred")->last_transition_ms, NOW);
+    plan_free(q);
+    plan_free(p);
+    free(f);
+}
+
+/* Plan, apply the status, plan again: no status write, no Event; stable states do nothing. */
+static void test_idempotence(void **state)
+{
+    (void)state;
+    static const t_case t[] = {
+        {.m = {{"a", 1, "Ready", "R"}, {"b", 0}}, .resident = "a"},
+        {.m = {{"a", 0}, {"b", 0}}},
+        {.m = {{"a", 1, "Ready", "R"}, {"b", 1, "Ready", "R"}}},
+        {.m = {{"a", 1, "Ready", "Rb"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining"},
+        {.m = {{"a", 0}, {"b", 1, "Failed"}}, .resident = "a", .pending = "b", .stage = "Loading"},
+        {.m = {{"a", 0, NULL, NULL, NULL, NULL, 0, true}}},
+        {.m = {{"a", 1, "Ready", "R", "personaplex"}, {"b", 0}},
+         .resident = "a",
+         .pending = "b",
+         .stage = "Draining"},
+    };
+    const bool stable[] = {true, true, false, true, true, true, true};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        t_fix *f = calloc(1, sizeof *f);
+        assert_non_null(f);
+        fix_build(f, &t[i]);
+        plan_result *p = NULL, *q = NULL;
+        p = case_plan(&f->s);
+        assert_true(has_kind(p, PLAN_WRITE_STATUS));
+        f->s.status = p->status;
+        q = case_plan(&f->s);
+        assert_false(has_kind(q, PLAN_WRITE_STATUS));
+        assert_false(has_kind(q, PLAN_EVENT));
+        if (stable[i])
+            assert_int_equal(q->n_actions, 0);
+        plan_free(q);
+        plan_free(p);
+        free(f);
+    }
+}
+
+/* The port a Pod's spec names beats what the member's spec implies (#19). */
+
+static void test_parse_duration(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        int rc;
+        int64_t ms;
+    } t[] = {
+        {"300s", 0, 300000},   {"5m", 0, 300000},
+        {"1h30m", 0, 5400000}, {"1.5h", 0, 5400000},
+        {"250ms", 0, 250},     {"+2s", 0, 2000},
+        {"0", 0, 0},           {"1m0.5s", 0, 60500},
+        {"1500us", 0, 1},      {".5s", 0, 500},
+        {"2.s", 0, 2000},      {"10", -EINVAL, 0},
+        {"", -EINVAL, 0},      {"-5s", -EINVAL, 0},
+        {"s", -EINVAL, 0},     {"5x", -EINVAL, 0},
+        {"5 s", -EINVAL, 0},   {"1e3s", -EINVAL, 0},
+        {".s", -EINVAL, 0},    {"99999999999999999h", -EINVAL, 0},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        int64_t ms = -1;
+        int rc = plan_parse_duration_ms(t[i].in, &ms);
+        if (rc != t[i].rc || (rc == 0 && ms != t[i].ms))
+            fail_msg("\"%s\": rc %d ms %lld", t[i].in, rc, (long long)ms);
+    }
+    int64_t ms;
+    assert_int_equal(plan_parse_duration_ms(NULL, &ms), -EINVAL);
+}
+
+static void test_bad_args(void **state)
+{
+    (void)state;
+    plan_snapshot s = {.n_members = 2};
+    plan_result *p = NULL;
+    assert_int_equal(plan_build(NULL, &p), -EINVAL);
+    assert_int_equal(plan_build(&s, NULL), -EINVAL);
+    assert_int_equal(plan_build(&s, &p), -EINVAL); /* members NULL with a count */
+    plan_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_invalid),        cmocka_unit_test(test_recovery),
+        cmocka_unit_test(test_status_mirror),  cmocka_unit_test(test_idempotence),
+        cmocka_unit_test(test_parse_duration), cmocka_unit_test(test_bad_args),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
