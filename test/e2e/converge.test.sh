@@ -17,7 +17,6 @@ create_pool "$ns" pool m-a m-a m-b m-c
 wait_for 60 pool_is pool Ready m-a "$ns"
 expect_sole_resident pool m-a "$ns"
 
-isvc_phase_is() { [ "$(isvc_get "$1" '{.status.phase}' "$ns")" == "$2" ]; }
 # members_with_pods: the members that have live Pods, space-separated, in spec order.
 members_with_pods() {
 	local m out=""
@@ -28,7 +27,7 @@ members_with_pods() {
 }
 converged_to() {
 	local got
-	got="$(members_with_pods)|$(pool_get pool '{.status.phase}/{.status.residentMember}/{.status.pendingMember}' "$ns")"
+	got="$(members_with_pods)|$(pool_field pool phase/residentMember/pendingMember "$ns")"
 	echo "$got"
 	[ "$got" == "$1|Ready/$1/" ]
 }
@@ -37,8 +36,8 @@ log "the operator stops; m-b and m-c are scaled to 1 and serve beside m-a, m-b b
 stop_operator
 kubectl_admin -n "$ns" annotate isvc m-b sim.modelpool.test/busy=true --overwrite >/dev/null
 kubectl_admin -n "$ns" scale isvc/m-b isvc/m-c --replicas=1 >/dev/null
-wait_for 60 isvc_phase_is m-b Ready
-wait_for 60 isvc_phase_is m-c Ready
+wait_for 60 member_phase_is m-b Ready "$ns"
+wait_for 60 member_phase_is m-c Ready "$ns"
 expect_eq "members with Pods while the operator is down" "m-a m-b m-c" "$(members_with_pods)"
 busy_pod=$(live_pods m-b "$ns")
 
@@ -55,8 +54,7 @@ superseded() {
 	[ "$got" -gt 0 ]
 }
 wait_for 30 superseded
-kubectl_admin -n "$ns" get events --field-selector involvedObject.name=pool,reason=RequestSuperseded \
-	-o 'jsonpath={.items[*].message}' | grep_all -w m-c || fail "no RequestSuperseded Event names m-c"
+event_messages pool RequestSuperseded "$ns" | grep_all -w m-c || fail "no RequestSuperseded Event names m-c"
 replan_barrier pool "$ns"
 expect_sole_resident pool m-b "$ns"
 deleted=$(sim_deleted_busy "$ns" m-b)

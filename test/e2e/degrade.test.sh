@@ -35,9 +35,9 @@ wait_for 30 condition_is pool MembersValid False/MissingMembers "$ns"
 members_valid_names m-missing >/dev/null || fail "MembersValid does not name m-missing: $(condition_message pool MembersValid "$ns")"
 wait_for 30 events_more pool Warning/MissingMembers 0 "$ns"
 replan_barrier pool "$ns"
-expect_eq "phase after a re-plan" Degraded "$(pool_get pool '{.status.phase}' "$ns")"
-expect_eq "replicas m-a/m-b" 0/0 "$(isvc_get m-a '{.spec.replicas}' "$ns")/$(isvc_get m-b '{.spec.replicas}' "$ns")"
-expect_eq "pendingMember of an invalid cold pool" "" "$(pool_get pool '{.status.pendingMember}' "$ns")"
+expect_eq "phase after a re-plan" Degraded "$(pool_field pool phase "$ns")"
+expect_eq "replicas m-a/m-b" 0/0 "$(member_replicas m-a "$ns")/$(member_replicas m-b "$ns")"
+expect_eq "pendingMember of an invalid cold pool" "" "$(pool_field pool pendingMember "$ns")"
 expect_eq "replica changes while Degraded" 0 "$(scale_lines pool "$ns")"
 expect_eq "members[]" "m-a:Stopped:false m-b:Stopped:false m-missing::false" "$(pool_members pool "$ns")"
 kubectl_admin -n "$ns" get modelpools | tee /dev/stderr | grep -Eq '^pool +sticky +Degraded' ||
@@ -58,10 +58,10 @@ scales=$(scale_lines pool "$ns")
 kubectl_admin -n "$ns" patch modelpool pool --type=json \
 	-p '[{"op":"add","path":"/spec/members/-","value":{"inferenceServiceRef":{"name":"m-ghost"}}}]' >/dev/null
 wait_for 30 observed_current pool "$ns"
-expect_eq "phase/resident" Degraded/m-a "$(pool_get pool '{.status.phase}/{.status.residentMember}' "$ns")"
+expect_eq "phase/resident" Degraded/m-a "$(pool_field pool phase/residentMember "$ns")"
 expect_eq "MembersValid" False/MissingMembers "$(pool_condition pool MembersValid "$ns")"
 members_valid_names m-ghost >/dev/null || fail "MembersValid does not name m-ghost: $(condition_message pool MembersValid "$ns")"
-expect_eq "m-a replicas" 1 "$(isvc_get m-a '{.spec.replicas}' "$ns")"
+expect_eq "m-a replicas" 1 "$(member_replicas m-a "$ns")"
 expect_eq "replica changes while Degraded" "$scales" "$(scale_lines pool "$ns")"
 
 log "m-ghost is dropped from the spec again: Ready, no stale condition"
@@ -75,7 +75,7 @@ log "a member is deleted under the warm pool, then created again"
 kubectl_admin -n "$ns" delete isvc m-b >/dev/null
 wait_for 30 condition_is pool MembersValid False/MissingMembers "$ns"
 members_valid_names m-b >/dev/null || fail "MembersValid does not name m-b: $(condition_message pool MembersValid "$ns")"
-expect_eq "phase/resident" Degraded/m-a "$(pool_get pool '{.status.phase}/{.status.residentMember}' "$ns")"
+expect_eq "phase/resident" Degraded/m-a "$(pool_field pool phase/residentMember "$ns")"
 create_members "$ns" m-b
 wait_for 30 pool_is pool Ready m-a "$ns"
 wait_for 30 condition_is pool MembersValid True/Valid "$ns"

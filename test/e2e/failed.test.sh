@@ -15,8 +15,8 @@ wait_for 90 pool_is shared-gpu Ready llama-8b
 # Swapping; one more Warning REASON Event than the WARNINGS there were before, and only one.
 expect_target_failed() {
 	wait_for 60 condition_is shared-gpu SlotAllocated "False/$1"
-	expect_eq "phase with a stuck target" Degraded "$(pool_get shared-gpu '{.status.phase}')"
-	expect_eq "pendingMember" "$2" "$(pool_get shared-gpu '{.status.pendingMember}')"
+	expect_eq "phase with a stuck target" Degraded "$(pool_field shared-gpu phase)"
+	expect_eq "pendingMember" "$2" "$(pool_field shared-gpu pendingMember)"
 	grep -q "target $2 is" <<<"$(condition_message shared-gpu SlotAllocated)" ||
 		fail "SlotAllocated does not name $2: $(condition_message shared-gpu SlotAllocated)"
 	wait_for 30 events_more shared-gpu "Warning/$1" "$3"
@@ -26,8 +26,8 @@ expect_target_failed() {
 	# Still reported after another plan: no flapping back to Swapping.
 	replan_barrier shared-gpu
 	expect_eq "phase/SlotAllocated after a re-plan" "Degraded/False/$1" \
-		"$(pool_get shared-gpu '{.status.phase}')/$(pool_condition shared-gpu SlotAllocated)"
-	expect_eq "resident replicas" 0 "$(isvc_get llama-8b '{.spec.replicas}')"
+		"$(pool_field shared-gpu phase)/$(pool_condition shared-gpu SlotAllocated)"
+	expect_eq "resident replicas" 0 "$(member_replicas llama-8b)"
 	expect_eq "Warning $1 Events" $(($3 + 1)) "$(event_count shared-gpu "Warning/$1")"
 }
 
@@ -61,7 +61,7 @@ kubectl_admin annotate isvc llama-8b sim.modelpool.test/waiting-for-gpu=true --o
 kubectl_admin scale isvc llama-8b --replicas=1 >/dev/null
 wait_for 30 pending_is shared-gpu llama-8b
 wait_for 60 condition_is shared-gpu SlotAllocated False/TargetWaitingForGPU
-expect_eq "phase" Degraded "$(pool_get shared-gpu '{.status.phase}')"
+expect_eq "phase" Degraded "$(pool_field shared-gpu phase)"
 wait_for 30 events_more shared-gpu Warning/TargetWaitingForGPU 0
 no_live_pods qwen-7b || fail "qwen-7b still has Pods: $(live_pods qwen-7b)"
 kubectl_admin annotate isvc llama-8b sim.modelpool.test/waiting-for-gpu- >/dev/null

@@ -41,8 +41,8 @@ case "$order" in
 esac
 grep -q "reason=HeldBack" <<<"$order" || fail "m-b was not held back unprobed: $order"
 wait_for 30 replicas_are m-b 0 "$ns"
-expect_eq "resident while m-a is busy" m-a "$(pool_get pool '{.status.residentMember}' "$ns")"
-expect_eq "m-a still up" 1 "$(isvc_get m-a '{.spec.replicas}' "$ns")"
+expect_eq "resident while m-a is busy" m-a "$(pool_field pool residentMember "$ns")"
+expect_eq "m-a still up" 1 "$(member_replicas m-a "$ns")"
 
 log "m-a idle: the swap goes on as usual"
 kubectl_admin -n "$ns" annotate --overwrite isvc m-b sim.modelpool.test/loading- sim.modelpool.test/probe- >/dev/null

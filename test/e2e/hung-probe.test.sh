@@ -38,12 +38,12 @@ expect_sole_resident pool-b b-2 "$ns"
 
 log "meanwhile pool-a still waits on the probe: Swapping, a-1 resident, no IdleCheckFailed"
 expect_eq "pool-a phase/resident/pending" Swapping/a-1/a-2 \
-	"$(pool_get pool-a '{.status.phase}/{.status.residentMember}/{.status.pendingMember}' "$ns")"
+	"$(pool_field pool-a phase/residentMember/pendingMember "$ns")"
 deferred=$(pool_condition pool-a SwapDeferred "$ns")
 [ "$deferred" != True/IdleCheckFailed ] || fail "pool-a gave up on the probe: SwapDeferred $deferred"
 expect_eq "Warning SwapDeferred Events of pool-a" 0 "$(event_count pool-a Warning/SwapDeferred "$ns")"
-expect_eq "a-1 replicas" 1 "$(isvc_get a-1 '{.spec.replicas}' "$ns")"
-expect_eq "a-2 replicas" 0 "$(isvc_get a-2 '{.spec.replicas}' "$ns")"
+expect_eq "a-1 replicas" 1 "$(member_replicas a-1 "$ns")"
+expect_eq "a-2 replicas" 0 "$(member_replicas a-2 "$ns")"
 [ -n "$(live_pods a-1 "$ns")" ] || fail "a-1 lost its Pod while its probe was held"
 
 log "the hang is released: the held probe is answered idle, and pool-a completes too"

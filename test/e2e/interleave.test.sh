@@ -31,9 +31,9 @@ expect_sole_resident pool m-a "$ns"
 # the pool releases members only while they are up (docs/guarantees.md: which request wins).
 requestable() {
 	local got res pend reps
-	got=$(pool_get pool '{.status.residentMember}/{.status.pendingMember}' "$ns")
+	got=$(pool_field pool residentMember/pendingMember "$ns")
 	IFS=/ read -r res pend <<<"$got"
-	reps=$(isvc_get "$1" '{.spec.replicas}' "$ns")
+	reps=$(member_replicas "$1" "$ns")
 	echo "resident=$res pending=$pend $1.replicas=$reps"
 	[ "$pend" == "$1" ] && return 0
 	[ "$res" == "$1" ] && [ -z "$pend" ] && return 0
@@ -42,7 +42,7 @@ requestable() {
 # recorded X: the pool has taken the request for X (pending, or already resident).
 recorded() {
 	local got
-	got=$(pool_get pool '{.status.residentMember}/{.status.pendingMember}' "$ns")
+	got=$(pool_field pool residentMember/pendingMember "$ns")
 	echo "$got"
 	[ "${got#*/}" == "$1" ] || [ "$got" == "$1/" ]
 }
@@ -54,7 +54,7 @@ request() {
 # settled: the pool is Ready, nothing pending, and only the resident is at 1 replica.
 settled() {
 	local got up
-	got=$(pool_get pool '{.status.phase}/{.status.residentMember}/{.status.pendingMember}' "$ns")
+	got=$(pool_field pool phase/residentMember/pendingMember "$ns")
 	up=$(kubectl_admin -n "$ns" get isvc -o 'jsonpath={range .items[?(@.spec.replicas>0)]}{.metadata.name}{" "}{end}')
 	echo "$got up: $up"
 	[ "$got" == "Ready/${up% }/" ]
@@ -76,7 +76,7 @@ for x in c b d a c b d; do
 	kubectl_admin -n "$ns" scale isvc "m-$x" --replicas=1 >/dev/null
 done
 wait_for 120 settled
-winner=$(pool_get pool '{.status.residentMember}' "$ns")
+winner=$(pool_field pool residentMember "$ns")
 log "after the burst $winner is resident"
 expect_sole_resident pool "$winner" "$ns"
 
@@ -97,11 +97,11 @@ done
 final=${others##* }
 wait_for 60 condition_is pool SwapDeferred True/PodsBusy "$ns"
 replan_barrier pool "$ns"
-expect_eq "pending while the resident is busy" "$final" "$(pool_get pool '{.status.pendingMember}' "$ns")"
-expect_eq "busy resident's replicas" 1 "$(isvc_get "$last" '{.spec.replicas}' "$ns")"
+expect_eq "pending while the resident is busy" "$final" "$(pool_field pool pendingMember "$ns")"
+expect_eq "busy resident's replicas" 1 "$(member_replicas "$last" "$ns")"
 [ -n "$(live_pods "$last" "$ns")" ] || fail "the busy resident $last lost its Pod"
 for x in $others; do
-	expect_eq "replicas of $x, requested while $last is busy" 0 "$(isvc_get "$x" '{.spec.replicas}' "$ns")"
+	expect_eq "replicas of $x, requested while $last is busy" 0 "$(member_replicas "$x" "$ns")"
 done
 kubectl_admin -n "$ns" annotate isvc "$last" sim.modelpool.test/busy- >/dev/null
 wait_for 90 pool_is pool Ready "$final" "$ns"

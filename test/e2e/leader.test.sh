@@ -51,7 +51,7 @@ log "b leads $((SECONDS - killed_at)) s after a was killed (lease duration 15 s)
 expect_eq "transitions" 1 "$(kubectl_admin -n modelpool-system get lease modelpool-operator -o 'jsonpath={.spec.leaseTransitions}')"
 kubectl_admin annotate isvc llama-8b sim.modelpool.test/busy=false --overwrite >/dev/null
 wait_for 90 pool_is shared-gpu Ready qwen-7b
-expect_eq "incumbent replicas" 0 "$(isvc_get llama-8b '{.spec.replicas}')"
+expect_eq "incumbent replicas" 0 "$(member_replicas llama-8b)"
 no_live_pods llama-8b || fail "llama-8b still has Pods: $(live_pods llama-8b)"
 [ "$(writes_of b)" -gt 0 ] || fail "b leads but wrote nothing"
 # A new leader plans only from caches listed again after it took the lease: a standby's watches may

@@ -274,6 +274,20 @@ sim_deleted_busy() {
 pool_get() { kubectl_admin -n "${3:-default}" get modelpool "$1" -o "jsonpath=$2"; }
 isvc_get() { kubectl_admin -n "${3:-default}" get inferenceservice "$1" -o "jsonpath=$2"; }
 
+# pool_field POOL FIELD[/FIELD...] [NS]: status fields by name, joined by '/' (pool_field pool
+# phase/residentMember prints "Ready/m-a").
+pool_field() {
+	local path="" f
+	for f in ${2//\// }; do path+="${path:+/}{.status.$f}"; done
+	pool_get "$1" "$path" "${3:-default}"
+}
+
+# member_replicas MEMBER [NS]: the InferenceService's spec.replicas.
+member_replicas() { isvc_get "$1" '{.spec.replicas}' "${2:-default}"; }
+
+# member_phase_is MEMBER PHASE [NS]: succeeds when the InferenceService's status.phase is PHASE.
+member_phase_is() { [ "$(isvc_get "$1" '{.status.phase}' "${3:-default}")" == "$2" ]; }
+
 # replicas_are MEMBER N [NS]: succeeds when the InferenceService's spec.replicas is N.
 replicas_are() {
 	local got
@@ -293,7 +307,7 @@ observed_current() {
 # pool_is POOL PHASE RESIDENT [NS]: succeeds when the pool shows that phase and resident member.
 pool_is() {
 	local got
-	got="$(pool_get "$1" '{.status.phase}/{.status.residentMember}' "${4:-default}")"
+	got="$(pool_field "$1" phase/residentMember "${4:-default}")"
 	echo "$got"
 	[ "$got" == "$2/$3" ]
 }
@@ -327,7 +341,7 @@ kill_operator() {
 # pending_is POOL MEMBER [NS]: succeeds when status.pendingMember is MEMBER ("" for none).
 pending_is() {
 	local got
-	got=$(pool_get "$1" '{.status.pendingMember}' "${3:-default}")
+	got=$(pool_field "$1" pendingMember "${3:-default}")
 	echo "pending=$got"
 	[ "$got" == "$2" ]
 }
@@ -352,6 +366,11 @@ condition_message() {
 pool_events() {
 	kubectl_admin -n "${2:-default}" get events --field-selector "involvedObject.kind=ModelPool,involvedObject.name=$1" \
 		--sort-by=.metadata.creationTimestamp -o 'jsonpath={range .items[*]}{.type}/{.reason}{"\n"}{end}'
+}
+# event_messages POOL REASON [NS]: the messages of the pool's Events with that reason.
+event_messages() {
+	kubectl_admin -n "${3:-default}" get events --field-selector "involvedObject.name=$1,reason=$2" \
+		-o 'jsonpath={.items[*].message}'
 }
 # event_count POOL TYPE/REASON [NS]: how many such Events the pool has.
 event_count() { pool_events "$1" "${3:-default}" | grep -cx "$2" || true; }

@@ -16,7 +16,6 @@ start_slot_check
 start_sim --finalizer --terminate-ms 200 --load-ms 300
 start_operator
 
-isvc_phase_is() { [ "$(isvc_get "$1" '{.status.phase}' "$ns")" == "$2" ]; }
 
 log "(1) m-a listens on containerPort 9090, its endpoint.port is the CRD's 8080"
 create_members "$ns" m-a m-b
@@ -51,9 +50,9 @@ for name in c-a c-b c-c; do
 		spec: {modelRef: $name, runtime: llamacpp}
 	YAML
 done
-wait_for 60 isvc_phase_is c-b Ready
-wait_for 60 isvc_phase_is c-a WaitingForGPU
-wait_for 60 isvc_phase_is c-c WaitingForGPU
+wait_for 60 member_phase_is c-b Ready "$ns"
+wait_for 60 member_phase_is c-a WaitingForGPU "$ns"
+wait_for 60 member_phase_is c-c WaitingForGPU "$ns"
 serving=$(live_pods c-b "$ns")
 create_pool "$ns" cold c-a c-a c-b c-c
 wait_for 60 pool_is cold Ready c-b "$ns"
@@ -62,7 +61,7 @@ wait_for 30 replicas_are c-c 0 "$ns"
 replan_barrier cold "$ns"
 expect_sole_resident cold c-b "$ns"
 expect_eq "c-b's Pod (never restarted)" "$serving" "$(live_pods c-b "$ns")"
-expect_eq "c-b's replicas (the CRD's default)" 1 "$(isvc_get c-b '{.spec.replicas}' "$ns")"
+expect_eq "c-b's replicas (the CRD's default)" 1 "$(member_replicas c-b "$ns")"
 ! grep 'scale pool=.*member=c-b ' "$MP_STATE_DIR/operator.log" || fail "the operator scaled c-b"
 started=$(pool_events cold "$ns" | grep -c SwapStarted || true)
 [ "$started" -le 1 ] || fail "the cold pool swapped $started times: $(pool_events cold "$ns" | tr '\n' ' ')"
@@ -77,9 +76,9 @@ kubectl_admin -n "$ns" scale isvc m-a --replicas=0 >/dev/null
 wait_for 60 pool_is pool Ready m-a "$ns"
 wait_for 30 events_more pool Warning/SwapCancelled 0 "$ns"
 replan_barrier pool "$ns"
-expect_eq "m-a's replicas after the cancel" 0 "$(isvc_get m-a '{.spec.replicas}' "$ns")"
+expect_eq "m-a's replicas after the cancel" 0 "$(member_replicas m-a "$ns")"
 wait_for 30 no_live_pods m-a "$ns"
-expect_eq "m-b's replicas after the cancel" 0 "$(isvc_get m-b '{.spec.replicas}' "$ns")"
+expect_eq "m-b's replicas after the cancel" 0 "$(member_replicas m-b "$ns")"
 expect_eq "SwapCancelled Warnings" 1 "$(event_count pool Warning/SwapCancelled "$ns")"
 expect_eq "the operator's scale-ups of m-a since its user's 0" "$ups" \
 	"$(grep -c 'member=m-a replicas=1' "$MP_STATE_DIR/operator.log" || true)"

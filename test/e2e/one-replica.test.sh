@@ -71,15 +71,13 @@ wait_for 30 said_too_many pool m-a 2
 kill "$watcher"
 replan_barrier pool "$ns"
 expect_eq "Warning TooManyReplicas Events for one episode" 1 "$(event_count pool Warning/TooManyReplicas "$ns")"
-kubectl_admin -n "$ns" get events --field-selector involvedObject.name=pool,reason=TooManyReplicas \
-	-o 'jsonpath={.items[*].message}' | grep_all -w m-a || fail "the TooManyReplicas Event does not name m-a"
+event_messages pool TooManyReplicas "$ns" | grep_all -w m-a || fail "the TooManyReplicas Event does not name m-a"
 expect_sole_resident pool m-a "$ns"
 kubectl_admin -n "$ns" annotate isvc m-a sim.modelpool.test/load-ms- >/dev/null
 
 log "(2) m-c runs 2 replicas before any pool claims it; a cold pool adopts it and brings it to 1"
 kubectl_admin -n "$ns" scale isvc m-c --replicas=1 >/dev/null
-isvc_phase_is() { [ "$(isvc_get "$1" '{.status.phase}' "$ns")" == "$2" ]; }
-wait_for 60 isvc_phase_is m-c Ready
+wait_for 60 member_phase_is m-c Ready "$ns"
 first=$(pods_of m-c)
 kubectl_admin -n "$ns" annotate isvc m-c sim.modelpool.test/load-ms=600000 --overwrite >/dev/null
 kubectl_admin -n "$ns" scale isvc m-c --replicas=2 >/dev/null

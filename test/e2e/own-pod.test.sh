@@ -26,25 +26,24 @@ pod_terminating() {
 	echo "$got"
 	grep -Eq '=[^ ]+' <<<"$got"
 }
-isvc_phase_is() { [ "$(isvc_get "$1" '{.status.phase}' "$ns")" == "$2" ]; }
 
 log "m-a runs outside any pool, then its user stops it; its Pod stays terminating"
 kubectl_admin -n "$ns" scale isvc m-a --replicas=1 >/dev/null
-wait_for 60 isvc_phase_is m-a Ready
+wait_for 60 member_phase_is m-a Ready "$ns"
 old=$(live_pods m-a "$ns")
 kubectl_admin -n "$ns" annotate isvc m-a sim.modelpool.test/terminate-ms=600000 --overwrite >/dev/null
 kubectl_admin -n "$ns" scale isvc m-a --replicas=0 >/dev/null
 wait_for 30 pod_terminating m-a
-wait_for 30 isvc_phase_is m-a Stopped
+wait_for 30 member_phase_is m-a Stopped "$ns"
 
 log "a cold pool with default m-a: m-a is pending but held at 0 while its old Pod $old terminates"
 create_pool "$ns" pool m-a m-a m-b
 wait_for 30 pending_is pool m-a "$ns"
 # expect_held WHEN: m-a still at 0, its only Pod the old terminating one.
 expect_held() {
-	expect_eq "m-a replicas while its old Pod terminates ($1)" 0 "$(isvc_get m-a '{.spec.replicas}' "$ns")"
+	expect_eq "m-a replicas while its old Pod terminates ($1)" 0 "$(member_replicas m-a "$ns")"
 	expect_eq "m-a Pods while its old Pod terminates ($1)" "$old" "$(live_pods m-a "$ns")"
-	expect_eq "phase/pending ($1)" Swapping/m-a "$(pool_get pool '{.status.phase}/{.status.pendingMember}' "$ns")"
+	expect_eq "phase/pending ($1)" Swapping/m-a "$(pool_field pool phase/pendingMember "$ns")"
 }
 replan_barrier pool "$ns"
 expect_held "after the pool was planned"
@@ -74,7 +73,7 @@ for m in m-c m-d; do
 	kubectl_admin -n "$ns" annotate isvc "$m" sim.modelpool.test/terminate-ms=600000 --overwrite >/dev/null
 done
 kubectl_admin -n "$ns" scale isvc m-c --replicas=1 >/dev/null
-wait_for 60 isvc_phase_is m-c Ready
+wait_for 60 member_phase_is m-c Ready "$ns"
 old=$(live_pods m-c "$ns")
 log "the operator is back: m-c is the target, held at 0 while its Pod $old terminates"
 start_operator
@@ -84,9 +83,9 @@ wait_for 30 replicas_are m-d 0 "$ns"
 kubectl_admin -n "$ns" annotate isvc m-d sim.modelpool.test/terminate-ms=0 --overwrite >/dev/null
 wait_for 30 no_live_pods m-d "$ns"
 replan_barrier pool2 "$ns"
-expect_eq "m-c replicas while its old Pod terminates" 0 "$(isvc_get m-c '{.spec.replicas}' "$ns")"
+expect_eq "m-c replicas while its old Pod terminates" 0 "$(member_replicas m-c "$ns")"
 expect_eq "m-c Pods while its old Pod terminates" "$old" "$(live_pods m-c "$ns")"
-expect_eq "pool2 phase/pending" Swapping/m-c "$(pool_get pool2 '{.status.phase}/{.status.pendingMember}' "$ns")"
+expect_eq "pool2 phase/pending" Swapping/m-c "$(pool_field pool2 phase/pendingMember "$ns")"
 log "the old Pod is released: m-c starts again and is resident"
 kubectl_admin -n "$ns" annotate isvc m-c sim.modelpool.test/terminate-ms=0 --overwrite >/dev/null
 wait_for 60 pool_is pool2 Ready m-c "$ns"

@@ -58,10 +58,9 @@ got=$(condition_message pool SwapDeferred "$ns")
 grep -qw m-a <<<"$got" || fail "SwapDeferred does not name m-a: $got"
 grep -qF "$msg" <<<"$got" || fail "SwapDeferred does not carry the policy's message: $got"
 wait_for 30 events_more pool Warning/WriteRefused 0 "$ns"
-kubectl_admin -n "$ns" get events --field-selector involvedObject.name=pool,reason=WriteRefused \
-	-o 'jsonpath={.items[*].message}' | grep_all -F "$msg" || fail "the WriteRefused Event does not carry the policy's message"
-expect_eq "pending" m-b "$(pool_get pool '{.status.pendingMember}' "$ns")"
-expect_eq "m-a replicas" 1 "$(isvc_get m-a '{.spec.replicas}' "$ns")"
+event_messages pool WriteRefused "$ns" | grep_all -F "$msg" || fail "the WriteRefused Event does not carry the policy's message"
+expect_eq "pending" m-b "$(pool_field pool pendingMember "$ns")"
+expect_eq "m-a replicas" 1 "$(member_replicas m-a "$ns")"
 wait_for 30 replicas_are m-b 0 "$ns"
 # Retried (with backoff) while the policy stands, but reported once: wait for two more refused
 # PATCHes (the operator's own request counter), then count the Events.

@@ -18,13 +18,12 @@ create_pool "$ns" pool m-a m-a m-x m-y
 wait_for 60 pool_is pool Ready m-a "$ns"
 expect_sole_resident pool m-a "$ns"
 
-isvc_phase_is() { [ "$(isvc_get "$1" '{.status.phase}' "$ns")" == "$2" ]; }
 
 log "the operator stops; m-x serves busy beside m-a; m-y is requested through the pool"
 stop_operator
 kubectl_admin -n "$ns" annotate isvc m-x sim.modelpool.test/busy=true --overwrite >/dev/null
 kubectl_admin -n "$ns" scale isvc/m-x --replicas=1 >/dev/null
-wait_for 60 isvc_phase_is m-x Ready
+wait_for 60 member_phase_is m-x Ready "$ns"
 kubectl_admin -n "$ns" annotate modelpool pool modelpool-operator.dev/request=m-y --overwrite >/dev/null
 busy_pod=$(live_pods m-x "$ns")
 
@@ -52,10 +51,10 @@ wait_for 60 observed_current pool "$ns"
 
 # expect_held: m-y not started, m-x's busy Pod still there and still recorded by the pool.
 expect_held() {
-	expect_eq "m-y's replicas while m-x's Pod lives ($1)" 0 "$(isvc_get m-y '{.spec.replicas}' "$ns")"
+	expect_eq "m-y's replicas while m-x's Pod lives ($1)" 0 "$(member_replicas m-y "$ns")"
 	no_live_pods m-y "$ns" || fail "m-y has live Pods beside m-x's ($1): $(live_pods m-y "$ns")"
 	expect_eq "m-x's Pod ($1)" "$busy_pod" "$(live_pods m-x "$ns")"
-	expect_eq "phase/pending ($1)" Swapping/m-y "$(pool_get pool '{.status.phase}/{.status.pendingMember}' "$ns")"
+	expect_eq "phase/pending ($1)" Swapping/m-y "$(pool_field pool phase/pendingMember "$ns")"
 	releasing_is m-x >/dev/null || fail "m-x is no longer recorded as releasing ($1): $(pool_members pool "$ns")"
 }
 expect_held "after the removal"

@@ -20,7 +20,7 @@ swapping_is() { condition_is shared-gpu Swapping "$1"; }
 # at STAGE, FROM still resident in status.
 not_reverted() {
 	expect_eq "resident/pending after the restart" "$1/$2" \
-		"$(pool_get shared-gpu '{.status.residentMember}/{.status.pendingMember}')"
+		"$(pool_field shared-gpu residentMember/pendingMember)"
 	expect_eq "Swapping condition after the restart" "True/$3" "$(pool_condition shared-gpu Swapping)"
 }
 
@@ -45,8 +45,8 @@ expect_eq "SwapDeferred after the restart" True/PodsBusy "$(pool_condition share
 expect_eq "SwapDeferred lastTransitionTime across the restart" "$deferred_since" \
 	"$(pool_get shared-gpu '{.status.conditions[?(@.type=="SwapDeferred")].lastTransitionTime}')"
 expect_eq "SwapDeferred Events across the restart" "$deferred_events" "$(event_count shared-gpu Normal/SwapDeferred)"
-expect_eq "busy incumbent's replicas" 1 "$(isvc_get llama-8b '{.spec.replicas}')"
-expect_eq "held target's replicas" 0 "$(isvc_get qwen-7b '{.spec.replicas}')"
+expect_eq "busy incumbent's replicas" 1 "$(member_replicas llama-8b)"
+expect_eq "held target's replicas" 0 "$(member_replicas qwen-7b)"
 [ -n "$(live_pods llama-8b)" ] || fail "the busy incumbent lost its Pod"
 kubectl_admin annotate isvc llama-8b sim.modelpool.test/busy=false --overwrite >/dev/null
 wait_for 90 pool_is shared-gpu Ready qwen-7b
@@ -63,8 +63,8 @@ wait_for 30 replicas_are llama-8b 1
 restart_operator
 replan_barrier shared-gpu
 not_reverted qwen-7b llama-8b Loading
-expect_eq "loading target's replicas" 1 "$(isvc_get llama-8b '{.spec.replicas}')"
-expect_eq "stopped incumbent's replicas" 0 "$(isvc_get qwen-7b '{.spec.replicas}')"
+expect_eq "loading target's replicas" 1 "$(member_replicas llama-8b)"
+expect_eq "stopped incumbent's replicas" 0 "$(member_replicas qwen-7b)"
 kubectl_admin annotate isvc llama-8b sim.modelpool.test/load-ms- >/dev/null
 wait_for 90 pool_is shared-gpu Ready llama-8b
 expect_sole_resident shared-gpu llama-8b
@@ -81,7 +81,7 @@ for to in qwen-7b llama-8b qwen-7b; do
 	restart_operator
 	wait_for 60 swapping_is True/Loading
 	expect_eq "resident/pending while $to loads" "$from/$to" \
-		"$(pool_get shared-gpu '{.status.residentMember}/{.status.pendingMember}')"
+		"$(pool_field shared-gpu residentMember/pendingMember)"
 	no_live_pods "$from" || fail "$from still has Pods while $to loads: $(live_pods "$from")"
 	kubectl_admin annotate isvc "$to" sim.modelpool.test/load-ms- >/dev/null
 	wait_for 90 pool_is shared-gpu Ready "$to"

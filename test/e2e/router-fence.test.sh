@@ -153,7 +153,7 @@ grep -qi '^retry-after: [0-9]' "$MP_STATE_DIR/unconfirmed.headers" || fail "no R
 grep -q 'could not be confirmed resident' "$MP_STATE_DIR/unconfirmed.json" ||
 	fail "the 503 does not say why: $(cat "$MP_STATE_DIR/unconfirmed.json")"
 expect_eq "503s counted as unconfirmed" $((before + 1)) "$(router_metric "$unconfirmed_q")"
-expect_eq "m-a's replicas while the router could not read" 1 "$(isvc_get m-a '{.spec.replicas}' "$ns")"
+expect_eq "m-a's replicas while the router could not read" 1 "$(member_replicas m-a "$ns")"
 curl -fsS -X DELETE "$toxi/proxies/router/toxics/cut" >/dev/null
 log "the link is back: the next request is answered by m-a"
 expect_eq "after the link is back" 200 "$(curl -sS -o /dev/null -w '%{http_code}' --max-time $((budget_s + margin_s)) \

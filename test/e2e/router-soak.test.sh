@@ -57,7 +57,7 @@ swaps=$(event_count pool Normal/SwapStarted "$ns")
 log "$total requests, $swaps swaps, $asks requests through the pool"
 [ "$asks" -le $((2 * swaps + 2)) ] || fail "$asks requests through the pool for $swaps swaps"
 
-wait_eq 60 "" pool_get pool '{.status.pendingMember}' "$ns"
+wait_eq 60 "" pool_field pool pendingMember "$ns"
 stop_router
 MP_ROUTER_PID=$router1 stop_router
 stop_operator

@@ -105,7 +105,7 @@ expect_eq "withdrawals" 1 "$(grep -c '"withdrew the request: its clients left"' 
 
 log "a Degraded pool: 503 at once with the condition's message, never an activation"
 create_pool "$ns" broken m-x m-x
-wait_eq 30 Degraded pool_get broken '{.status.phase}' "$ns"
+wait_eq 30 Degraded pool_field broken phase "$ns"
 expect_eq "Degraded pool" 503 "$(post /v1/chat/completions '{"model":"m-x","messages":[]}')"
 expect_eq "503 code" pool_unavailable "$(error_code)"
 case "$(error_message)" in *"is Degraded"*) ;; *) fail "503 message without the pool's state: $(error_message)" ;; esac

@@ -15,11 +15,11 @@ start_operator
 log "a cold pool warms its default member"
 wait_for 90 pool_is shared-gpu Ready llama-8b
 wait_for 30 condition_is shared-gpu SlotAllocated True/Resident
-expect_eq "pending member" "" "$(pool_get shared-gpu '{.status.pendingMember}')"
+expect_eq "pending member" "" "$(pool_field shared-gpu pendingMember)"
 expect_eq "members[]" "llama-8b:Ready:true qwen-7b:Stopped:false" \
 	"$(pool_get shared-gpu '{range .status.members[*]}{.name}:{.phase}:{.resident}{" "}{end}' | sed 's/ $//')"
 expect_eq "observedGeneration" "$(pool_get shared-gpu '{.metadata.generation}')" \
-	"$(pool_get shared-gpu '{.status.observedGeneration}')"
+	"$(pool_field shared-gpu observedGeneration)"
 kubectl_admin get modelpools | tee /dev/stderr | grep -Eq '^shared-gpu +sticky +llama-8b +Ready' ||
 	fail "kubectl get modelpools does not show Policy, Resident and Phase"
 
@@ -27,10 +27,10 @@ log "a request for qwen-7b while llama-8b is busy is deferred, never forced"
 kubectl_admin annotate isvc llama-8b sim.modelpool.test/busy=true --overwrite >/dev/null
 kubectl_admin scale isvc qwen-7b --replicas=1 >/dev/null
 wait_for 60 condition_is shared-gpu SwapDeferred True/PodsBusy
-expect_eq "phase while deferred" Swapping "$(pool_get shared-gpu '{.status.phase}')"
-expect_eq "pending member" qwen-7b "$(pool_get shared-gpu '{.status.pendingMember}')"
-expect_eq "resident while deferred" llama-8b "$(pool_get shared-gpu '{.status.residentMember}')"
-expect_eq "incumbent replicas while busy" 1 "$(isvc_get llama-8b '{.spec.replicas}')"
+expect_eq "phase while deferred" Swapping "$(pool_field shared-gpu phase)"
+expect_eq "pending member" qwen-7b "$(pool_field shared-gpu pendingMember)"
+expect_eq "resident while deferred" llama-8b "$(pool_field shared-gpu residentMember)"
+expect_eq "incumbent replicas while busy" 1 "$(member_replicas llama-8b)"
 wait_for 30 replicas_are qwen-7b 0
 [ -n "$(live_pods llama-8b)" ] || fail "the busy incumbent lost its Pod"
 kubectl_admin describe modelpool shared-gpu | grep_all SwapDeferred ||
@@ -39,10 +39,10 @@ kubectl_admin describe modelpool shared-gpu | grep_all SwapDeferred ||
 log "once llama-8b is idle the swap completes: llama-8b stopped and gone, then qwen-7b resident"
 kubectl_admin annotate isvc llama-8b sim.modelpool.test/busy=false --overwrite >/dev/null
 wait_for 90 pool_is shared-gpu Ready qwen-7b
-expect_eq "incumbent replicas" 0 "$(isvc_get llama-8b '{.spec.replicas}')"
-expect_eq "target replicas" 1 "$(isvc_get qwen-7b '{.spec.replicas}')"
+expect_eq "incumbent replicas" 0 "$(member_replicas llama-8b)"
+expect_eq "target replicas" 1 "$(member_replicas qwen-7b)"
 no_live_pods llama-8b || fail "llama-8b still has Pods after the swap: $(live_pods llama-8b)"
-expect_eq "pending member after the swap" "" "$(pool_get shared-gpu '{.status.pendingMember}')"
+expect_eq "pending member after the swap" "" "$(pool_field shared-gpu pendingMember)"
 wait_for 30 condition_is shared-gpu SwapDeferred False/NotDeferred
 wait_for 30 condition_is shared-gpu SlotAllocated True/Resident
 # The drain fence: the operator probes (and so unloads) the incumbent no sooner than --drain-fence (2s)
@@ -80,8 +80,8 @@ done
 log "sticky: a spec change re-plans the warm pool, and it does not go back to its default"
 kubectl_admin patch modelpool shared-gpu --type=merge -p '{"spec":{"swapBudget":"120s"}}' >/dev/null
 wait_for 30 observed_current shared-gpu
-expect_eq "resident after a spec change" qwen-7b "$(pool_get shared-gpu '{.status.residentMember}')"
-expect_eq "default member's replicas" 0 "$(isvc_get llama-8b '{.spec.replicas}')"
+expect_eq "resident after a spec change" qwen-7b "$(pool_field shared-gpu residentMember)"
+expect_eq "default member's replicas" 0 "$(member_replicas llama-8b)"
 
 log "a second swap, back to llama-8b: the fence counts from this swap, not the last"
 from=$(wc -l <"$MP_STATE_DIR/operator.log")

@@ -25,7 +25,7 @@ wait_for 60 condition_is pool Swapping True/Loading "$ns"
 expect_eq "TargetReady while m-b loads" False/Loading "$(pool_condition pool TargetReady "$ns")"
 wait_for 60 condition_is pool SlotAllocated False/TargetNotReady "$ns"
 expect_eq "phase/resident/pending" Degraded/m-a/m-b \
-	"$(pool_get pool '{.status.phase}/{.status.residentMember}/{.status.pendingMember}' "$ns")"
+	"$(pool_field pool phase/residentMember/pendingMember "$ns")"
 expect_eq "TargetReady past the budget" False/TargetNotReady "$(pool_condition pool TargetReady "$ns")"
 msg=$(condition_message pool SlotAllocated "$ns")
 case "$msg" in

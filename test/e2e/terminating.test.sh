@@ -33,10 +33,10 @@ wait_for 30 no_live_pods qwen-7b
 
 # expect_held: the state while the incumbent's Pod terminates.
 expect_held() {
-	expect_eq "target replicas while the incumbent's Pod terminates ($1)" 0 "$(isvc_get qwen-7b '{.spec.replicas}')"
+	expect_eq "target replicas while the incumbent's Pod terminates ($1)" 0 "$(member_replicas qwen-7b)"
 	no_live_pods qwen-7b || fail "qwen-7b has live Pods beside a terminating llama-8b ($1): $(live_pods qwen-7b)"
 	[ -n "$(live_pods llama-8b)" ] || fail "llama-8b's Pod is gone already ($1): the test held nothing"
-	expect_eq "phase/pending ($1)" Swapping/qwen-7b "$(pool_get shared-gpu '{.status.phase}/{.status.pendingMember}')"
+	expect_eq "phase/pending ($1)" Swapping/qwen-7b "$(pool_field shared-gpu phase/pendingMember)"
 	expect_eq "Swapping condition ($1)" True/Draining "$(pool_condition shared-gpu Swapping)"
 }
 expect_held "after the scale-down"

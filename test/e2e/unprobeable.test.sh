@@ -34,7 +34,7 @@ wait_for 30 condition_is pool SwapDeferred True/IdleCheckFailed "$ns"
 log "after swapBudget the request is dropped and m-a serves again"
 wait_for 60 condition_is pool Swapping False/RequestDropped "$ns"
 expect_eq "phase/resident/pending" Ready/m-a/ \
-	"$(pool_get pool '{.status.phase}/{.status.residentMember}/{.status.pendingMember}' "$ns")"
+	"$(pool_field pool phase/residentMember/pendingMember "$ns")"
 expect_eq "SwapDeferred" True/IdleCheckFailed "$(pool_condition pool SwapDeferred "$ns")"
 msg=$(condition_message pool SwapDeferred "$ns")
 case "$msg" in
@@ -44,9 +44,9 @@ esac
 wait_for 30 events_more pool Warning/RequestDropped 0 "$ns"
 wait "$held" || true
 expect_eq "the held request for m-b" 503 "$(cat "$MP_STATE_DIR/held-b.code")"
-expect_eq "m-a's replicas" 1 "$(isvc_get m-a '{.spec.replicas}' "$ns")"
+expect_eq "m-a's replicas" 1 "$(member_replicas m-a "$ns")"
 expect_eq "m-a's Pod (never unloaded)" "$pod_a" "$(live_pods m-a "$ns")"
-expect_eq "m-b's replicas" 0 "$(isvc_get m-b '{.spec.replicas}' "$ns")"
+expect_eq "m-b's replicas" 0 "$(member_replicas m-b "$ns")"
 expect_eq "m-a through the router again" 200 "$(post m-a)"
 expect_eq "m-b while the drop stands" 503 "$(post m-b)"
 expect_eq "503 code" pool_unavailable "$(jq -r '.error.code' "$MP_STATE_DIR/body")"
@@ -55,7 +55,7 @@ case "$(jq -r '.error.message' "$MP_STATE_DIR/body")" in
 *) fail "503 message without the reason: $(jq -r '.error.message' "$MP_STATE_DIR/body")" ;;
 esac
 expect_eq "RequestDropped Events" 1 "$(event_count pool Warning/RequestDropped "$ns")"
-expect_eq "pending after the 503" "" "$(pool_get pool '{.status.pendingMember}' "$ns")"
+expect_eq "pending after the 503" "" "$(pool_field pool pendingMember "$ns")"
 
 log "m-a's probe answers again: the episode ends, m-b is swapped in on request"
 # A budget the swaps below fit in on a loaded machine (the drop is not under test any more).
