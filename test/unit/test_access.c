@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "scripted_http.h"
 
 #include "httpd/httpd.h"
@@ -395,12 +397,6 @@ static void test_cancel(void **state)
     ev_free(loop);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bearer),      cmocka_unit_test(test_cache_expiry),
-        cmocka_unit_test(test_cache_bound), cmocka_unit_test(test_reviews),
-        cmocka_unit_test(test_cancel),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_bearer), cmocka_unit_test(test_cache_expiry),
+          cmocka_unit_test(test_cache_bound), cmocka_unit_test(test_reviews),
+          cmocka_unit_test(test_cancel))

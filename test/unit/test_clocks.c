@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "informer/store.h"
 #include "metrics/metrics.h"
 #include "pool/clocks.h"
@@ -238,14 +240,8 @@ static void test_null(void **state)
     pool_clocks_free(NULL);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_request_annotation, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_member_up_and_pod_gone, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_deferred_and_stop, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fenced, setup, teardown),
-        cmocka_unit_test(test_null),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test_setup_teardown(test_request_annotation, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_member_up_and_pod_gone, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_deferred_and_stop, setup, teardown),
+          cmocka_unit_test_setup_teardown(test_fenced, setup, teardown),
+          cmocka_unit_test(test_null))

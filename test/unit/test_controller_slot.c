@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "loop_run.h"
 #include "scripted_http.h"
 
@@ -245,11 +247,5 @@ static void test_unprobed_stop_waits_for_the_api_servers_pods(void **state)
     ev_free(loop);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_start_waits_for_the_api_servers_pods),
-        cmocka_unit_test(test_unprobed_stop_waits_for_the_api_servers_pods),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_start_waits_for_the_api_servers_pods),
+          cmocka_unit_test(test_unprobed_stop_waits_for_the_api_servers_pods))

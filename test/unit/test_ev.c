@@ -8,6 +8,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "loop/ev.h"
 
 typedef struct {
@@ -188,12 +190,6 @@ static void test_fd_error_only(void **state)
     ev_free(loop);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_timer_order),       cmocka_unit_test(test_timer_from_callback),
-        cmocka_unit_test(test_timer_cancel_many), cmocka_unit_test(test_fd_ready),
-        cmocka_unit_test(test_fd_error_only),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_timer_order), cmocka_unit_test(test_timer_from_callback),
+          cmocka_unit_test(test_timer_cancel_many), cmocka_unit_test(test_fd_ready),
+          cmocka_unit_test(test_fd_error_only))

@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "informer/expect.h"
 
 static void test_rv_shows(void **state)
@@ -117,12 +119,5 @@ static void test_rv_at_least(void **state)
     assert_false(expect_rv_at_least("120", "12x"));
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rv_shows),
-        cmocka_unit_test(test_rv_at_least),
-        cmocka_unit_test(test_pending),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_rv_shows), cmocka_unit_test(test_rv_at_least),
+          cmocka_unit_test(test_pending))

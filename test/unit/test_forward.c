@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "loopback.h"
 
 #include <errno.h>
@@ -1354,33 +1356,17 @@ static void test_body_overrun(void **state)
     t_teardown(&t, loop, &u);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_get),
-        cmocka_unit_test(test_post),
-        cmocka_unit_test(test_big_body_streamed_up),
-        cmocka_unit_test(test_body_trickles_up),
-        cmocka_unit_test(test_sse_ping_pong),
-        cmocka_unit_test(test_response_backpressure),
-        cmocka_unit_test(test_hop_by_hop_and_xff),
-        cmocka_unit_test(test_second_target_after_refusal),
-        cmocka_unit_test(test_second_target_after_reset),
-        cmocka_unit_test(test_dead_kept_alive_connection),
-        cmocka_unit_test(test_no_retry_past_replay_cap),
-        cmocka_unit_test(test_both_refuse),
-        cmocka_unit_test(test_send_deadline),
-        cmocka_unit_test(test_reset_after_head),
-        cmocka_unit_test(test_interim_response),
-        cmocka_unit_test(test_malformed_response_head),
-        cmocka_unit_test(test_first_byte_timeout),
-        cmocka_unit_test(test_cancel_inside_data),
-        cmocka_unit_test(test_cancel_from_loop),
-        cmocka_unit_test(test_free_with_call_in_flight),
-        cmocka_unit_test(test_connection_reuse),
-        cmocka_unit_test(test_start_inside_callback),
-        cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_body_overrun),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_get), cmocka_unit_test(test_post),
+          cmocka_unit_test(test_big_body_streamed_up), cmocka_unit_test(test_body_trickles_up),
+          cmocka_unit_test(test_sse_ping_pong), cmocka_unit_test(test_response_backpressure),
+          cmocka_unit_test(test_hop_by_hop_and_xff),
+          cmocka_unit_test(test_second_target_after_refusal),
+          cmocka_unit_test(test_second_target_after_reset),
+          cmocka_unit_test(test_dead_kept_alive_connection),
+          cmocka_unit_test(test_no_retry_past_replay_cap), cmocka_unit_test(test_both_refuse),
+          cmocka_unit_test(test_send_deadline), cmocka_unit_test(test_reset_after_head),
+          cmocka_unit_test(test_interim_response), cmocka_unit_test(test_malformed_response_head),
+          cmocka_unit_test(test_first_byte_timeout), cmocka_unit_test(test_cancel_inside_data),
+          cmocka_unit_test(test_cancel_from_loop), cmocka_unit_test(test_free_with_call_in_flight),
+          cmocka_unit_test(test_connection_reuse), cmocka_unit_test(test_start_inside_callback),
+          cmocka_unit_test(test_bad_input), cmocka_unit_test(test_body_overrun))

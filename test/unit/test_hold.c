@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -328,16 +330,7 @@ static void test_fence_refused(void **state)
     assert_string_equal(small, "cannot get mode");
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_serve_and_activate),
-        cmocka_unit_test(test_reject),
-        cmocka_unit_test(test_dropped),
-        cmocka_unit_test(test_order),
-        cmocka_unit_test(test_no_starvation),
-        cmocka_unit_test(test_retry_after),
-        cmocka_unit_test(test_fence_refused),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_serve_and_activate), cmocka_unit_test(test_reject),
+          cmocka_unit_test(test_dropped), cmocka_unit_test(test_order),
+          cmocka_unit_test(test_no_starvation), cmocka_unit_test(test_retry_after),
+          cmocka_unit_test(test_fence_refused))

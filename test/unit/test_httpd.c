@@ -18,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "loop_run.h"
 #include "peer.h"
 
@@ -131,10 +133,4 @@ static void test_async(void **state)
     ev_free(loop);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_async),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_async))

@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "httpd/httpd.h"
 #include "httpd/intake.h"
 #include "loop_run.h"
@@ -331,16 +333,7 @@ static void test_abort_stalled(void **state)
     assert_true(has(&s, "\r\n\r\n{\"error\":\"stalled\"}"));
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_framing),
-        cmocka_unit_test(test_paths),
-        cmocka_unit_test(test_half_close_answered),
-        cmocka_unit_test(test_close_and_reset_seen),
-        cmocka_unit_test(test_refused_heads),
-        cmocka_unit_test(test_target),
-        cmocka_unit_test(test_abort_stalled),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_framing), cmocka_unit_test(test_paths),
+          cmocka_unit_test(test_half_close_answered), cmocka_unit_test(test_close_and_reset_seen),
+          cmocka_unit_test(test_refused_heads), cmocka_unit_test(test_target),
+          cmocka_unit_test(test_abort_stalled))

@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "loop_run.h"
 #include "peer.h"
 
@@ -228,13 +230,5 @@ static void test_head_timeout(void **state)
     ev_free(loop);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_idle_flood),
-        cmocka_unit_test(test_burst_keeps_request),
-        cmocka_unit_test(test_per_client_cap),
-        cmocka_unit_test(test_head_timeout),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_idle_flood), cmocka_unit_test(test_burst_keeps_request),
+          cmocka_unit_test(test_per_client_cap), cmocka_unit_test(test_head_timeout))

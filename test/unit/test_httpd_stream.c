@@ -23,6 +23,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "loop_run.h"
 #include "loopback.h"
 
@@ -977,14 +979,8 @@ static void test_no_drain_after_cancel(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_upload_paused),   cmocka_unit_test(test_early_answer),
-        cmocka_unit_test(test_stream_pingpong), cmocka_unit_test(test_stream_backpressure),
-        cmocka_unit_test(test_stream_whole),    cmocka_unit_test(test_client_gone),
-        cmocka_unit_test(test_stop_waiting),    cmocka_unit_test(test_stream_empty_header),
-        cmocka_unit_test(test_work_cancelled),  cmocka_unit_test(test_no_drain_after_cancel),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_upload_paused), cmocka_unit_test(test_early_answer),
+          cmocka_unit_test(test_stream_pingpong), cmocka_unit_test(test_stream_backpressure),
+          cmocka_unit_test(test_stream_whole), cmocka_unit_test(test_client_gone),
+          cmocka_unit_test(test_stop_waiting), cmocka_unit_test(test_stream_empty_header),
+          cmocka_unit_test(test_work_cancelled), cmocka_unit_test(test_no_drain_after_cancel))

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "loop_run.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -562,20 +564,11 @@ static void test_watch_429_honours_retry_after(void **state)
     ti_finish(&t, &s, loop);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_diff_first_list_is_all_adds),
-        cmocka_unit_test(test_diff_relist),
-        cmocka_unit_test(test_diff_empty_list_deletes_all),
-        cmocka_unit_test(test_diff_missing_version_is_an_update),
-        cmocka_unit_test(test_diff_large),
-        cmocka_unit_test(test_backoff),
-        cmocka_unit_test(test_watch_timeout),
-        cmocka_unit_test(test_names_and_waiting),
-        cmocka_unit_test(test_watch_resumes_from_last_version),
-        cmocka_unit_test(test_relist_on_410),
-        cmocka_unit_test(test_watch_429_honours_retry_after),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_diff_first_list_is_all_adds), cmocka_unit_test(test_diff_relist),
+          cmocka_unit_test(test_diff_empty_list_deletes_all),
+          cmocka_unit_test(test_diff_missing_version_is_an_update),
+          cmocka_unit_test(test_diff_large), cmocka_unit_test(test_backoff),
+          cmocka_unit_test(test_watch_timeout), cmocka_unit_test(test_names_and_waiting),
+          cmocka_unit_test(test_watch_resumes_from_last_version),
+          cmocka_unit_test(test_relist_on_410),
+          cmocka_unit_test(test_watch_429_honours_retry_after))

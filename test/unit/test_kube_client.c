@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "loop_run.h"
 #include "scripted_http.h"
 
@@ -873,28 +875,15 @@ static void test_path(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_get_ok),
-        cmocka_unit_test(test_body_and_keepalive),
-        cmocka_unit_test(test_retry_503_retry_after),
-        cmocka_unit_test(test_retry_429),
-        cmocka_unit_test(test_no_retry_404_and_retries_exhausted),
-        cmocka_unit_test(test_connection_reset),
-        cmocka_unit_test(test_transport_error),
-        cmocka_unit_test(test_watch_chunked),
-        cmocka_unit_test(test_scratch_answers),
-        cmocka_unit_test(test_watch_http_error_and_garbage),
-        cmocka_unit_test(test_cancel_inside_callbacks),
-        cmocka_unit_test(test_done_cancels_sibling),
-        cmocka_unit_test(test_free_in_flight),
-        cmocka_unit_test(test_429_retry_after_honoured),
-        cmocka_unit_test(test_5xx_backoff_grows),
-        cmocka_unit_test(test_timeout_retried),
-        cmocka_unit_test(test_watch_429_retry_after_in_error),
-        cmocka_unit_test(test_retry_delay),
-        cmocka_unit_test(test_path),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_get_ok), cmocka_unit_test(test_body_and_keepalive),
+          cmocka_unit_test(test_retry_503_retry_after), cmocka_unit_test(test_retry_429),
+          cmocka_unit_test(test_no_retry_404_and_retries_exhausted),
+          cmocka_unit_test(test_connection_reset), cmocka_unit_test(test_transport_error),
+          cmocka_unit_test(test_watch_chunked), cmocka_unit_test(test_scratch_answers),
+          cmocka_unit_test(test_watch_http_error_and_garbage),
+          cmocka_unit_test(test_cancel_inside_callbacks),
+          cmocka_unit_test(test_done_cancels_sibling), cmocka_unit_test(test_free_in_flight),
+          cmocka_unit_test(test_429_retry_after_honoured), cmocka_unit_test(test_5xx_backoff_grows),
+          cmocka_unit_test(test_timeout_retried),
+          cmocka_unit_test(test_watch_429_retry_after_in_error), cmocka_unit_test(test_retry_delay),
+          cmocka_unit_test(test_path))

@@ -8,6 +8,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "kube/error.h"
 
 static void test_from_http(kube_error *err, long code, const char *body)
@@ -142,12 +144,6 @@ static void test_retry_after(void **state)
     assert_int_equal(kube_retry_after_parse("99999999999999999999999"), -1);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_status_bodies),  cmocka_unit_test(test_non_status_bodies),
-        cmocka_unit_test(test_set_copy_clear), cmocka_unit_test(test_retryable),
-        cmocka_unit_test(test_retry_after),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_status_bodies), cmocka_unit_test(test_non_status_bodies),
+          cmocka_unit_test(test_set_copy_clear), cmocka_unit_test(test_retryable),
+          cmocka_unit_test(test_retry_after))

@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "kube/config.h"
 
 #define FIXTURES MP_SOURCE_DIR "/test/unit/fixtures/kube"
@@ -449,15 +451,9 @@ static void test_resolve_order(void **state)
     test_rmtree(root);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_token_and_ca_data),  cmocka_unit_test(test_token_file_and_ca_file),
-        cmocka_unit_test(test_cert_files),         cmocka_unit_test(test_cert_data),
-        cmocka_unit_test(test_insecure_and_proxy), cmocka_unit_test(test_config_errors),
-        cmocka_unit_test(test_inline_errors),      cmocka_unit_test(test_incluster),
-        cmocka_unit_test(test_token_reread),       cmocka_unit_test(test_copy),
-        cmocka_unit_test(test_resolve_order),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_token_and_ca_data), cmocka_unit_test(test_token_file_and_ca_file),
+          cmocka_unit_test(test_cert_files), cmocka_unit_test(test_cert_data),
+          cmocka_unit_test(test_insecure_and_proxy), cmocka_unit_test(test_config_errors),
+          cmocka_unit_test(test_inline_errors), cmocka_unit_test(test_incluster),
+          cmocka_unit_test(test_token_reread), cmocka_unit_test(test_copy),
+          cmocka_unit_test(test_resolve_order))

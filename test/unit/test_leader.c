@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "loop_run.h"
 #include "loopback.h"
 
@@ -257,11 +259,5 @@ static void test_problem_reported_until_success(void **state)
     ev_free(loop);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_may_write_by_the_clock),
-        cmocka_unit_test(test_problem_reported_until_success),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_may_write_by_the_clock),
+          cmocka_unit_test(test_problem_reported_until_success))

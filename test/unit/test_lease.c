@@ -9,6 +9,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "leader/lease.h"
 
 static cJSON *lease_json(const char *text)
@@ -126,13 +128,5 @@ static void test_time_format(void **state)
     assert_string_equal(out, "2026-12-02T21:00:00.000001Z");
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_record_read),
-        cmocka_unit_test(test_decide),
-        cmocka_unit_test(test_body),
-        cmocka_unit_test(test_time_format),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_record_read), cmocka_unit_test(test_decide),
+          cmocka_unit_test(test_body), cmocka_unit_test(test_time_format))

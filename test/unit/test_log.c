@@ -9,6 +9,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "app/log.h"
 
 static char *test_capture(log_format fmt, log_level max, log_level at)
@@ -51,12 +53,4 @@ static void test_filtered(void **state)
     free(s);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_json),
-        cmocka_unit_test(test_text),
-        cmocka_unit_test(test_filtered),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_json), cmocka_unit_test(test_text), cmocka_unit_test(test_filtered))

@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "metrics/metrics.h"
 #include "pool/pool_metrics.h"
 
@@ -340,19 +342,8 @@ static void test_pool_metrics_duplicates(void **state)
     metrics_free(m);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_counter_gauge_text),
-        cmocka_unit_test(test_label_escaping),
-        cmocka_unit_test(test_number_format),
-        cmocka_unit_test(test_histogram_text),
-        cmocka_unit_test(test_bad_declarations),
-        cmocka_unit_test(test_remove_by_labels),
-        cmocka_unit_test(test_collect_before_render),
-        cmocka_unit_test(test_pool_metrics_members),
-        cmocka_unit_test(test_listed_family),
-        cmocka_unit_test(test_pool_metrics_duplicates),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_counter_gauge_text), cmocka_unit_test(test_label_escaping),
+          cmocka_unit_test(test_number_format), cmocka_unit_test(test_histogram_text),
+          cmocka_unit_test(test_bad_declarations), cmocka_unit_test(test_remove_by_labels),
+          cmocka_unit_test(test_collect_before_render), cmocka_unit_test(test_pool_metrics_members),
+          cmocka_unit_test(test_listed_family), cmocka_unit_test(test_pool_metrics_duplicates))

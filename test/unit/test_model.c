@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 
@@ -490,14 +492,8 @@ static void test_buf_cap(void **state)
     assert_int_equal(rt_model_buf_cap(65536, 100000, 100001), 131072);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_table),           cmocka_unit_test(test_agrees_with_cjson),
-        cmocka_unit_test(test_rewrite),         cmocka_unit_test(test_rewrite_escapes_exactly),
-        cmocka_unit_test(test_rewrite_refuses), cmocka_unit_test(test_name_cap),
-        cmocka_unit_test(test_depth_cap),       cmocka_unit_test(test_bad_offset),
-        cmocka_unit_test(test_utf8_valid),      cmocka_unit_test(test_buf_cap),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_table), cmocka_unit_test(test_agrees_with_cjson),
+          cmocka_unit_test(test_rewrite), cmocka_unit_test(test_rewrite_escapes_exactly),
+          cmocka_unit_test(test_rewrite_refuses), cmocka_unit_test(test_name_cap),
+          cmocka_unit_test(test_depth_cap), cmocka_unit_test(test_bad_offset),
+          cmocka_unit_test(test_utf8_valid), cmocka_unit_test(test_buf_cap))

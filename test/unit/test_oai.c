@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include <cjson/cJSON.h>
 
 #include "router/oai.h"
@@ -163,13 +165,5 @@ static void test_models_empty(void **state)
     free(b);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_error_kinds),
-        cmocka_unit_test(test_error_escaping),
-        cmocka_unit_test(test_models),
-        cmocka_unit_test(test_models_empty),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_error_kinds), cmocka_unit_test(test_error_escaping),
+          cmocka_unit_test(test_models), cmocka_unit_test(test_models_empty))

@@ -8,6 +8,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "app/options.h"
 
 static const char *test_env_kv[8];
@@ -399,19 +401,8 @@ static void test_home_namespace(void **state)
     memset(test_env_kv, 0, sizeof(test_env_kv));
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_flags),
-        cmocka_unit_test(test_env_and_precedence),
-        cmocka_unit_test(test_leader_flags),
-        cmocka_unit_test(test_server_flags),
-        cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_metrics_security_flags),
-        cmocka_unit_test(test_reconcile_flags),
-        cmocka_unit_test(test_router_flags),
-        cmocka_unit_test(test_home_namespace),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_defaults), cmocka_unit_test(test_flags),
+          cmocka_unit_test(test_env_and_precedence), cmocka_unit_test(test_leader_flags),
+          cmocka_unit_test(test_server_flags), cmocka_unit_test(test_bad_input),
+          cmocka_unit_test(test_metrics_security_flags), cmocka_unit_test(test_reconcile_flags),
+          cmocka_unit_test(test_router_flags), cmocka_unit_test(test_home_namespace))

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,12 +235,5 @@ static void test_sticky(void **state)
     RUN(t);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cold),
-        cmocka_unit_test(test_adoption),
-        cmocka_unit_test(test_sticky),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_cold), cmocka_unit_test(test_adoption),
+          cmocka_unit_test(test_sticky))

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -502,13 +504,5 @@ static void test_fenced_until(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_drain),
-        cmocka_unit_test(test_removed),
-        cmocka_unit_test(test_pod_port),
-        cmocka_unit_test(test_fenced_until),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_drain), cmocka_unit_test(test_removed),
+          cmocka_unit_test(test_pod_port), cmocka_unit_test(test_fenced_until))

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,12 +300,6 @@ static void test_bad_args(void **state)
     plan_free(NULL);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_invalid),        cmocka_unit_test(test_recovery),
-        cmocka_unit_test(test_status_mirror),  cmocka_unit_test(test_idempotence),
-        cmocka_unit_test(test_parse_duration), cmocka_unit_test(test_bad_args),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_invalid), cmocka_unit_test(test_recovery),
+          cmocka_unit_test(test_status_mirror), cmocka_unit_test(test_idempotence),
+          cmocka_unit_test(test_parse_duration), cmocka_unit_test(test_bad_args))

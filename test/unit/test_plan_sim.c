@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -540,19 +542,13 @@ static void test_property_random_runs(void **state)
     }
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sim_cold_start_default),
-        cmocka_unit_test(test_sim_swap_busy_then_idle),
-        cmocka_unit_test(test_sim_three_members_supersede),
-        cmocka_unit_test(test_sim_supersede_while_loading),
-        cmocka_unit_test(test_sim_failed_target_escape),
-        cmocka_unit_test(test_sim_failed_target_go_back),
-        cmocka_unit_test(test_sim_unsupported_waits_for_human),
-        cmocka_unit_test(test_sim_unsupported_dropped_after_budget),
-        cmocka_unit_test(test_property_random_snapshots),
-        cmocka_unit_test(test_property_random_runs),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_sim_cold_start_default),
+          cmocka_unit_test(test_sim_swap_busy_then_idle),
+          cmocka_unit_test(test_sim_three_members_supersede),
+          cmocka_unit_test(test_sim_supersede_while_loading),
+          cmocka_unit_test(test_sim_failed_target_escape),
+          cmocka_unit_test(test_sim_failed_target_go_back),
+          cmocka_unit_test(test_sim_unsupported_waits_for_human),
+          cmocka_unit_test(test_sim_unsupported_dropped_after_budget),
+          cmocka_unit_test(test_property_random_snapshots),
+          cmocka_unit_test(test_property_random_runs))

@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "loop/ev.h"
 #include "pool/probe.h"
 #include "pool/prober.h"
@@ -176,16 +178,7 @@ static void test_generic_and_unsupported(void **state)
     assert_string_equal(probe_verdict_name(PROBE_BUSY), "Busy");
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_paths),
-        cmocka_unit_test(test_ports),
-        cmocka_unit_test(test_runtimes),
-        cmocka_unit_test(test_memo),
-        cmocka_unit_test(test_slots),
-        cmocka_unit_test(test_metrics),
-        cmocka_unit_test(test_generic_and_unsupported),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_paths), cmocka_unit_test(test_ports),
+          cmocka_unit_test(test_runtimes), cmocka_unit_test(test_memo),
+          cmocka_unit_test(test_slots), cmocka_unit_test(test_metrics),
+          cmocka_unit_test(test_generic_and_unsupported))

@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include <errno.h>
 
 #include "pool/records.h"
@@ -461,14 +463,8 @@ static void test_shared_words(void **state)
     cJSON_Delete(o);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pod_fixture),        cmocka_unit_test(test_isvc_fixture),
-        cmocka_unit_test(test_pool_fixture),       cmocka_unit_test(test_wrong_types),
-        cmocka_unit_test(test_missing_fields),     cmocka_unit_test(test_huge_and_unknown),
-        cmocka_unit_test(test_indexes_and_codecs), cmocka_unit_test(test_patches),
-        cmocka_unit_test(test_shared_words),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_pod_fixture), cmocka_unit_test(test_isvc_fixture),
+          cmocka_unit_test(test_pool_fixture), cmocka_unit_test(test_wrong_types),
+          cmocka_unit_test(test_missing_fields), cmocka_unit_test(test_huge_and_unknown),
+          cmocka_unit_test(test_indexes_and_codecs), cmocka_unit_test(test_patches),
+          cmocka_unit_test(test_shared_words))

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,11 +189,4 @@ static void test_tenants(void **state)
     store_free(isvcs);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lookup),
-        cmocka_unit_test(test_tenants),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_lookup), cmocka_unit_test(test_tenants))

@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "pool/records.h"
 
 static char *patch_of(const char *isvc_json, int32_t replicas, bool *json_patch)
@@ -75,12 +77,6 @@ static void test_nothing_to_guard_with(void **state)
     assert_null(patch_of("{\"metadata\":{}}", 0, &jp));
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_json_patch_tests_uid_and_replicas),
-        cmocka_unit_test(test_merge_patch_without_replicas_or_uid),
-        cmocka_unit_test(test_nothing_to_guard_with),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_json_patch_tests_uid_and_replicas),
+          cmocka_unit_test(test_merge_patch_without_replicas_or_uid),
+          cmocka_unit_test(test_nothing_to_guard_with))

@@ -12,6 +12,8 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "util/scratch.h"
 
 static const char list_page[] =
@@ -138,13 +140,5 @@ static void test_reset(void **state)
     scratch_free(s);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_in_region),
-        cmocka_unit_test(test_full_region_falls_back),
-        cmocka_unit_test(test_two_regions),
-        cmocka_unit_test(test_reset),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_parse_in_region), cmocka_unit_test(test_full_region_falls_back),
+          cmocka_unit_test(test_two_regions), cmocka_unit_test(test_reset))

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "test_main.h"
 #include <cjson/cJSON.h>
 
 #include "sim_oai.h"
@@ -171,11 +173,4 @@ static void test_answers(void **state)
     cJSON_Delete(j);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse),
-        cmocka_unit_test(test_answers),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_parse), cmocka_unit_test(test_answers))

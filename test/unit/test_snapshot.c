@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "informer/store.h"
 #include "pool/records.h"
 #include "pool/snapshot.h"
@@ -297,13 +299,5 @@ static void test_snapshot_removed(void **state)
     store_free(pods);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_time),
-        cmocka_unit_test(test_status_round_trip),
-        cmocka_unit_test(test_snapshot),
-        cmocka_unit_test(test_snapshot_removed),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_time), cmocka_unit_test(test_status_round_trip),
+          cmocka_unit_test(test_snapshot), cmocka_unit_test(test_snapshot_removed))

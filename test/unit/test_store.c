@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -382,17 +384,8 @@ static void test_many(void **state)
     store_free(s);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_key_of),
-        cmocka_unit_test(test_crud),
-        cmocka_unit_test(test_index_registration),
-        cmocka_unit_test(test_index_values),
-        cmocka_unit_test(test_index_error_leaves_store_unchanged),
-        cmocka_unit_test(test_trim_default),
-        cmocka_unit_test(test_codec_custom),
-        cmocka_unit_test(test_many),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_key_of), cmocka_unit_test(test_crud),
+          cmocka_unit_test(test_index_registration), cmocka_unit_test(test_index_values),
+          cmocka_unit_test(test_index_error_leaves_store_unchanged),
+          cmocka_unit_test(test_trim_default), cmocka_unit_test(test_codec_custom),
+          cmocka_unit_test(test_many))

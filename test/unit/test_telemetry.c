@@ -20,6 +20,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "test_main.h"
 #include <openssl/ssl.h>
 
 #include "loop_run.h"
@@ -336,13 +338,5 @@ static void test_idle_flood(void **state)
     ev_free(loop);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_bind),
-        cmocka_unit_test(test_endpoints),
-        cmocka_unit_test(test_secure_scraper_gone),
-        cmocka_unit_test(test_idle_flood),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_parse_bind), cmocka_unit_test(test_endpoints),
+          cmocka_unit_test(test_secure_scraper_gone), cmocka_unit_test(test_idle_flood))

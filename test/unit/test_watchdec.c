@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "kube/watchdec.h"
 
 /* Four events with the blank lines and CRLFs a proxy might add. */
@@ -292,18 +294,8 @@ static void test_ends_inside_event(void **state)
     kube_wdec_free(&d);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_split_point),
-        cmocka_unit_test(test_byte_by_byte),
-        cmocka_unit_test(test_many_events_one_chunk),
-        cmocka_unit_test(test_bookmark),
-        cmocka_unit_test(test_error_event),
-        cmocka_unit_test(test_garbage),
-        cmocka_unit_test(test_oversize),
-        cmocka_unit_test(test_empty_lines),
-        cmocka_unit_test(test_ends_inside_event),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_every_split_point), cmocka_unit_test(test_byte_by_byte),
+          cmocka_unit_test(test_many_events_one_chunk), cmocka_unit_test(test_bookmark),
+          cmocka_unit_test(test_error_event), cmocka_unit_test(test_garbage),
+          cmocka_unit_test(test_oversize), cmocka_unit_test(test_empty_lines),
+          cmocka_unit_test(test_ends_inside_event))

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -425,21 +427,12 @@ static void test_shutdown_from_callback(void **state)
     ctx_fini(&c);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dedup),
-        cmocka_unit_test(test_requeue_while_processing),
-        cmocka_unit_test(test_concurrency_bound),
-        cmocka_unit_test(test_slow_key_holds_only_itself),
-        cmocka_unit_test(test_add_from_callback_does_not_recurse),
-        cmocka_unit_test(test_backoff_doubles_and_caps),
-        cmocka_unit_test(test_backoff_defaults),
-        cmocka_unit_test(test_delayed_add),
-        cmocka_unit_test(test_requeue_after),
-        cmocka_unit_test(test_shutdown_waits_for_in_flight),
-        cmocka_unit_test(test_shutdown_idle_runs_hook_at_once),
-        cmocka_unit_test(test_shutdown_from_callback),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_dedup), cmocka_unit_test(test_requeue_while_processing),
+          cmocka_unit_test(test_concurrency_bound),
+          cmocka_unit_test(test_slow_key_holds_only_itself),
+          cmocka_unit_test(test_add_from_callback_does_not_recurse),
+          cmocka_unit_test(test_backoff_doubles_and_caps), cmocka_unit_test(test_backoff_defaults),
+          cmocka_unit_test(test_delayed_add), cmocka_unit_test(test_requeue_after),
+          cmocka_unit_test(test_shutdown_waits_for_in_flight),
+          cmocka_unit_test(test_shutdown_idle_runs_hook_at_once),
+          cmocka_unit_test(test_shutdown_from_callback))

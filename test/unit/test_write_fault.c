@@ -9,6 +9,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "pool/write_fault.h"
 
 static pool_write_fault fault_of(long code, const char *status_json, bool tested)
@@ -74,12 +76,5 @@ static void test_transient(void **state)
     kube_error_clear(&err);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_preconditions),
-        cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_transient),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_preconditions), cmocka_unit_test(test_refusals),
+          cmocka_unit_test(test_transient))
