@@ -137,6 +137,7 @@ bool plan_unsure_of_members(const plan_snapshot *s);
 /* ---- plan_requests.c: requests, a swap's start, a settled resident ---- */
 const plan_member *plan_first_request(const plan_ctx *c, const char *res, const char *pend);
 const plan_member *plan_pick_request(plan_ctx *c, const char *res, const char *pend);
+void plan_swapping(plan_want *w, const char *from, const char *to);
 void plan_start_swap(plan_ctx *c, plan_want *w, const char *from, const char *to);
 void plan_settle(plan_want *w, const plan_member *m);
 void plan_hold_back_new(plan_ctx *c, const plan_member *target);

@@ -54,13 +54,10 @@ const plan_member *plan_pick_request(plan_ctx *c, const char *res, const char *p
     return win;
 }
 
-void plan_start_swap(plan_ctx *c, plan_want *w, const char *from, const char *to)
+/* The status of a swap from `from` (NULL: a cold pool) to `to`: phase, members, the slot's message.
+ */
+void plan_swapping(plan_want *w, const char *from, const char *to)
 {
-    const plan_snapshot *s = c->s;
-    /* Every other member that is up is released: its replicas were counted before this swap. */
-    for (size_t i = 0; i < s->n_members; i++)
-        c->rel[i] =
-            str_eq(s->members[i].name, to) ? false : c->rel[i] || plan_is_up(&s->members[i]);
     w->phase = "Swapping";
     w->resident = from;
     w->pending = to;
@@ -70,6 +67,16 @@ void plan_start_swap(plan_ctx *c, plan_want *w, const char *from, const char *to
         plan_want_set(&w->slot, "False", "SwapInProgress", "swapping from %s to %s", from, to);
     else
         plan_want_set(&w->slot, "False", "SwapInProgress", "warming %s", to);
+}
+
+void plan_start_swap(plan_ctx *c, plan_want *w, const char *from, const char *to)
+{
+    const plan_snapshot *s = c->s;
+    /* Every other member that is up is released: its replicas were counted before this swap. */
+    for (size_t i = 0; i < s->n_members; i++)
+        c->rel[i] =
+            str_eq(s->members[i].name, to) ? false : c->rel[i] || plan_is_up(&s->members[i]);
+    plan_swapping(w, from, to);
     plan_want_set(&w->swapping, "True", "Draining",
                   "waiting for the other members to release the GPU");
 }

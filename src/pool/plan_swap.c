@@ -173,15 +173,7 @@ void plan_decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *pe
     }
     c->oom |= wait.oom;
 
-    w->phase = "Swapping";
-    w->resident = res;
-    w->pending = pend;
-    if (str_eq(res, pend))
-        plan_want_set(&w->slot, "False", "SwapInProgress", "returning to %s", pend);
-    else if (res)
-        plan_want_set(&w->slot, "False", "SwapInProgress", "swapping from %s to %s", res, pend);
-    else
-        plan_want_set(&w->slot, "False", "SwapInProgress", "warming %s", pend);
+    plan_swapping(w, res, pend);
     if (loading)
         plan_want_set(&w->swapping, "True", "Loading", "loading %s", pend);
     else if (starting)
