@@ -196,6 +196,25 @@ router_metric() {
 		awk -v s="$1" '$1 == s {print $2; found=1} END {exit !found}'
 }
 
+# router_post PATH BODY [CURL ARGS...]: POSTs the JSON BODY to the router's API port (the latest
+# router.log's); prints the status code. The answer's body goes to $MP_STATE_DIR/${MP_REPLY:-body},
+# its headers to $MP_STATE_DIR/headers.
+router_post() {
+	local path=$1 body=$2
+	shift 2
+	curl -sS -o "$MP_STATE_DIR/${MP_REPLY:-body}" -D "$MP_STATE_DIR/headers" -w '%{http_code}' -X POST \
+		-H 'Content-Type: application/json' --data-binary "$body" "$@" "http://127.0.0.1:$(router_port api)$path"
+}
+# router_chat MODEL [CURL ARGS...]: a chat completion for MODEL (no messages), as router_post.
+router_chat() {
+	local model=$1
+	shift
+	router_post /v1/chat/completions "{\"model\":\"$model\",\"messages\":[]}" "$@"
+}
+# reply_field FILTER [FILE]: a field of the last answer through the router (jq -r FILTER, over
+# $MP_STATE_DIR/body unless FILE): reply_field .model, reply_field .error.code.
+reply_field() { jq -r "$1" "${2:-$MP_STATE_DIR/body}"; }
+
 # activations: the router's requests through the pool so far (router.log).
 activations() { grep -c '"requested member through the pool"' "$MP_STATE_DIR/router.log" || true; }
 

@@ -19,20 +19,16 @@ kubectl_router auth can-i list modelpools.inference.llmkube.dev -n "$ns" >/dev/n
 
 start_router --home-namespace "$ns"
 wait_for 30 router_ready
-url="http://127.0.0.1:$(router_port api)"
 health="http://127.0.0.1:$(router_port health)"
 # ask: a chat completion for m-a; prints the status, the answer in $MP_STATE_DIR/body. --max-time only bounds
 # a hang (the pool's swapBudget is 300 s): the answer must not wait for a read that cannot succeed.
-ask() {
-	curl -sS --max-time 60 -o "$MP_STATE_DIR/body" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
-		--data-binary '{"model":"m-a","messages":[]}' "$url/v1/chat/completions"
-}
+ask() { router_chat m-a --max-time 60; }
 why="cannot get modelpools in namespace $ns: forbidden"
 
 log "a request: 503 at once, naming the missing right"
 expect_eq "status" 503 "$(ask)"
-expect_eq "code" pool_unavailable "$(jq -r .error.code "$MP_STATE_DIR/body")"
-grep -qF "$why" <<<"$(jq -r .error.message "$MP_STATE_DIR/body")" ||
+expect_eq "code" pool_unavailable "$(reply_field .error.code)"
+grep -qF "$why" <<<"$(reply_field .error.message)" ||
 	fail "the answer does not name the missing right: $(cat "$MP_STATE_DIR/body")"
 expect_eq "a second request" 503 "$(ask)"
 

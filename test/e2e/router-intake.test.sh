@@ -17,7 +17,6 @@ budget=$((2 * 1024 * 1024))
 start_router --home-namespace "$ns" --body-buffer-budget 2Mi --body-idle-timeout 10m
 wait_for 30 router_ready
 port=$(router_port api)
-url="http://127.0.0.1:$port"
 
 buffered() { router_metric modelpool_router_buffered_bytes; }
 # at_least N: the gauge is N or more (and never past the budget, checked on every look).
@@ -26,10 +25,6 @@ at_least() {
 	v=$(buffered) || return 1
 	[ "${v%.*}" -le "$budget" ] || fail "buffered bytes $v past the budget $budget"
 	[ "${v%.*}" -ge "$1" ]
-}
-post() {
-	curl -sS -o "$MP_STATE_DIR/body" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
-		--data-binary "$2" "$url$1"
 }
 
 # client.py MODE PORT ARGS: raw HTTP/1.1 on one connection, the answer on stdout.
@@ -84,13 +79,13 @@ sed -n '/^\r$/,$p' "$MP_STATE_DIR/over.out" | tail -n +2 >"$MP_STATE_DIR/over.js
 expect_eq "503 error code" "server_error overloaded" "$(jq -r '"\(.error.type) \(.error.code)"' "$MP_STATE_DIR/over.json")"
 
 log "small requests are still served, the model first or last"
-expect_eq "model first" 200 "$(post /v1/chat/completions '{"model":"i-a","messages":[{"role":"user","content":"hi"}]}')"
-expect_eq "model last" 200 "$(post /v1/chat/completions '{"messages":[{"role":"user","content":"hi"}],"model":"i-a"}')"
+expect_eq "model first" 200 "$(router_post /v1/chat/completions '{"model":"i-a","messages":[{"role":"user","content":"hi"}]}')"
+expect_eq "model last" 200 "$(router_post /v1/chat/completions '{"messages":[{"role":"user","content":"hi"}],"model":"i-a"}')"
 at_least 0
 
 log "parsing: a second \"model\" key is 400 and asks for no swap"
-expect_eq "duplicate model" 400 "$(post /v1/chat/completions '{"model":"i-a","messages":[],"model":"i-b"}')"
-expect_eq "duplicate model message" 'duplicate "model" key' "$(jq -r .error.message "$MP_STATE_DIR/body")"
+expect_eq "duplicate model" 400 "$(router_post /v1/chat/completions '{"model":"i-a","messages":[],"model":"i-b"}')"
+expect_eq "duplicate model message" 'duplicate "model" key' "$(reply_field .error.message)"
 expect_eq "activations after a duplicate model" 0 "$(activations)"
 
 log "parsing: conflicting Content-Length headers are 400"
@@ -99,9 +94,9 @@ client raw 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 16\
 head -n 1 "$MP_STATE_DIR/cl.out" | grep -q '^HTTP/1.1 400 ' || fail "conflicting lengths: $(head -c 300 "$MP_STATE_DIR/cl.out")"
 
 log "paths: an encoded '/' or a dot segment is 400; an encoded unreserved character is only spelling"
-expect_eq "encoded slash" 400 "$(post /v1/chat%2Fcompletions '{"model":"i-a","messages":[]}')"
-expect_eq "encoded dot segment" 400 "$(post /v1/%2e%2e/v1/chat/completions '{"model":"i-a","messages":[]}' --path-as-is)"
-expect_eq "encoded unreserved" 200 "$(post /v1/chat/%63ompletions '{"model":"i-a","messages":[]}')"
+expect_eq "encoded slash" 400 "$(router_post /v1/chat%2Fcompletions '{"model":"i-a","messages":[]}')"
+expect_eq "encoded dot segment" 400 "$(router_post /v1/%2e%2e/v1/chat/completions '{"model":"i-a","messages":[]}' --path-as-is)"
+expect_eq "encoded unreserved" 200 "$(router_post /v1/chat/%63ompletions '{"model":"i-a","messages":[]}')"
 
 log "the stalled upload's client leaves: its bytes go back"
 kill "$stalled" 2>/dev/null || true

@@ -24,12 +24,7 @@ wait_for 30 router_ready
 url="http://127.0.0.1:$(router_port api)"
 
 # ask MODEL: prints the status; the answer goes to $MP_STATE_DIR/body.
-ask() {
-	curl -sS -o "$MP_STATE_DIR/body" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
-		--data-binary "{\"model\":\"$1\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}" \
-		"$url/v1/chat/completions"
-}
-answered_as() { jq -r .model "$MP_STATE_DIR/body"; }
+ask() { router_post /v1/chat/completions "{\"model\":\"$1\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"; }
 
 log "GET /v1/models: home names plain, evil's qualified, in OpenAI's list shape"
 curl -fsS "$url/v1/models" >"$MP_STATE_DIR/models"
@@ -42,23 +37,23 @@ expect_eq "namespace of evil/secret" evil \
 
 log "the alias both namespaces declare is the home member's, not ambiguous"
 expect_eq "llama" 200 "$(ask llama)"
-expect_eq "llama answered by" home-llama "$(answered_as)"
+expect_eq "llama answered by" home-llama "$(reply_field .model)"
 expect_eq "m-a" 200 "$(ask m-a)"
 
 log "a name only evil declares is not reachable unqualified"
 expect_eq "secret" 404 "$(ask secret)"
-expect_eq "secret code" model_not_found "$(jq -r .error.code "$MP_STATE_DIR/body")"
+expect_eq "secret code" model_not_found "$(reply_field .error.code)"
 grep -qF "does not exist in namespace $ns (a model of another namespace is named '<namespace>/<model>')" \
-	<<<"$(jq -r .error.message "$MP_STATE_DIR/body")" || fail "the 404 does not say where plain names resolve: $(cat "$MP_STATE_DIR/body")"
+	<<<"$(reply_field .error.message)" || fail "the 404 does not say where plain names resolve: $(cat "$MP_STATE_DIR/body")"
 expect_eq "e-a" 404 "$(ask e-a)"
 
 log "evil's models by their qualified names; the member sees no qualifier"
 expect_eq "evil/secret" 200 "$(ask evil/secret)"
-expect_eq "evil/secret answered as" secret "$(answered_as)"
+expect_eq "evil/secret answered as" secret "$(reply_field .model)"
 expect_eq "evil/llama" 200 "$(ask evil/llama)"
-expect_eq "evil/llama answered as" llama "$(answered_as)"
+expect_eq "evil/llama answered as" llama "$(reply_field .model)"
 expect_eq "home qualified: tenants/llama" 200 "$(ask "$ns/llama")"
-expect_eq "tenants/llama answered by" home-llama "$(answered_as)"
+expect_eq "tenants/llama answered by" home-llama "$(reply_field .model)"
 expect_eq "nobody's namespace" 404 "$(ask nobody/llama)"
 
 stop_router

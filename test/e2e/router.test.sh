@@ -16,16 +16,6 @@ wait_for 30 router_ready
 port=$(router_port api)
 url="http://127.0.0.1:$port"
 
-# post PATH BODY [CURL ARGS...]: prints the status code; the answer's body goes to $MP_STATE_DIR/body,
-# its headers to $MP_STATE_DIR/headers.
-post() {
-	local path=$1 body=$2
-	shift 2
-	curl -sS -o "$MP_STATE_DIR/body" -D "$MP_STATE_DIR/headers" -w '%{http_code}' -X POST \
-		-H 'Content-Type: application/json' --data-binary "$body" "$@" "$url$path"
-}
-error_code() { jq -r '.error.code // "null"' "$MP_STATE_DIR/body"; }
-error_message() { jq -r '.error.message' "$MP_STATE_DIR/body"; }
 created() { grep -c "\"created pod\" member=$ns/$1 " "$MP_STATE_DIR/sim.log" || true; }
 
 log "GET /v1/models lists every member with its residency"
@@ -34,24 +24,24 @@ expect_eq "models" "m-a:true m-b:false m-c:false" \
 	"$(jq -r '[.data[] | "\(.id):\(.modelpool.resident)"] | join(" ")' "$MP_STATE_DIR/models")"
 
 log "bad requests: answered at once in OpenAI's format, nothing else happens"
-expect_eq "unknown model" 404 "$(post /v1/chat/completions '{"model":"no-such","messages":[]}')"
-expect_eq "unknown model code" model_not_found "$(error_code)"
-expect_eq "no model" 400 "$(post /v1/chat/completions '{"messages":[]}')"
-expect_eq "not JSON" 400 "$(post /v1/chat/completions 'model=m-b')"
+expect_eq "unknown model" 404 "$(router_post /v1/chat/completions '{"model":"no-such","messages":[]}')"
+expect_eq "unknown model code" model_not_found "$(reply_field .error.code)"
+expect_eq "no model" 400 "$(router_post /v1/chat/completions '{"messages":[]}')"
+expect_eq "not JSON" 400 "$(router_post /v1/chat/completions 'model=m-b')"
 expect_eq "wrong method" 405 "$(curl -sS -o /dev/null -w '%{http_code}' "$url/v1/chat/completions")"
 head -c $((33 * 1024 * 1024)) /dev/zero | tr '\0' ' ' >"$MP_STATE_DIR/big"
 expect_eq "body over 32 MiB" 413 "$(curl -sS -o "$MP_STATE_DIR/body" -w '%{http_code}' -X POST \
 	--data-binary "@$MP_STATE_DIR/big" "$url/v1/chat/completions")"
-expect_eq "413 code" request_too_large "$(error_code)"
+expect_eq "413 code" request_too_large "$(reply_field .error.code)"
 expect_eq "activations after bad requests" 0 "$(activations)"
 
 log "a request for the resident is forwarded to its Pod"
-expect_eq "m-a answers" 200 "$(post /v1/chat/completions '{"model":"m-a","messages":[{"role":"user","content":"hi"}]}')"
-expect_eq "answered by" m-a "$(jq -r .model "$MP_STATE_DIR/body")"
+expect_eq "m-a answers" 200 "$(router_post /v1/chat/completions '{"model":"m-a","messages":[{"role":"user","content":"hi"}]}')"
+expect_eq "answered by" m-a "$(reply_field .model)"
 
 log "a request for m-b: held while the pool swaps it in, then answered by m-b"
-expect_eq "m-b answers" 200 "$(post /v1/completions '{"model":"m-b","prompt":"hi"}')"
-expect_eq "answered by" m-b "$(jq -r .model "$MP_STATE_DIR/body")"
+expect_eq "m-b answers" 200 "$(router_post /v1/completions '{"model":"m-b","prompt":"hi"}')"
+expect_eq "answered by" m-b "$(reply_field .model)"
 expect_sole_resident pool m-b "$ns"
 expect_eq "activations" 1 "$(activations)"
 expect_eq "Pods created for m-b" 1 "$(created m-b)"
@@ -79,7 +69,7 @@ expect_sole_resident pool m-c "$ns"
 log "#26: a held client that leaves before the drain began: its request is withdrawn, m-c stays"
 # m-c is busy, so the operator cannot have begun to unload it when the client leaves.
 kubectl_admin -n "$ns" annotate --overwrite inferenceservice m-c sim.modelpool.test/busy=true >/dev/null
-expect_eq "client gave up" 000 "$(post /v1/chat/completions '{"model":"m-a","messages":[]}' --max-time 1 2>/dev/null || true)"
+expect_eq "client gave up" 000 "$(router_post /v1/chat/completions '{"model":"m-a","messages":[]}' --max-time 1 2>/dev/null || true)"
 wait_for 30 grep -q '"withdrew the request: its clients left"' "$MP_STATE_DIR/router.log"
 wait_for 30 pending_is pool "" "$ns"
 expect_eq "activations" 3 "$(activations)"
@@ -92,12 +82,12 @@ curl -sS -o "$MP_STATE_DIR/stay" -w '%{http_code}' -X POST -H 'Content-Type: app
 	--data-binary '{"model":"m-a","messages":[]}' --max-time 60 "$url/v1/chat/completions" >"$MP_STATE_DIR/stay.code" &
 stay=$!
 wait_for 30 pending_is pool m-a "$ns"
-expect_eq "client gave up" 000 "$(post /v1/chat/completions '{"model":"m-a","messages":[]}' --max-time 1 2>/dev/null || true)"
+expect_eq "client gave up" 000 "$(router_post /v1/chat/completions '{"model":"m-a","messages":[]}' --max-time 1 2>/dev/null || true)"
 wait_eq 30 2 router_metric 'modelpool_router_requests_total{namespace="router",pool="pool",member="m-a",code="499"}'
 kubectl_admin -n "$ns" annotate --overwrite inferenceservice m-c sim.modelpool.test/busy=false >/dev/null
 wait "$stay"
 expect_eq "the client that stayed" 200 "$(cat "$MP_STATE_DIR/stay.code")"
-expect_eq "answered by" m-a "$(jq -r .model "$MP_STATE_DIR/stay")"
+expect_eq "answered by" m-a "$(reply_field .model "$MP_STATE_DIR/stay")"
 expect_sole_resident pool m-a "$ns"
 expect_eq "activations (no withdrawal, no second request)" 4 "$(activations)"
 expect_eq "RequestWithdrawn Events" 1 "$(event_count pool Normal/RequestWithdrawn "$ns")"
@@ -106,9 +96,9 @@ expect_eq "withdrawals" 1 "$(grep -c '"withdrew the request: its clients left"' 
 log "a Degraded pool: 503 at once with the condition's message, never an activation"
 create_pool "$ns" broken m-x m-x
 wait_eq 30 Degraded pool_field broken phase "$ns"
-expect_eq "Degraded pool" 503 "$(post /v1/chat/completions '{"model":"m-x","messages":[]}')"
-expect_eq "503 code" pool_unavailable "$(error_code)"
-case "$(error_message)" in *"is Degraded"*) ;; *) fail "503 message without the pool's state: $(error_message)" ;; esac
+expect_eq "Degraded pool" 503 "$(router_post /v1/chat/completions '{"model":"m-x","messages":[]}')"
+expect_eq "503 code" pool_unavailable "$(reply_field .error.code)"
+case "$(reply_field .error.message)" in *"is Degraded"*) ;; *) fail "503 message without the pool's state: $(reply_field .error.message)" ;; esac
 expect_eq "activations" 4 "$(activations)"
 
 stop_router

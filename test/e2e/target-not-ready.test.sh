@@ -12,11 +12,6 @@ MP_POOL_BUDGET=5s create_pool "$ns" pool m-a m-a m-b
 wait_for 60 pool_is pool Ready m-a "$ns"
 start_router --home-namespace "$ns"
 wait_for 30 router_ready
-url="http://127.0.0.1:$(router_port api)"
-post() {
-	curl -sS -o "$MP_STATE_DIR/body" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
-		--data-binary "$1" "$url/v1/chat/completions"
-}
 
 log "m-b's Pods will stay Pending; m-b is requested through the pool"
 kubectl_admin -n "$ns" annotate isvc m-b sim.modelpool.test/load-ms=600000 --overwrite >/dev/null
@@ -44,11 +39,11 @@ expect_eq "TargetNotReady Events" 1 "$(event_count pool Warning/TargetNotReady "
 expect_eq "SlotAllocated after re-plans" False/TargetNotReady "$(pool_condition pool SlotAllocated "$ns")"
 
 log "the router answers 503 with the condition's message"
-expect_eq "request for m-b" 503 "$(post '{"model":"m-b","messages":[]}')"
-expect_eq "503 code" pool_unavailable "$(jq -r '.error.code' "$MP_STATE_DIR/body")"
-case "$(jq -r '.error.message' "$MP_STATE_DIR/body")" in
+expect_eq "request for m-b" 503 "$(router_chat m-b)"
+expect_eq "503 code" pool_unavailable "$(reply_field .error.code)"
+case "$(reply_field .error.message)" in
 *"target m-b is not Ready within swapBudget"*"Pending"*) ;;
-*) fail "503 message without what m-b waits for: $(jq -r '.error.message' "$MP_STATE_DIR/body")" ;;
+*) fail "503 message without what m-b waits for: $(reply_field .error.message)" ;;
 esac
 
 log "m-b's Pod runs at last: the swap completes, TargetReady is gone"
@@ -56,7 +51,7 @@ kubectl_admin -n "$ns" annotate isvc m-b sim.modelpool.test/load-ms=0 --overwrit
 wait_for 60 pool_is pool Ready m-b "$ns"
 expect_sole_resident pool m-b "$ns"
 expect_eq "TargetReady once resident" / "$(pool_condition pool TargetReady "$ns")"
-expect_eq "request for m-b once resident" 200 "$(post '{"model":"m-b","messages":[]}')"
+expect_eq "request for m-b once resident" 200 "$(router_chat m-b)"
 expect_eq "TargetNotReady Events" 1 "$(event_count pool Warning/TargetNotReady "$ns")"
 
 stop_router

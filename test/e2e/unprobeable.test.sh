@@ -15,18 +15,12 @@ MP_POOL_BUDGET=5s create_pool "$ns" pool m-a m-a m-b
 wait_for 60 pool_is pool Ready m-a "$ns"
 start_router --home-namespace "$ns"
 wait_for 30 router_ready
-url="http://127.0.0.1:$(router_port api)"
-# post MODEL [OUT]: a chat completion through the router; prints the status code, the body in OUT.
-post() {
-	curl -sS -o "${2:-$MP_STATE_DIR/body}" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
-		--data-binary "{\"model\":\"$1\",\"messages\":[]}" "$url/v1/chat/completions"
-}
-expect_eq "m-a before anything" 200 "$(post m-a)"
+expect_eq "m-a before anything" 200 "$(router_chat m-a)"
 pod_a=$(live_pods m-a "$ns")
 
 log "m-a's idle probe answers 500; m-b is requested through the router"
 kubectl_admin -n "$ns" annotate isvc m-a sim.modelpool.test/probe=error --overwrite >/dev/null
-post m-b "$MP_STATE_DIR/held-b" >"$MP_STATE_DIR/held-b.code" &
+MP_REPLY=held-b router_chat m-b >"$MP_STATE_DIR/held-b.code" &
 held=$!
 wait_for 30 pending_is pool m-b "$ns"
 wait_for 30 condition_is pool SwapDeferred True/IdleCheckFailed "$ns"
@@ -47,12 +41,12 @@ expect_eq "the held request for m-b" 503 "$(cat "$MP_STATE_DIR/held-b.code")"
 expect_eq "m-a's replicas" 1 "$(member_replicas m-a "$ns")"
 expect_eq "m-a's Pod (never unloaded)" "$pod_a" "$(live_pods m-a "$ns")"
 expect_eq "m-b's replicas" 0 "$(member_replicas m-b "$ns")"
-expect_eq "m-a through the router again" 200 "$(post m-a)"
-expect_eq "m-b while the drop stands" 503 "$(post m-b)"
-expect_eq "503 code" pool_unavailable "$(jq -r '.error.code' "$MP_STATE_DIR/body")"
-case "$(jq -r '.error.message' "$MP_STATE_DIR/body")" in
+expect_eq "m-a through the router again" 200 "$(router_chat m-a)"
+expect_eq "m-b while the drop stands" 503 "$(router_chat m-b)"
+expect_eq "503 code" pool_unavailable "$(reply_field .error.code)"
+case "$(reply_field .error.message)" in
 *"cannot swap away from its resident m-a"*"500"*) ;;
-*) fail "503 message without the reason: $(jq -r '.error.message' "$MP_STATE_DIR/body")" ;;
+*) fail "503 message without the reason: $(reply_field .error.message)" ;;
 esac
 expect_eq "RequestDropped Events" 1 "$(event_count pool Warning/RequestDropped "$ns")"
 expect_eq "pending after the 503" "" "$(pool_field pool pendingMember "$ns")"
@@ -62,14 +56,14 @@ log "m-a's probe answers again: the episode ends, m-b is swapped in on request"
 kubectl_admin -n "$ns" patch modelpool pool --type=merge -p '{"spec":{"swapBudget":"60s"}}' >/dev/null
 kubectl_admin -n "$ns" annotate isvc m-a sim.modelpool.test/probe- >/dev/null
 wait_for 60 condition_is pool Swapping False/NotSwapping "$ns"
-expect_eq "m-b once m-a can be probed" 200 "$(post m-b)"
+expect_eq "m-b once m-a can be probed" 200 "$(router_chat m-b)"
 expect_sole_resident pool m-b "$ns"
 expect_eq "RequestDropped Events" 1 "$(event_count pool Warning/RequestDropped "$ns")"
 
 log "opt-in: the pool unloads an unprobeable resident after 2s instead of dropping the request"
 kubectl_admin -n "$ns" annotate modelpool pool modelpool-operator.dev/unprobeable-unload-after=2s --overwrite >/dev/null
 kubectl_admin -n "$ns" annotate isvc m-b sim.modelpool.test/probe=error --overwrite >/dev/null
-expect_eq "m-a requested while m-b cannot be probed" 200 "$(post m-a)"
+expect_eq "m-a requested while m-b cannot be probed" 200 "$(router_chat m-a)"
 expect_sole_resident pool m-a "$ns"
 grep_all " scale pool=$ns/pool member=m-b replicas=0 reason=UnprobeableUnload" "$MP_STATE_DIR/operator.log" ||
 	fail "m-b was not unloaded by the opt-in: $(grep ' scale pool=' "$MP_STATE_DIR/operator.log")"
