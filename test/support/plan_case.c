@@ -67,12 +67,12 @@ static void fix_pods(t_fix *f, size_t mi, const char *member, const char *dsl)
     f->members[mi].n_pods = n;
 }
 
-int32_t reps(const plan_member *m)
+int32_t case_replicas(const plan_member *m)
 {
     return m->replicas < 0 ? 1 : m->replicas;
 }
 
-void fix_build(t_fix *f, const t_case *tc)
+void case_build(t_fix *f, const t_case *tc)
 {
     memset(f, 0, sizeof *f);
     size_t n = 0;
@@ -136,7 +136,7 @@ void fix_build(t_fix *f, const t_case *tc)
     const char *rel = tc->releasing;
     if (rel == NULL && tc->pending && tc->resident) {
         for (size_t i = 0; i < n; i++)
-            if (strcmp(f->members[i].name, tc->resident) == 0 && reps(&f->members[i]) > 0)
+            if (strcmp(f->members[i].name, tc->resident) == 0 && case_replicas(&f->members[i]) > 0)
                 rel = tc->resident;
     }
     snprintf(f->rel_names, sizeof f->rel_names, "%s", rel ? rel : "");
@@ -156,7 +156,7 @@ void fix_build(t_fix *f, const t_case *tc)
 }
 
 /* "status event:N:SwapStarted probe:a[a-0,a-1]@8080 scale:b=1", in plan order. */
-void render(const plan_result *p, char *buf, size_t cap)
+void case_render(const plan_result *p, char *buf, size_t cap)
 {
     size_t len = 0;
     buf[0] = '\0';
@@ -207,7 +207,7 @@ void render(const plan_result *p, char *buf, size_t cap)
 #undef OUT
 }
 
-const plan_condition *cond_of(const plan_status *st, const char *type)
+const plan_condition *case_cond(const plan_status *st, const char *type)
 {
     for (size_t i = 0; i < st->n_conditions; i++)
         if (strcmp(st->conditions[i].type, type) == 0)
@@ -215,13 +215,13 @@ const plan_condition *cond_of(const plan_status *st, const char *type)
     return NULL;
 }
 
-bool cond_is(const plan_status *st, const char *type, const char *status, const char *reason)
+bool case_cond_is(const plan_status *st, const char *type, const char *status, const char *reason)
 {
-    const plan_condition *c = cond_of(st, type);
+    const plan_condition *c = case_cond(st, type);
     return c && strcmp(c->status, status) == 0 && (!reason || strcmp(c->reason, reason) == 0);
 }
 
-const char *nz(const char *s)
+const char *case_nz(const char *s)
 {
     return s ? s : "";
 }
@@ -237,7 +237,7 @@ static const plan_member *snap_member(const plan_snapshot *s, const char *name)
     return NULL;
 }
 
-bool live(const plan_pod *p)
+bool case_pod_live(const plan_pod *p)
 {
     return p->phase != PLAN_POD_SUCCEEDED && p->phase != PLAN_POD_FAILED;
 }
@@ -253,25 +253,25 @@ static bool fenced(const plan_snapshot *s, const char *member, int32_t to)
     if (!pend || !*pend)
         return false;
     return strcmp(pend, member) != 0 ||
-           (to == 0 && strcmp(nz(s->status.resident_member), member) == 0);
+           (to == 0 && strcmp(case_nz(s->status.resident_member), member) == 0);
 }
 
 /* The swap's target was started (the status says Swapping=True/Loading): the resident is gone. */
 static bool loading_stage(const plan_snapshot *s)
 {
     for (size_t i = 0; i < s->status.n_conditions; i++)
-        if (strcmp(nz(s->status.conditions[i].type), "Swapping") == 0)
-            return strcmp(nz(s->status.conditions[i].status), "True") == 0 &&
-                   strcmp(nz(s->status.conditions[i].reason), "Loading") == 0;
+        if (strcmp(case_nz(s->status.conditions[i].type), "Swapping") == 0)
+            return strcmp(case_nz(s->status.conditions[i].status), "True") == 0 &&
+                   strcmp(case_nz(s->status.conditions[i].reason), "Loading") == 0;
     return false;
 }
 
-void check_safety(const plan_snapshot *s, const plan_result *p)
+void case_check_safety(const plan_snapshot *s, const plan_result *p)
 {
     const plan_status *st = &p->status;
-    bool valid = cond_is(st, "MembersValid", "True", NULL);
+    bool valid = case_cond_is(st, "MembersValid", "True", NULL);
     bool activation = st->pending_member && *st->pending_member &&
-                      strcmp(st->pending_member, nz(s->status.pending_member)) != 0;
+                      strcmp(st->pending_member, case_nz(s->status.pending_member)) != 0;
     size_t n_work = 0;
     for (size_t i = 0; i < p->n_actions; i++) {
         const plan_action *a = &p->actions[i];
@@ -287,59 +287,60 @@ void check_safety(const plan_snapshot *s, const plan_result *p)
         assert_non_null(m);
         size_t running = 0;
         for (size_t k = 0; k < m->n_pods; k++)
-            running += live(&m->pods[k]) && m->pods[k].container_running;
-        if (a->replicas >= 1 && reps(m) == 0) { /* rule 1: a start needs the whole slot free */
+            running += case_pod_live(&m->pods[k]) && m->pods[k].container_running;
+        if (a->replicas >= 1 &&
+            case_replicas(m) == 0) { /* rule 1: a start needs the whole slot free */
             assert_non_null(st->pending_member);
             assert_string_equal(a->member, st->pending_member);
             for (size_t j = 0; j < s->n_members; j++) {
                 const plan_member *o = &s->members[j];
                 if (strcmp(o->name, a->member) != 0)
-                    assert_int_equal(reps(o), 0);
+                    assert_int_equal(case_replicas(o), 0);
                 for (size_t k = 0; k < o->n_pods; k++)
-                    assert_false(live(&o->pods[k])); /* the target's own old Pods too */
+                    assert_false(case_pod_live(&o->pods[k])); /* the target's own old Pods too */
             }
             /* and those of members the pool recorded, whatever the spec says now */
             for (size_t j = 0; j < s->n_removed; j++) {
                 const plan_member *o = &s->removed[j];
                 if (o->exists)
-                    assert_int_equal(reps(o), 0);
+                    assert_int_equal(case_replicas(o), 0);
                 for (size_t k = 0; k < o->n_pods; k++)
-                    assert_false(live(&o->pods[k]));
+                    assert_false(case_pod_live(&o->pods[k]));
             }
             continue;
         }
         if (a->replicas >= 1) { /* rule 2: above one, back to exactly one */
             assert_int_equal(a->replicas, 1);
-            assert_true(reps(m) > 1);
+            assert_true(case_replicas(m) > 1);
         } else {
-            assert_true(reps(m) > 0);
+            assert_true(case_replicas(m) > 0);
         }
         if (running <= (size_t)a->replicas)
             continue; /* the Pods that go never ran */
-        if (strcmp(nz(a->reason), "HeldBack") == 0) {
+        if (strcmp(case_nz(a->reason), "HeldBack") == 0) {
             /* #26: the swap's target, starting (not Ready) beside another member, never had the
              * slot: held back at once, after the pendingMember write */
-            assert_string_equal(a->member, nz(st->pending_member));
-            assert_string_not_equal(nz(m->phase), "Ready");
+            assert_string_equal(a->member, case_nz(st->pending_member));
+            assert_string_not_equal(case_nz(m->phase), "Ready");
             /* ...and is not the resident, which may hold requests until its drain is probed */
-            assert_false(strcmp(a->member, nz(s->status.resident_member)) == 0 &&
+            assert_false(strcmp(a->member, case_nz(s->status.resident_member)) == 0 &&
                          !loading_stage(s));
             assert_int_equal(a->replicas, 0);
             continue;
         }
-        if (strcmp(nz(a->reason), "UnprobeableUnload") == 0) {
+        if (strcmp(case_nz(a->reason), "UnprobeableUnload") == 0) {
             /* the pool's opt-in: a resident whose probe cannot decide, never one found busy, and
              * only after the drain fence */
             assert_non_null(s->unload_after);
             assert_true(s->now_ms >= s->drain_after_ms);
             for (size_t k = 0; k < m->n_pods; k++)
-                if (live(&m->pods[k]) && m->pods[k].container_running)
+                if (case_pod_live(&m->pods[k]) && m->pods[k].container_running)
                     assert_int_not_equal(m->pods[k].probe, PLAN_PROBE_BUSY);
             continue;
         }
         for (size_t k = 0; k < m->n_pods; k++) { /* never unload a busy member */
             const plan_pod *pod = &m->pods[k];
-            if (!live(pod) || !pod->container_running)
+            if (!case_pod_live(pod) || !pod->container_running)
                 continue;
             assert_int_equal(pod->probe, PLAN_PROBE_IDLE);
             assert_true(s->now_ms - pod->probed_at_ms < PLAN_PROBE_TTL_MS);
@@ -361,7 +362,7 @@ void check_safety(const plan_snapshot *s, const plan_result *p)
             if (a->kind != PLAN_SCALE && a->kind != PLAN_PROBE)
                 continue;
             assert_int_equal(a->kind, PLAN_SCALE);
-            assert_string_equal(nz(a->reason), "HeldBack");
+            assert_string_equal(case_nz(a->reason), "HeldBack");
             assert_string_equal(a->member, st->pending_member);
         }
         (void)n_work;
@@ -369,9 +370,9 @@ void check_safety(const plan_snapshot *s, const plan_result *p)
     /* a removed member that still holds the GPU stays recorded, or the next plan forgets it */
     for (size_t j = 0; j < s->n_removed; j++) {
         const plan_member *o = &s->removed[j];
-        bool holds = o->exists && reps(o) > 0;
+        bool holds = o->exists && case_replicas(o) > 0;
         for (size_t k = 0; k < o->n_pods; k++)
-            holds |= live(&o->pods[k]);
+            holds |= case_pod_live(&o->pods[k]);
         bool recorded = false;
         for (size_t i = 0; i < st->n_members; i++)
             recorded |= strcmp(st->members[i].name, o->name) == 0;
@@ -399,7 +400,7 @@ void check_safety(const plan_snapshot *s, const plan_result *p)
                      unsure ? s->status.observed_generation : s->generation);
 }
 
-bool has_kind(const plan_result *p, plan_action_kind k)
+bool case_has_kind(const plan_result *p, plan_action_kind k)
 {
     for (size_t i = 0; i < p->n_actions; i++)
         if (p->actions[i].kind == k)
@@ -409,31 +410,31 @@ bool has_kind(const plan_result *p, plan_action_kind k)
 
 /* Re-plans on the same world with each plan's status applied: the status settles within a few
  * rounds, after which no status write and no Event comes again and the rest repeats exactly. */
-void check_converges(const plan_snapshot *s0, plan_result *first)
+void case_check_converges(const plan_snapshot *s0, plan_result *first)
 {
     plan_snapshot s = *s0;
     plan_result *prev = NULL, *cur = first;
     char a[2048], b[2048];
     int rounds = 0;
-    while (has_kind(cur, PLAN_WRITE_STATUS) || has_kind(cur, PLAN_CLEAR_REQUEST)) {
+    while (case_has_kind(cur, PLAN_WRITE_STATUS) || case_has_kind(cur, PLAN_CLEAR_REQUEST)) {
         assert_true(++rounds <= 4);
         s.status = cur->status;
-        if (has_kind(cur, PLAN_CLEAR_REQUEST))
+        if (case_has_kind(cur, PLAN_CLEAR_REQUEST))
             s.requested = NULL; /* the annotation is gone once the plan ran */
         plan_result *next = NULL;
         assert_int_equal(plan_build(&s, &next), 0);
-        check_safety(&s, next);
+        case_check_safety(&s, next);
         if (prev != first)
             plan_free(prev);
         prev = cur;
         cur = next;
     }
-    assert_false(has_kind(cur, PLAN_EVENT));
+    assert_false(case_has_kind(cur, PLAN_EVENT));
     s.status = cur->status;
     plan_result *again = NULL;
     assert_int_equal(plan_build(&s, &again), 0);
-    render(cur, a, sizeof a);
-    render(again, b, sizeof b);
+    case_render(cur, a, sizeof a);
+    case_render(again, b, sizeof b);
     assert_string_equal(a, b);
     assert_true(plan_status_equal(&cur->status, &again->status));
     plan_free(again);
@@ -443,23 +444,21 @@ void check_converges(const plan_snapshot *s0, plan_result *first)
         plan_free(cur);
 }
 
-void run_case(const t_case *tc)
+void case_run(const t_case *tc)
 {
-    t_fix *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    fix_build(f, tc);
+    t_fix *f = case_fix_new(tc);
     plan_result *p = NULL;
     assert_int_equal(plan_build(&f->s, &p), 0);
     char got[2048];
-    render(p, got, sizeof got);
-    print_message("  %-58s -> %s: %s\n", tc->title, nz(p->status.phase), got);
+    case_render(p, got, sizeof got);
+    print_message("  %-58s -> %s: %s\n", tc->title, case_nz(p->status.phase), got);
 
     if (tc->phase)
-        assert_string_equal(nz(p->status.phase), tc->phase);
+        assert_string_equal(case_nz(p->status.phase), tc->phase);
     if (tc->want_resident)
-        assert_string_equal(nz(p->status.resident_member), tc->want_resident);
+        assert_string_equal(case_nz(p->status.resident_member), tc->want_resident);
     if (tc->want_pending)
-        assert_string_equal(nz(p->status.pending_member), tc->want_pending);
+        assert_string_equal(case_nz(p->status.pending_member), tc->want_pending);
     if (tc->actions)
         assert_string_equal(got, tc->actions);
     if (tc->conds) {
@@ -471,7 +470,7 @@ void run_case(const t_case *tc)
             assert_non_null(eq);
             assert_non_null(sl);
             *eq = *sl = '\0';
-            if (!cond_is(&p->status, tok, eq + 1, sl + 1))
+            if (!case_cond_is(&p->status, tok, eq + 1, sl + 1))
                 fail_msg("%s: want condition %s=%s/%s", tc->title, tok, eq + 1, sl + 1);
         }
     }
@@ -491,22 +490,30 @@ void run_case(const t_case *tc)
             fail_msg("%s: no condition message has \"%s\"", tc->title, tc->msg_has);
     }
     assert_int_equal(p->requeue_after_ms, tc->requeue_ms);
-    check_safety(&f->s, p);
-    check_converges(&f->s, p);
+    case_check_safety(&f->s, p);
+    case_check_converges(&f->s, p);
     plan_free(p);
     free(f);
 }
 
-void run_table(const t_case *t, size_t n)
+void case_run_table(const t_case *t, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        run_case(&t[i]);
+        case_run(&t[i]);
+}
+
+t_fix *case_fix_new(const t_case *tc)
+{
+    t_fix *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    case_build(f, tc);
+    return f;
 }
 
 plan_result *case_plan(const plan_snapshot *s)
 {
     plan_result *p = NULL;
     assert_int_equal(plan_build(s, &p), 0);
-    check_safety(s, p);
+    case_check_safety(s, p);
     return p;
 }

@@ -76,7 +76,7 @@ typedef struct {
     /* expected; NULL means "not checked", "" means "empty" */
     const char *phase, *want_resident, *want_pending;
     const char *conds;   /* space-separated Type=Status/Reason that must all be present */
-    const char *actions; /* exact rendering of the action list, see render() */
+    const char *actions; /* exact rendering of the action list, see case_render() */
     const char *msg_has; /* a substring of some condition's message */
     int64_t requeue_ms;
     int64_t fence;         /* plan_snapshot.drain_after_ms as an offset from NOW; 0 none */
@@ -84,31 +84,33 @@ typedef struct {
 } t_case;
 
 /* The snapshot tc describes, in f (which holds every string and array it points to). */
-void fix_build(t_fix *f, const t_case *tc);
+void case_build(t_fix *f, const t_case *tc);
+/* The same in a new fixture (free() it). */
+t_fix *case_fix_new(const t_case *tc);
 
 /* The plan of s, built (or the test fails) and checked against the safety rules. */
 plan_result *case_plan(const plan_snapshot *s);
 
 /* Runs one case: builds its plan, checks what it names, the safety rules and convergence. */
-void run_case(const t_case *tc);
-void run_table(const t_case *t, size_t n);
-#define RUN(t) run_table(t, sizeof t / sizeof t[0])
+void case_run(const t_case *tc);
+void case_run_table(const t_case *t, size_t n);
+#define CASE_RUN_TABLE(t) case_run_table(t, sizeof t / sizeof t[0])
 
 /* "status event:N:SwapStarted probe:a[a-0,a-1]@8080 scale:b=1", in plan order. */
-void render(const plan_result *p, char *buf, size_t cap);
+void case_render(const plan_result *p, char *buf, size_t cap);
 
 /* The rules every plan keeps, whatever the snapshot (the test fails where one is broken). */
-void check_safety(const plan_snapshot *s, const plan_result *p);
+void case_check_safety(const plan_snapshot *s, const plan_result *p);
 
 /* Re-plans on the same world with each plan's status applied: the status settles within a few
  * rounds, after which no status write and no Event comes again and the rest repeats exactly. */
-void check_converges(const plan_snapshot *s0, plan_result *first);
+void case_check_converges(const plan_snapshot *s0, plan_result *first);
 
-const plan_condition *cond_of(const plan_status *st, const char *type);
-bool cond_is(const plan_status *st, const char *type, const char *status, const char *reason);
-bool has_kind(const plan_result *p, plan_action_kind k);
-const char *nz(const char *s);      /* s, or "" for NULL */
-int32_t reps(const plan_member *m); /* replicas, unset counted as 1 */
-bool live(const plan_pod *p);       /* holds the GPU: neither Succeeded nor Failed */
+const plan_condition *case_cond(const plan_status *st, const char *type);
+bool case_cond_is(const plan_status *st, const char *type, const char *status, const char *reason);
+bool case_has_kind(const plan_result *p, plan_action_kind k);
+const char *case_nz(const char *s);          /* s, or "" for NULL */
+int32_t case_replicas(const plan_member *m); /* replicas, unset counted as 1 */
+bool case_pod_live(const plan_pod *p);       /* holds the GPU: neither Succeeded nor Failed */
 
 #endif

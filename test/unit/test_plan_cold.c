@@ -57,7 +57,7 @@ static void test_cold(void **state)
          .phase = "Pending",
          .actions = "status"},
     };
-    RUN(t);
+    CASE_RUN_TABLE(t);
 }
 
 /* ---- adoption of an already serving member ---- */
@@ -136,7 +136,7 @@ static void test_adoption(void **state)
          .want_pending = "a",
          .actions = "status event:N:SwapStarted"},
     };
-    RUN(t);
+    CASE_RUN_TABLE(t);
 }
 
 /* ---- warm pools: sticky resident, activation ---- */
@@ -232,7 +232,7 @@ static void test_sticky(void **state)
          .phase = "Ready",
          .actions = "status"},
     };
-    RUN(t);
+    CASE_RUN_TABLE(t);
 }
 
 TEST_MAIN(cmocka_unit_test(test_cold), cmocka_unit_test(test_adoption),

@@ -333,7 +333,7 @@ static void test_drain(void **state)
          .conds = "Swapping=True/Draining",
          .actions = "status scale:b=1"},
     };
-    RUN(t);
+    CASE_RUN_TABLE(t);
 }
 
 /* ---- rule 1 for members removed from the spec while they hold the GPU (#26) ---- */
@@ -450,7 +450,7 @@ static void test_removed(void **state)
          .phase = "Degraded",
          .actions = "status event:W:DefaultNotMember"},
     };
-    RUN(t);
+    CASE_RUN_TABLE(t);
 }
 
 static void test_pod_port(void **state)
@@ -460,14 +460,12 @@ static void test_pod_port(void **state)
                               .resident = "a",
                               .pending = "b",
                               .stage = "Draining"};
-    t_fix *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    fix_build(f, &tc);
+    t_fix *f = case_fix_new(&tc);
     f->pods[0][1].port = 7777;
     plan_result *p = NULL;
     p = case_plan(&f->s);
     char got[512];
-    render(p, got, sizeof got);
+    case_render(p, got, sizeof got);
     assert_string_equal(got, "status probe:a[a-0,a-1:7777]@8080");
     plan_free(p);
     free(f);
@@ -493,9 +491,7 @@ static void test_fenced_until(void **state)
     const t_case *cases[] = {&held, &open};
     const int64_t want[] = {NOW + 1000, 0};
     for (size_t i = 0; i < 2; i++) {
-        t_fix *f = calloc(1, sizeof *f);
-        assert_non_null(f);
-        fix_build(f, cases[i]);
+        t_fix *f = case_fix_new(cases[i]);
         plan_result *p = NULL;
         p = case_plan(&f->s);
         assert_int_equal(p->fenced_until_ms, want[i]);

@@ -140,7 +140,7 @@ static void test_invalid(void **state)
          .conds = "MembersValid=False/NoMembers",
          .actions = "status event:W:NoMembers"},
     };
-    RUN(t);
+    CASE_RUN_TABLE(t);
 }
 
 /* Fixing the spec recovers the pool: MembersValid=True and no condition left over. */
@@ -149,9 +149,7 @@ static void test_recovery(void **state)
     (void)state;
     t_case bad = {.m = {{"a", 1, "Ready", "R"}, {"b", 0, NULL, NULL, NULL, NULL, 0, true}},
                   .resident = "a"};
-    t_fix *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    fix_build(f, &bad);
+    t_fix *f = case_fix_new(&bad);
     plan_condition stale = {"Ready", "True", "Old", "from an older operator", NOW - 5000};
     f->s.status.conditions = &stale;
     f->s.status.n_conditions = 1;
@@ -159,7 +157,7 @@ static void test_recovery(void **state)
     p1 = case_plan(&f->s);
     assert_string_equal(p1->status.phase, "Degraded");
     assert_int_equal(p1->status.n_conditions, 1); /* unknown types dropped, nothing invented */
-    assert_true(cond_is(&p1->status, "MembersValid", "False", "MissingMembers"));
+    assert_true(case_cond_is(&p1->status, "MembersValid", "False", "MissingMembers"));
 
     f->members[1].exists = true; /* kubectl apply of the missing InferenceService */
     f->s.status = p1->status;
@@ -171,10 +169,10 @@ static void test_recovery(void **state)
     const char *types[4] = {"MembersValid", "SlotAllocated", "SwapDeferred", "Swapping"};
     for (size_t i = 0; i < 4; i++)
         assert_string_equal(p2->status.conditions[i].type, types[i]);
-    assert_true(cond_is(&p2->status, "MembersValid", "True", "Valid"));
-    assert_int_equal(cond_of(&p2->status, "MembersValid")->last_transition_ms, NOW + 60000);
-    assert_false(has_kind(p2, PLAN_SCALE));
-    check_converges(&f->s, p2);
+    assert_true(case_cond_is(&p2->status, "MembersValid", "True", "Valid"));
+    assert_int_equal(case_cond(&p2->status, "MembersValid")->last_transition_ms, NOW + 60000);
+    assert_false(case_has_kind(p2, PLAN_SCALE));
+    case_check_converges(&f->s, p2);
     plan_free(p2);
     plan_free(p1);
     free(f);
@@ -186,9 +184,7 @@ static void test_status_mirror(void **state)
 {
     (void)state;
     t_case tc = {.m = {{"a", 1, "Ready", "R"}, {"b", 0, "Stopped"}, {"c", 0}}, .resident = "a"};
-    t_fix *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    fix_build(f, &tc);
+    t_fix *f = case_fix_new(&tc);
     f->s.generation = 42;
     plan_result *p = NULL, *q = NULL;
     p = case_plan(&f->s);
@@ -210,10 +206,10 @@ static void test_status_mirror(void **state)
     f->s.generation = 43;
     q = case_plan(&f->s);
     assert_int_equal(q->status.observed_generation, 43);
-    assert_int_equal(cond_of(&q->status, "MembersValid")->last_transition_ms, NOW);
-    assert_int_equal(cond_of(&q->status, "SlotAllocated")->last_transition_ms, NOW + 7000);
-    assert_int_equal(cond_of(&q->status, "Swapping")->last_transition_ms, NOW + 7000);
-    assert_int_equal(cond_of(&q->status, "SwapDeferred")->last_transition_ms, NOW);
+    assert_int_equal(case_cond(&q->status, "MembersValid")->last_transition_ms, NOW);
+    assert_int_equal(case_cond(&q->status, "SlotAllocated")->last_transition_ms, NOW + 7000);
+    assert_int_equal(case_cond(&q->status, "Swapping")->last_transition_ms, NOW + 7000);
+    assert_int_equal(case_cond(&q->status, "SwapDeferred")->last_transition_ms, NOW);
     plan_free(q);
     plan_free(p);
     free(f);
@@ -240,16 +236,14 @@ static void test_idempotence(void **state)
     };
     const bool stable[] = {true, true, false, true, true, true, true};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-        t_fix *f = calloc(1, sizeof *f);
-        assert_non_null(f);
-        fix_build(f, &t[i]);
+        t_fix *f = case_fix_new(&t[i]);
         plan_result *p = NULL, *q = NULL;
         p = case_plan(&f->s);
-        assert_true(has_kind(p, PLAN_WRITE_STATUS));
+        assert_true(case_has_kind(p, PLAN_WRITE_STATUS));
         f->s.status = p->status;
         q = case_plan(&f->s);
-        assert_false(has_kind(q, PLAN_WRITE_STATUS));
-        assert_false(has_kind(q, PLAN_EVENT));
+        assert_false(case_has_kind(q, PLAN_WRITE_STATUS));
+        assert_false(case_has_kind(q, PLAN_EVENT));
         if (stable[i])
             assert_int_equal(q->n_actions, 0);
         plan_free(q);

@@ -181,7 +181,7 @@ static void test_supersede(void **state)
          .want_pending = "",
          .actions = "status event:N:SwapCompleted"},
     };
-    RUN(t);
+    CASE_RUN_TABLE(t);
 }
 
 /* ---- requests through the pool (its annotation, #19) ---- */
@@ -296,7 +296,7 @@ static void test_pool_request(void **state)
          .msg_has = "returning to a",
          .actions = "status event:N:SwapStarted clear:a"},
     };
-    RUN(t);
+    CASE_RUN_TABLE(t);
 }
 
 TEST_MAIN(cmocka_unit_test(test_supersede), cmocka_unit_test(test_pool_request))

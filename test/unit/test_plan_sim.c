@@ -98,7 +98,7 @@ static void sim_members_act(sim *w)
                 k++;
             }
         m->n_pods = k;
-        int32_t want = reps(&(plan_member){.replicas = m->replicas});
+        int32_t want = case_replicas(&(plan_member){.replicas = m->replicas});
         /* Like a ReplicaSet: extra Pods are deleted newest first, and missing ones are created at
          * once, even beside Pods that still terminate. */
         for (size_t j = m->n_pods; j-- > 0;) {
@@ -137,7 +137,7 @@ static size_t sim_step(sim *w)
     sim_snapshot(w);
     plan_result *p = NULL;
     assert_int_equal(plan_build(&w->s, &p), 0);
-    check_safety(&w->s, p);
+    case_check_safety(&w->s, p);
     size_t n = p->n_actions;
     bool wrote = false;
     for (size_t i = 0; i < p->n_actions; i++) {
@@ -194,7 +194,7 @@ static const char *sim_status(sim *w, int which)
     if (!w->cur)
         return "";
     plan_status *st = &w->cur->status;
-    return nz(which == 0 ? st->phase : which == 1 ? st->resident_member : st->pending_member);
+    return case_nz(which == 0 ? st->phase : which == 1 ? st->resident_member : st->pending_member);
 }
 
 /* Steps until the pool has done nothing for three steps in a row (or gives up). */
@@ -214,7 +214,8 @@ static void sim_assert_single(sim *w, const char *resident)
     assert_string_equal(sim_status(w, 2), "");
     for (size_t i = 0; i < w->n; i++) {
         bool is_res = strcmp(w->m[i].name, resident) == 0;
-        assert_int_equal(reps(&(plan_member){.replicas = w->m[i].replicas}), is_res ? 1 : 0);
+        assert_int_equal(case_replicas(&(plan_member){.replicas = w->m[i].replicas}),
+                         is_res ? 1 : 0);
         if (!is_res)
             assert_int_equal(w->m[i].n_pods, 0);
     }
@@ -489,10 +490,10 @@ static void test_property_random_snapshots(void **state)
         random_snapshot(f);
         plan_result *p = NULL;
         assert_int_equal(plan_build(&f->s, &p), 0);
-        check_safety(&f->s, p);
-        scales += has_kind(p, PLAN_SCALE);
-        probes += has_kind(p, PLAN_PROBE);
-        check_converges(&f->s, p);
+        case_check_safety(&f->s, p);
+        scales += case_has_kind(p, PLAN_SCALE);
+        probes += case_has_kind(p, PLAN_PROBE);
+        case_check_converges(&f->s, p);
         plan_free(p);
     }
     print_message("  %zu plans scaled, %zu probed\n", scales, probes);
@@ -530,7 +531,7 @@ static void test_property_random_runs(void **state)
         bool any_up = false;
         for (size_t i = 0; i < w->n; i++)
             any_up |= w->m[i].replicas > 0 || w->m[i].n_pods > 0;
-        if (*res && reps(&(plan_member){.replicas = w->m[*res - 'a'].replicas}) == 0) {
+        if (*res && case_replicas(&(plan_member){.replicas = w->m[*res - 'a'].replicas}) == 0) {
             /* a resident stopped by hand stays resident, and nothing else runs */
             assert_string_equal(sim_status(w, 0), "Ready");
             assert_false(any_up);

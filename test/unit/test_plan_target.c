@@ -190,7 +190,7 @@ static void test_target(void **state)
          .phase = "Swapping",
          .actions = "status scale:b=1"},
     };
-    RUN(t);
+    CASE_RUN_TABLE(t);
 }
 
 /* TargetNotReady names why the target's Pod does not run, when its status says. */
@@ -202,13 +202,11 @@ static void test_target_waiting(void **state)
                               .pending = "b",
                               .stage = "Loading",
                               .load_age_s = 300};
-    t_fix *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    fix_build(f, &tc);
+    t_fix *f = case_fix_new(&tc);
     f->pods[1][0].waiting = "ImagePullBackOff";
     plan_result *p = NULL;
     p = case_plan(&f->s);
-    const plan_condition *c = cond_of(&p->status, "TargetReady");
+    const plan_condition *c = case_cond(&p->status, "TargetReady");
     assert_non_null(c);
     assert_string_equal(c->message, "target b is not Ready within swapBudget (300000 ms) of its "
                                     "start: phase Creating; pod b-0 Pending (ImagePullBackOff)");

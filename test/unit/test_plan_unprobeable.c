@@ -184,7 +184,7 @@ static void test_unprobeable(void **state)
          .conds = "Swapping=True/Draining",
          .actions = "status event:N:SwapStarted clear:b"},
     };
-    RUN(t);
+    CASE_RUN_TABLE(t);
 }
 
 TEST_MAIN(cmocka_unit_test(test_unprobeable))
