@@ -92,16 +92,23 @@ static const char *ready_fn(void *ud)
     return test_unready;
 }
 
-static void test_endpoints(void **state)
+/* Telemetry serving plain HTTP on two ports the kernel picks, ready as test_unready says. */
+static telemetry *serve_plain(ev_loop *loop)
 {
-    (void)state;
-    ev_loop *loop = ev_new();
     telemetry *t = telemetry_new();
     assert_non_null(t);
     char err[200];
     assert_int_equal(
         telemetry_serve(t, loop, "127.0.0.1:0", "127.0.0.1:0", ready_fn, NULL, err, sizeof(err)),
         0);
+    return t;
+}
+
+static void test_endpoints(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    telemetry *t = serve_plain(loop);
     int mp = telemetry_metrics_port(t), hp = telemetry_health_port(t);
     assert_true(mp > 0 && hp > 0 && mp != hp);
     test_peer c;
@@ -139,7 +146,7 @@ static void test_endpoints(void **state)
 
     /* A port in use is a clear error. */
     telemetry *t2 = telemetry_new();
-    char addr[32];
+    char addr[32], err[200];
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", mp);
     assert_int_equal(telemetry_serve(t2, loop, addr, "0", ready_fn, NULL, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "metrics server: cannot listen on 127.0.0.1:"));
@@ -312,12 +319,7 @@ static void test_idle_flood(void **state)
 {
     (void)state;
     ev_loop *loop = ev_new();
-    telemetry *t = telemetry_new();
-    assert_non_null(t);
-    char err[200];
-    assert_int_equal(
-        telemetry_serve(t, loop, "127.0.0.1:0", "127.0.0.1:0", ready_fn, NULL, err, sizeof(err)),
-        0);
+    telemetry *t = serve_plain(loop);
     int mp = telemetry_metrics_port(t), hp = telemetry_health_port(t);
     enum { FLOOD = 200 };
     static int idle[2 * FLOOD];
