@@ -86,51 +86,69 @@ static void run_manager(srv *s, ev_loop *loop)
     kube_client_free(client);
 }
 
-static void test_start_waits_for_the_api_servers_pods(void **state)
+enum { STATUS = 6, EVENTS = 6, READS_MAX = 3, SCRIPT_MAX = 6 + READS_MAX + STATUS + EVENTS + 1 };
+
+/* Runs the manager against the API server's script: the lists of pools, members and (no) Pods with
+ * watches that stay quiet, the reads of the pool's Pods answered by reads[] in turn (each freed
+ * with s), status writes and Events answered OK, and the scale of `member` that ends the run. r
+ * holds the script; the requests seen stay in s until srv_stop. */
+static void run_script(srv *s, srv_reply *r, ev_loop *loop, const char *pools, const char *isvcs,
+                       char *const *reads, size_t n_reads, const char *member)
 {
-    (void)state;
-    ev_loop *loop = ev_new();
-    srv s;
-    enum { STATUS = 6, EVENTS = 6 };
-    srv_reply r[9 + STATUS + EVENTS + 4] = {
-        {.match = "GET /apis/inference.llmkube.dev/v1alpha1/modelpools?limit="},
-        {.match = "GET /apis/inference.llmkube.dev/v1alpha1/inferenceservices?limit="},
-        {.match = "GET /api/v1/pods?limit="},
-        {.match = "/modelpools?watch=1", .delay_ms = 60000},
-        {.match = "/inferenceservices?watch=1", .delay_ms = 60000},
-        {.match = "/api/v1/pods?watch=1", .delay_ms = 60000},
-        {.match = "GET /api/v1/namespaces/ns/pods?labelSelector="},
-        {.match = "GET /api/v1/namespaces/ns/pods?labelSelector="},
-        {.match = "GET /api/v1/namespaces/ns/pods?labelSelector="},
+    static const char *const lists[] = {
+        "GET /apis/inference.llmkube.dev/v1alpha1/modelpools?limit=",
+        "GET /apis/inference.llmkube.dev/v1alpha1/inferenceservices?limit=",
+        "GET /api/v1/pods?limit=",
+        "/modelpools?watch=1",
+        "/inferenceservices?watch=1",
+        "/api/v1/pods?watch=1",
     };
-    size_t n = 9;
+    assert_true(n_reads <= READS_MAX);
+    char *scale;
+    assert_true(asprintf(&scale,
+                         "PATCH /apis/inference.llmkube.dev/v1alpha1/namespaces/ns/"
+                         "inferenceservices/%s ",
+                         member) > 0);
+    size_t n = 0;
+    for (size_t i = 0; i < 6; i++)
+        r[n++] = (srv_reply){.match = lists[i], .delay_ms = i >= 3 ? 60000 : 0};
+    for (size_t i = 0; i < n_reads; i++)
+        r[n++] = (srv_reply){.match = "GET /api/v1/namespaces/ns/pods?labelSelector="};
     for (int i = 0; i < STATUS; i++)
         r[n++] = (srv_reply){.match = "PATCH /apis/inference.llmkube.dev/v1alpha1/namespaces/ns/"
                                       "modelpools/p/status "};
     for (int i = 0; i < EVENTS; i++)
         r[n++] = (srv_reply){.match = "POST /api/v1/namespaces/ns/events "};
-    r[n++] = (srv_reply){
-        .match = "PATCH /apis/inference.llmkube.dev/v1alpha1/namespaces/ns/inferenceservices/m0 ",
-        .stop = true};
-    srv_start(&s, loop, r, n);
-    r[0].pieces[0] = srv_own(&s, srv_http("200 OK", "", list_pools));
-    r[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", list_isvcs));
-    r[2].pieces[0] = srv_own(&s, srv_http("200 OK", "", list_no_pods));
-    r[6].pieces[0] = srv_own(&s, pods_of_m1("Running", false));
-    r[7].pieces[0] = srv_own(&s, pods_of_m1("Running", true));
-    r[8].pieces[0] = srv_own(&s, pods_of_m1("Succeeded", false));
+    r[n++] = (srv_reply){.match = scale, .stop = true};
+    srv_start(s, loop, r, n);
+    srv_own(s, scale);
+    r[0].pieces[0] = srv_own(s, srv_http("200 OK", "", pools));
+    r[1].pieces[0] = srv_own(s, srv_http("200 OK", "", isvcs));
+    r[2].pieces[0] = srv_own(s, srv_http("200 OK", "", list_no_pods));
+    for (size_t i = 0; i < n_reads; i++)
+        r[6 + i].pieces[0] = srv_own(s, reads[i]);
     /* The status write's answer has the version the cache has: nothing to wait for. */
     const char *status_ok =
-        srv_own(&s, srv_http("200 OK", "", "{\"metadata\":{\"resourceVersion\":\"90\"}}"));
-    const char *created = srv_own(&s, srv_http("201 Created", "", "{}"));
-    for (size_t i = 9; i < 9 + STATUS; i++)
+        srv_own(s, srv_http("200 OK", "", "{\"metadata\":{\"resourceVersion\":\"90\"}}"));
+    const char *created = srv_own(s, srv_http("201 Created", "", "{}"));
+    for (size_t i = 6 + n_reads; i < 6 + n_reads + STATUS; i++)
         r[i].pieces[0] = status_ok;
-    for (size_t i = 9 + STATUS; i < 9 + STATUS + EVENTS; i++)
+    for (size_t i = 6 + n_reads + STATUS; i < 6 + n_reads + STATUS + EVENTS; i++)
         r[i].pieces[0] = created;
     r[n - 1].pieces[0] =
-        srv_own(&s, srv_http("200 OK", "", "{\"metadata\":{\"resourceVersion\":\"130\"}}"));
+        srv_own(s, srv_http("200 OK", "", "{\"metadata\":{\"resourceVersion\":\"130\"}}"));
+    run_manager(s, loop);
+}
 
-    run_manager(&s, loop);
+static void test_start_waits_for_the_api_servers_pods(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    srv s;
+    srv_reply r[SCRIPT_MAX];
+    char *answers[] = {pods_of_m1("Running", false), pods_of_m1("Running", true),
+                       pods_of_m1("Succeeded", false)};
+    run_script(&s, r, loop, list_pools, list_isvcs, answers, 3, "m0");
 
     /* The start came last, after three reads of the pool's Pods, and asked for one replica. */
     int reads = 0, starts = 0;
@@ -179,30 +197,7 @@ static void test_unprobed_stop_waits_for_the_api_servers_pods(void **state)
     (void)state;
     ev_loop *loop = ev_new();
     srv s;
-    enum { STATUS = 6, EVENTS = 6 };
-    srv_reply r[8 + STATUS + EVENTS + 1] = {
-        {.match = "GET /apis/inference.llmkube.dev/v1alpha1/modelpools?limit="},
-        {.match = "GET /apis/inference.llmkube.dev/v1alpha1/inferenceservices?limit="},
-        {.match = "GET /api/v1/pods?limit="},
-        {.match = "/modelpools?watch=1", .delay_ms = 60000},
-        {.match = "/inferenceservices?watch=1", .delay_ms = 60000},
-        {.match = "/api/v1/pods?watch=1", .delay_ms = 60000},
-        {.match = "GET /api/v1/namespaces/ns/pods?labelSelector="},
-        {.match = "GET /api/v1/namespaces/ns/pods?labelSelector="},
-    };
-    size_t n = 8;
-    for (int i = 0; i < STATUS; i++)
-        r[n++] = (srv_reply){.match = "PATCH /apis/inference.llmkube.dev/v1alpha1/namespaces/ns/"
-                                      "modelpools/p/status "};
-    for (int i = 0; i < EVENTS; i++)
-        r[n++] = (srv_reply){.match = "POST /api/v1/namespaces/ns/events "};
-    r[n++] = (srv_reply){
-        .match = "PATCH /apis/inference.llmkube.dev/v1alpha1/namespaces/ns/inferenceservices/m1 ",
-        .stop = true};
-    srv_start(&s, loop, r, n);
-    r[0].pieces[0] = srv_own(&s, srv_http("200 OK", "", list_pools_draining));
-    r[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", list_isvcs_m1_up));
-    r[2].pieces[0] = srv_own(&s, srv_http("200 OK", "", list_no_pods));
+    srv_reply r[SCRIPT_MAX];
     const char *running =
         "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"120\"},"
         "\"items\":[{\"metadata\":{\"name\":\"m1-x\",\"namespace\":\"ns\",\"uid\":\"u-x\","
@@ -213,19 +208,8 @@ static void test_unprobed_stop_waits_for_the_api_servers_pods(void **state)
         "\"items\":[{\"metadata\":{\"name\":\"m1-y\",\"namespace\":\"ns\",\"uid\":\"u-y\","
         "\"labels\":{\"inference.llmkube.dev/"
         "service\":\"m1\"}},\"status\":{\"phase\":\"Pending\"}}]}";
-    r[6].pieces[0] = srv_own(&s, srv_http("200 OK", "", running));
-    r[7].pieces[0] = srv_own(&s, srv_http("200 OK", "", pending));
-    const char *status_ok =
-        srv_own(&s, srv_http("200 OK", "", "{\"metadata\":{\"resourceVersion\":\"90\"}}"));
-    const char *created = srv_own(&s, srv_http("201 Created", "", "{}"));
-    for (size_t i = 8; i < 8 + STATUS; i++)
-        r[i].pieces[0] = status_ok;
-    for (size_t i = 8 + STATUS; i < 8 + STATUS + EVENTS; i++)
-        r[i].pieces[0] = created;
-    r[n - 1].pieces[0] =
-        srv_own(&s, srv_http("200 OK", "", "{\"metadata\":{\"resourceVersion\":\"130\"}}"));
-
-    run_manager(&s, loop);
+    char *answers[] = {srv_http("200 OK", "", running), srv_http("200 OK", "", pending)};
+    run_script(&s, r, loop, list_pools_draining, list_isvcs_m1_up, answers, 2, "m1");
 
     /* The stop came after two reads of m1's own Pods, and set m1 to 0. */
     int reads = 0, stops = 0;
