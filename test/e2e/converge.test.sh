@@ -12,9 +12,7 @@ install_operator_rbac
 start_sim --finalizer --load-ms 300
 start_operator
 
-create_members "$ns" m-a m-b m-c
-create_pool "$ns" pool m-a m-a m-b m-c
-wait_for 60 pool_is pool Ready m-a "$ns"
+pool_ready "$ns" pool m-a m-a m-b m-c
 expect_sole_resident pool m-a "$ns"
 
 # members_with_pods: the members that have live Pods, space-separated, in spec order.

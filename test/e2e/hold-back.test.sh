@@ -11,9 +11,7 @@ install_operator_rbac
 start_sim --load-ms 50
 start_operator
 
-create_members "$ns" m-a m-b
-create_pool "$ns" pool m-a m-a m-b
-wait_for 60 pool_is pool Ready m-a "$ns"
+pool_ready "$ns" pool m-a m-a m-b
 
 kubectl_admin -n "$ns" annotate --overwrite isvc m-a sim.modelpool.test/busy=true >/dev/null
 kubectl_admin -n "$ns" annotate --overwrite isvc m-b sim.modelpool.test/loading=true \

@@ -462,6 +462,16 @@ create_pool() {
 	YAML
 }
 
+# pool_ready NS POOL DEFAULT MEMBERS...: the members (replicas 0) and a pool over them with that
+# default (MP_POOL_BUDGET its swapBudget when set), waited for until Ready with DEFAULT resident.
+pool_ready() {
+	local ns=$1 pool=$2 dflt=$3
+	shift 3
+	create_members "$ns" "$@"
+	create_pool "$ns" "$pool" "$dflt" "$@"
+	wait_for 60 pool_is "$pool" Ready "$dflt" "$ns"
+}
+
 # expect_sole_resident POOL MEMBER [NS]: the end state of a swap: pool Ready with MEMBER resident and
 # nothing pending, MEMBER at 1 replica, every other member at 0 with no live Pod.
 expect_sole_resident() {

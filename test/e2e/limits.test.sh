@@ -6,9 +6,7 @@
 ns=limits
 ulimit -S -n 1024
 router_setup --terminate-ms 200 --load-ms 200
-create_members "$ns" l-a l-b
-create_pool "$ns" pool l-a l-a l-b
-wait_for 60 pool_is pool Ready l-a "$ns"
+pool_ready "$ns" pool l-a l-a l-b
 start_router --home-namespace "$ns" --header-timeout=10s
 wait_for 30 router_ready
 wait_for 30 operator_port health

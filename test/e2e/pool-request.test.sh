@@ -11,9 +11,7 @@ start_slot_check
 start_sim --finalizer --terminate-ms 300 --load-ms 300
 start_operator
 
-create_members "$ns" m-a m-b
-create_pool "$ns" pool m-a m-a m-b
-wait_for 60 pool_is pool Ready m-a "$ns"
+pool_ready "$ns" pool m-a m-a m-b
 
 annotation() { pool_get pool '{.metadata.annotations.modelpool-operator\.dev/request}' "$ns"; }
 no_annotation() {

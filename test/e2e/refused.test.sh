@@ -12,9 +12,7 @@ start_slot_check
 start_sim --finalizer --load-ms 1000
 start_operator
 
-create_members "$ns" m-a m-b
-create_pool "$ns" pool m-a m-a m-b
-wait_for 60 pool_is pool Ready m-a "$ns"
+pool_ready "$ns" pool m-a m-a m-b
 
 log "a ValidatingAdmissionPolicy forbids changing m-a's replicas"
 kubectl_admin apply -f - >/dev/null <<-YAML

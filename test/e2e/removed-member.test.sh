@@ -13,9 +13,7 @@ install_operator_rbac
 start_sim --finalizer --load-ms 300
 start_operator
 
-create_members "$ns" m-a m-x m-y
-create_pool "$ns" pool m-a m-a m-x m-y
-wait_for 60 pool_is pool Ready m-a "$ns"
+pool_ready "$ns" pool m-a m-a m-x m-y
 expect_sole_resident pool m-a "$ns"
 
 

@@ -5,9 +5,7 @@
 ns=routerbody
 router_setup --terminate-ms 200 --load-ms 200
 
-create_members "$ns" m-a m-b
-create_pool "$ns" pool m-a m-a m-b
-wait_for 60 pool_is pool Ready m-a "$ns"
+pool_ready "$ns" pool m-a m-a m-b
 start_router --home-namespace "$ns" --max-body-size 65536
 wait_for 30 router_ready
 url="http://127.0.0.1:$(router_port api)"

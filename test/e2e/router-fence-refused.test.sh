@@ -6,9 +6,7 @@
 ns=router-refused
 router_setup --terminate-ms 200 --load-ms 200
 
-create_members "$ns" m-a
-create_pool "$ns" pool m-a m-a
-wait_for 60 pool_is pool Ready m-a "$ns"
+pool_ready "$ns" pool m-a m-a
 
 log "the router's ClusterRole without get on modelpools (list, watch and patch stay)"
 kubectl_admin get clusterrole modelpool-router -o json | jq 'del(.metadata.resourceVersion)' >"$MP_STATE_DIR/role.json"

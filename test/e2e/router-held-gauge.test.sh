@@ -4,9 +4,7 @@
 ns=routergauge
 router_setup --terminate-ms 200 --load-ms 200
 
-create_members "$ns" g-a g-b
-create_pool "$ns" gone g-a g-a g-b
-wait_for 60 pool_is gone Ready g-a "$ns"
+pool_ready "$ns" gone g-a g-a g-b
 start_router --home-namespace "$ns"
 wait_for 30 router_ready
 url="http://127.0.0.1:$(router_port api)"

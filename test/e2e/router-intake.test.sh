@@ -10,9 +10,7 @@
 ns=routerintake
 router_setup --terminate-ms 200 --load-ms 200
 
-create_members "$ns" i-a i-b
-create_pool "$ns" pool i-a i-a i-b
-wait_for 60 pool_is pool Ready i-a "$ns"
+pool_ready "$ns" pool i-a i-a i-b
 budget=$((2 * 1024 * 1024))
 start_router --home-namespace "$ns" --body-buffer-budget 2Mi --body-idle-timeout 10m
 wait_for 30 router_ready

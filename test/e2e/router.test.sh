@@ -8,9 +8,7 @@
 ns=router
 router_setup --terminate-ms 200 --load-ms 200
 
-create_members "$ns" m-a m-b m-c
-create_pool "$ns" pool m-a m-a m-b m-c
-wait_for 60 pool_is pool Ready m-a "$ns"
+pool_ready "$ns" pool m-a m-a m-b m-c
 start_router --home-namespace "$ns"
 wait_for 30 router_ready
 port=$(router_port api)

@@ -7,9 +7,7 @@
 ns=notready
 router_setup --terminate-ms 200 --load-ms 200
 
-create_members "$ns" m-a m-b
-MP_POOL_BUDGET=5s create_pool "$ns" pool m-a m-a m-b
-wait_for 60 pool_is pool Ready m-a "$ns"
+MP_POOL_BUDGET=5s pool_ready "$ns" pool m-a m-a m-b
 start_router --home-namespace "$ns"
 wait_for 30 router_ready
 
