@@ -376,6 +376,11 @@ pool_conditions() {
 		sort | paste -sd ' ' -
 }
 
+# condition_since POOL TYPE [NS]: one condition's lastTransitionTime.
+condition_since() {
+	pool_get "$1" "{.status.conditions[?(@.type==\"$2\")].lastTransitionTime}" "${3:-default}"
+}
+
 # condition_message POOL TYPE [NS]: one condition's message.
 condition_message() {
 	pool_get "$1" "{.status.conditions[?(@.type==\"$2\")].message}" "${3:-default}"

@@ -29,7 +29,7 @@ kubectl_admin annotate isvc llama-8b sim.modelpool.test/busy=true --overwrite >/
 kubectl_admin scale isvc qwen-7b --replicas=1 >/dev/null
 wait_for 60 condition_is shared-gpu SwapDeferred True/PodsBusy
 wait_for 30 replicas_are qwen-7b 0
-deferred_since=$(pool_get shared-gpu '{.status.conditions[?(@.type=="SwapDeferred")].lastTransitionTime}')
+deferred_since=$(condition_since shared-gpu SwapDeferred)
 deferred_events=$(event_count shared-gpu Normal/SwapDeferred)
 [ "$deferred_events" -ge 1 ] || fail "no Normal SwapDeferred Event for the deferral: $(pool_events shared-gpu)"
 probes=$(grep -c ' probed pool=' "$MP_STATE_DIR/operator.log")
@@ -43,7 +43,7 @@ wait_for 30 more_probes
 replan_barrier shared-gpu
 expect_eq "SwapDeferred after the restart" True/PodsBusy "$(pool_condition shared-gpu SwapDeferred)"
 expect_eq "SwapDeferred lastTransitionTime across the restart" "$deferred_since" \
-	"$(pool_get shared-gpu '{.status.conditions[?(@.type=="SwapDeferred")].lastTransitionTime}')"
+	"$(condition_since shared-gpu SwapDeferred)"
 expect_eq "SwapDeferred Events across the restart" "$deferred_events" "$(event_count shared-gpu Normal/SwapDeferred)"
 expect_eq "busy incumbent's replicas" 1 "$(member_replicas llama-8b)"
 expect_eq "held target's replicas" 0 "$(member_replicas qwen-7b)"

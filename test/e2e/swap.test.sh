@@ -17,7 +17,7 @@ wait_for 90 pool_is shared-gpu Ready llama-8b
 wait_for 30 condition_is shared-gpu SlotAllocated True/Resident
 expect_eq "pending member" "" "$(pool_field shared-gpu pendingMember)"
 expect_eq "members[]" "llama-8b:Ready:true qwen-7b:Stopped:false" \
-	"$(pool_get shared-gpu '{range .status.members[*]}{.name}:{.phase}:{.resident}{" "}{end}' | sed 's/ $//')"
+	"$(pool_members shared-gpu)"
 expect_eq "observedGeneration" "$(pool_get shared-gpu '{.metadata.generation}')" \
 	"$(pool_field shared-gpu observedGeneration)"
 kubectl_admin get modelpools | tee /dev/stderr | grep -Eq '^shared-gpu +sticky +llama-8b +Ready' ||

@@ -25,9 +25,8 @@ pod_terminating() {
 	echo "$got"
 	grep -Eq '=[^ ]+' <<<"$got"
 }
-isvc_phase_is() { [ "$(isvc_get "$1" '{.status.phase}')" == "$2" ]; }
 wait_for 30 pod_terminating llama-8b
-wait_for 30 isvc_phase_is llama-8b Stopped
+wait_for 30 member_phase_is llama-8b Stopped
 wait_for 30 replicas_are qwen-7b 0
 wait_for 30 no_live_pods qwen-7b
 
