@@ -22,8 +22,7 @@ log "kubectl scale of m-b beside the busy m-a: held back before any probe of m-a
 # sees a running Pod: what a real member looks like by the time a slower operator gets to it.
 kill -STOP "$MP_OPERATOR_PID"
 kubectl_admin -n "$ns" scale isvc m-b --replicas=1 >/dev/null
-loading() { [ "$(isvc_get m-b '{.status.phase}' "$ns")" == Progressing ]; }
-wait_for 30 loading
+wait_for 30 member_phase_is m-b Progressing "$ns"
 kill -CONT "$MP_OPERATOR_PID"
 resident_probed() { tail -n +"$from" "$MP_STATE_DIR/operator.log" | grep -q " probed pool=$ns/pool pod=$ns/m-a-"; }
 held_or_probed() { replicas_are m-b 0 "$ns" || resident_probed; }
