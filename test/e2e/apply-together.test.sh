@@ -8,10 +8,7 @@
 # other InferenceServices changing meanwhile: the race needs the pool's watch event to overtake its
 # members', which this machine's API server rarely does; the decision is unit-tested in test_plan,
 # test_snapshot and test_hold).
-install_crds
-install_operator_rbac
-start_sim --load-ms 50
-start_operator
+operator_up --load-ms 50
 
 rounds=${MP_APPLY_ROUNDS:-20}
 for ((i = 1; i <= rounds; i++)); do

@@ -7,10 +7,7 @@
 # at 0, m-a is drained, and exactly one member keeps Pods. Two Pods held the slot while the operator
 # was down, so slot-check watches only from the point the operator has converged (a last swap).
 ns=converge
-install_crds
-install_operator_rbac
-start_sim --finalizer --load-ms 300
-start_operator
+operator_up --finalizer --load-ms 300
 
 pool_ready "$ns" pool m-a m-a m-b m-c
 expect_sole_resident pool m-a "$ns"

@@ -3,11 +3,7 @@
 # makes the pool recover by itself, with no stale condition left. The same for a warm pool whose
 # spec gains a missing member and for a member deleted under a warm pool.
 ns=degrade
-install_crds
-install_operator_rbac
-start_slot_check
-start_sim --load-ms 300
-start_operator
+operator_up --slot-check --load-ms 300
 
 # no_stale_conditions POOL RESIDENT: exactly the four conditions of a settled pool, and no message
 # still naming a missing member.

@@ -3,11 +3,7 @@
 # False/TargetFailed and a Warning Event that `kubectl describe modelpool` shows. The user can go back
 # to the previous member, or fix the target and the pool resumes by itself. A target stuck in
 # WaitingForGPU longer than swapBudget is reported the same way. slot-check watches throughout.
-install_crds_and_samples
-install_operator_rbac
-start_slot_check
-start_sim --load-ms 300
-start_operator
+operator_up --samples --slot-check --load-ms 300
 
 wait_for 90 pool_is shared-gpu Ready llama-8b
 

@@ -114,6 +114,19 @@ start_sim() {
 # start_operator [ARGS...]: the operator with its own identity; its log is operator.log (or
 # operator-$MP_OPERATOR_LOG.log when that is set, for a second instance). Its metrics and health
 # servers listen on loopback ports the kernel picks (ARGS may override), so instances never collide;
+# operator_up [--samples] [--slot-check] [SIM ARGS...]: how most tests begin: the CRDs (and the
+# samples), the operator's RBAC, slot-check, the member simulator with SIM ARGS, the operator.
+operator_up() {
+	local samples="" slot_check=""
+	[ "${1:-}" = --samples ] && samples=1 && shift
+	[ "${1:-}" = --slot-check ] && slot_check=1 && shift
+	if [ -n "$samples" ]; then install_crds_and_samples; else install_crds; fi
+	install_operator_rbac
+	[ -z "$slot_check" ] || start_slot_check
+	start_sim "$@"
+	start_operator
+}
+
 # operator_port finds them. Metrics are plain HTTP here (scrape reads them with curl) unless ARGS say
 # --metrics-secure=true; metrics-auth.test.sh covers the secure default.
 start_operator() {

@@ -10,11 +10,7 @@
 #  4. Every API request of the operator names it (User-Agent): managedFields show it as the manager
 #     of the members' replicas.
 ns=member-ctl
-install_crds
-install_operator_rbac
-start_slot_check
-start_sim --finalizer --terminate-ms 200 --load-ms 300
-start_operator
+operator_up --slot-check --finalizer --terminate-ms 200 --load-ms 300
 
 
 log "(1) m-a listens on containerPort 9090, its endpoint.port is the CRD's 8080"

@@ -3,10 +3,7 @@
 # reaction clocks observed (a request through the pool's annotation starts clock a as a scale-up does),
 # API requests counted by verb and code, no LIST after the initial sync but the one read of the pool's
 # Pods before each start, and a deleted pool's series gone.
-install_crds_and_samples
-install_operator_rbac
-start_sim --load-ms 300
-start_operator
+operator_up --samples --load-ms 300
 
 wait_for 60 operator_port health
 health=$(operator_port health)

@@ -5,11 +5,7 @@
 # second Pod at once; it loads slowly here (load-ms) so that scaling back to 1 removes it before it
 # runs, and slot-check, watching the whole test, sees no two Pods holding a slot.
 ns=one-replica
-install_crds
-install_operator_rbac
-start_slot_check
-start_sim --finalizer --load-ms 300
-start_operator
+operator_up --slot-check --finalizer --load-ms 300
 
 create_members "$ns" m-a m-b m-c m-d
 create_pool "$ns" pool m-a m-a m-b

@@ -10,11 +10,7 @@
 # already free by then would rightly keep m-c as it runs.
 # slot-check watches the whole test for two Pods holding the slot, of one member or of two.
 ns=own-pod
-install_crds
-install_operator_rbac
-start_slot_check
-start_sim --finalizer --load-ms 300
-start_operator
+operator_up --slot-check --finalizer --load-ms 300
 
 create_members "$ns" m-a m-b m-c m-d
 

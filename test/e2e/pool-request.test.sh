@@ -5,11 +5,7 @@
 # `kubectl scale` races the operator). A request naming no member is refused with a Warning and
 # removed. slot-check watches throughout.
 ns=pool-request
-install_crds
-install_operator_rbac
-start_slot_check
-start_sim --finalizer --terminate-ms 300 --load-ms 300
-start_operator
+operator_up --slot-check --finalizer --terminate-ms 300 --load-ms 300
 
 pool_ready "$ns" pool m-a m-a m-b
 

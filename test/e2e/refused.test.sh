@@ -6,11 +6,7 @@
 # policy is deleted the swap completes. slot-check watches throughout.
 ns=refused
 msg="replicas of m-a are frozen by policy freeze-m-a"
-install_crds
-install_operator_rbac
-start_slot_check
-start_sim --finalizer --load-ms 1000
-start_operator
+operator_up --slot-check --finalizer --load-ms 1000
 
 pool_ready "$ns" pool m-a m-a m-b
 

@@ -8,10 +8,7 @@
 # Two Pods held the slot while the operator was down, so slot-check is not used; the simulator's
 # log (one line per Pod change, in order) is the audit: m-y never ran while m-x's Pod lived.
 ns=removed
-install_crds
-install_operator_rbac
-start_sim --finalizer --load-ms 300
-start_operator
+operator_up --finalizer --load-ms 300
 
 pool_ready "$ns" pool m-a m-a m-x m-y
 expect_sole_resident pool m-a "$ns"
