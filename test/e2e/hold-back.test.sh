@@ -6,10 +6,7 @@
 # which fails, and the member stayed at 1 beside the resident (seen failing: m-a's probe answered
 # first and m-b stayed up). Then the swap goes on as usual.
 ns=hold-back
-install_crds
-install_operator_rbac
-start_sim --load-ms 50
-start_operator
+operator_up --load-ms 50
 
 pool_ready "$ns" pool m-a m-a m-b
 

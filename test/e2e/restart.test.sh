@@ -3,11 +3,7 @@
 # and the swap neither reverts nor stalls. Killed (1) while the incumbent is busy and the swap is
 # deferred, (2) while the target is loading, (3) right after a request was recorded, at whatever
 # step it had reached. slot-check watches for two members holding the slot throughout.
-install_crds_and_samples
-install_operator_rbac
-start_slot_check
-start_sim --load-ms 300
-start_operator
+operator_up --samples --slot-check --load-ms 300
 wait_for 90 pool_is shared-gpu Ready llama-8b
 
 restart_operator() {

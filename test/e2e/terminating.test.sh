@@ -2,11 +2,7 @@
 # incumbent's in deletion (terminate-ms) while its InferenceService already reports Stopped
 # (as a real member does once no Pod is ready). The target stays at 0 replicas, re-planned or not, until
 # that Pod is gone; then the swap completes. slot-check watches the whole test.
-install_crds_and_samples
-install_operator_rbac
-start_slot_check
-start_sim --finalizer --load-ms 1000
-start_operator
+operator_up --samples --slot-check --finalizer --load-ms 1000
 
 log "the pool warms llama-8b"
 wait_for 90 pool_is shared-gpu Ready llama-8b
