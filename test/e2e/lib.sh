@@ -187,6 +187,12 @@ start_router() {
 	MP_ROUTER_PID=$!
 }
 
+# router_up ARGS...: start_router ARGS, then waits until it is ready (30 s).
+router_up() {
+	start_router "$@"
+	wait_for 30 router_ready
+}
+
 # router_port api|metrics|health [LOG]: the port of one of the router's servers, from its log.
 router_port() {
 	local key=$1 p

@@ -7,8 +7,7 @@ ns=limits
 ulimit -S -n 1024
 router_setup --terminate-ms 200 --load-ms 200
 pool_ready "$ns" pool l-a l-a l-b
-start_router --home-namespace "$ns" --header-timeout=10s
-wait_for 30 router_ready
+router_up --home-namespace "$ns" --header-timeout=10s
 wait_for 30 operator_port health
 url="http://127.0.0.1:$(router_port api)"
 

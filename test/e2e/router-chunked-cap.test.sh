@@ -6,8 +6,7 @@ ns=routerbody
 router_setup --terminate-ms 200 --load-ms 200
 
 pool_ready "$ns" pool m-a m-a m-b
-start_router --home-namespace "$ns" --max-body-size 65536
-wait_for 30 router_ready
+router_up --home-namespace "$ns" --max-body-size 65536
 url="http://127.0.0.1:$(router_port api)"
 
 log "a chunked body for the resident that passes the cap once forwarded"

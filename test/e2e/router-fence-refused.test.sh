@@ -15,8 +15,7 @@ jq '(.rules[] | select(.resources | index("modelpools")) | .verbs) |= map(select
 wait_for 60 bash -c "! kubectl --kubeconfig '$MP_ROUTER_KUBECONFIG' auth can-i get modelpools.inference.llmkube.dev -n '$ns'"
 kubectl_router auth can-i list modelpools.inference.llmkube.dev -n "$ns" >/dev/null || fail "list was withheld too"
 
-start_router --home-namespace "$ns"
-wait_for 30 router_ready
+router_up --home-namespace "$ns"
 health="http://127.0.0.1:$(router_port health)"
 # ask: a chat completion for m-a; prints the status, the answer in $MP_STATE_DIR/body. --max-time only bounds
 # a hang (the pool's swapBudget is 300 s): the answer must not wait for a read that cannot succeed.

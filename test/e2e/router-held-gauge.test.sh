@@ -5,8 +5,7 @@ ns=routergauge
 router_setup --terminate-ms 200 --load-ms 200
 
 pool_ready "$ns" gone g-a g-a g-b
-start_router --home-namespace "$ns"
-wait_for 30 router_ready
+router_up --home-namespace "$ns"
 url="http://127.0.0.1:$(router_port api)"
 
 held() { router_metric "modelpool_router_held_requests{namespace=\"$ns\",pool=\"gone\"}"; }

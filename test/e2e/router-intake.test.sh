@@ -12,8 +12,7 @@ router_setup --terminate-ms 200 --load-ms 200
 
 pool_ready "$ns" pool i-a i-a i-b
 budget=$((2 * 1024 * 1024))
-start_router --home-namespace "$ns" --body-buffer-budget 2Mi --body-idle-timeout 10m
-wait_for 30 router_ready
+router_up --home-namespace "$ns" --body-buffer-budget 2Mi --body-idle-timeout 10m
 port=$(router_port api)
 
 buffered() { router_metric modelpool_router_buffered_bytes; }
@@ -103,8 +102,7 @@ wait_eq 30 0 buffered
 stop_router
 
 log "with --body-idle-timeout 1s a stalled upload gets 408 and its bytes go back"
-start_router --home-namespace "$ns" --body-buffer-budget 2Mi --body-idle-timeout 1s
-wait_for 30 router_ready
+router_up --home-namespace "$ns" --body-buffer-budget 2Mi --body-idle-timeout 1s
 port=$(router_port api)
 client upload $((1024 * 1024)) $((64 * 1024)) >"$MP_STATE_DIR/idle.out"
 head -n 1 "$MP_STATE_DIR/idle.out" | grep -q '^HTTP/1.1 408 ' || fail "stalled upload: $(head -c 400 "$MP_STATE_DIR/idle.out")"

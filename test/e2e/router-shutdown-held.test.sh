@@ -6,8 +6,7 @@ ns=routershut
 router_setup --terminate-ms 200 --load-ms 200
 
 pool_ready "$ns" pool m-a m-a m-b
-start_router --home-namespace "$ns"
-wait_for 30 router_ready
+router_up --home-namespace "$ns"
 url="http://127.0.0.1:$(router_port api)"
 
 log "a request held for m-b (slow to load), then SIGTERM"

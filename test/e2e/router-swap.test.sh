@@ -26,8 +26,7 @@ kubectl_admin -n "$ns" apply -f - >/dev/null <<-YAML
 YAML
 wait_for 60 pool_is pool Ready m-a "$ns"
 wait_for 60 pool_is slow Ready m-f "$ns"
-start_router --home-namespace "$ns" --resident-grace 500ms
-wait_for 30 router_ready
+router_up --home-namespace "$ns" --resident-grace 500ms
 url="http://127.0.0.1:$(router_port api)"
 
 now_ms() { date +%s%3N; }

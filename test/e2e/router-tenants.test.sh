@@ -19,8 +19,7 @@ create_pool "$ns" pool m-a m-a
 create_pool evil epool e-a e-a
 wait_for 60 pool_is pool Ready m-a "$ns"
 wait_for 60 pool_is epool Ready e-a evil
-start_router --home-namespace "$ns"
-wait_for 30 router_ready
+router_up --home-namespace "$ns"
 url="http://127.0.0.1:$(router_port api)"
 
 # ask MODEL: prints the status; the answer goes to $MP_STATE_DIR/body.

@@ -9,8 +9,7 @@ ns=router
 router_setup --terminate-ms 200 --load-ms 200
 
 pool_ready "$ns" pool m-a m-a m-b m-c
-start_router --home-namespace "$ns"
-wait_for 30 router_ready
+router_up --home-namespace "$ns"
 port=$(router_port api)
 url="http://127.0.0.1:$port"
 

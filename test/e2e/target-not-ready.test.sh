@@ -8,8 +8,7 @@ ns=notready
 router_setup --terminate-ms 200 --load-ms 200
 
 MP_POOL_BUDGET=5s pool_ready "$ns" pool m-a m-a m-b
-start_router --home-namespace "$ns"
-wait_for 30 router_ready
+router_up --home-namespace "$ns"
 
 log "m-b's Pods will stay Pending; m-b is requested through the pool"
 kubectl_admin -n "$ns" annotate isvc m-b sim.modelpool.test/load-ms=600000 --overwrite >/dev/null

@@ -11,8 +11,7 @@ ns=unprobeable
 router_setup --terminate-ms 200 --load-ms 200
 
 MP_POOL_BUDGET=5s pool_ready "$ns" pool m-a m-a m-b
-start_router --home-namespace "$ns"
-wait_for 30 router_ready
+router_up --home-namespace "$ns"
 expect_eq "m-a before anything" 200 "$(router_chat m-a)"
 pod_a=$(live_pods m-a "$ns")
 
