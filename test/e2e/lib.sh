@@ -114,6 +114,15 @@ start_sim() {
 # start_operator [ARGS...]: the operator with its own identity; its log is operator.log (or
 # operator-$MP_OPERATOR_LOG.log when that is set, for a second instance). Its metrics and health
 # servers listen on loopback ports the kernel picks (ARGS may override), so instances never collide;
+# operator_port finds them. Metrics are plain HTTP here (scrape reads them with curl) unless ARGS say
+# --metrics-secure=true; metrics-auth.test.sh covers the secure default.
+start_operator() {
+	local logf="$MP_STATE_DIR/operator${MP_OPERATOR_LOG:+-$MP_OPERATOR_LOG}.log"
+	"$MP_BUILD_DIR/modelpool-operator" --kubeconfig "$MP_OPERATOR_KUBECONFIG" -v 1 --metrics-secure=false \
+		--metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 "$@" >>"$logf" 2>&1 &
+	MP_OPERATOR_PID=$!
+}
+
 # operator_up [--samples] [--slot-check] [SIM ARGS...]: how most tests begin: the CRDs (and the
 # samples), the operator's RBAC, slot-check, the member simulator with SIM ARGS, the operator.
 operator_up() {
@@ -125,15 +134,6 @@ operator_up() {
 	[ -z "$slot_check" ] || start_slot_check
 	start_sim "$@"
 	start_operator
-}
-
-# operator_port finds them. Metrics are plain HTTP here (scrape reads them with curl) unless ARGS say
-# --metrics-secure=true; metrics-auth.test.sh covers the secure default.
-start_operator() {
-	local logf="$MP_STATE_DIR/operator${MP_OPERATOR_LOG:+-$MP_OPERATOR_LOG}.log"
-	"$MP_BUILD_DIR/modelpool-operator" --kubeconfig "$MP_OPERATOR_KUBECONFIG" -v 1 --metrics-secure=false \
-		--metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 "$@" >>"$logf" 2>&1 &
-	MP_OPERATOR_PID=$!
 }
 
 # operator_port metrics|health [LOG]: the port of the operator's server, from the last "started" line
