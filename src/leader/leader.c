@@ -12,11 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "app/log.h"
 #include "leader/lease.h"
+#include "util/rng.h"
 
 struct leader {
     ev_loop *loop;
@@ -112,10 +112,7 @@ static void leader_schedule(leader *l)
 {
     uint64_t delay = l->retry_ms;
     if (!l->leading) {
-        uint32_t r = 0;
-        if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
-            r = (uint32_t)l->now();
-        delay += (uint64_t)(r % 1000) * l->retry_ms / 5000;
+        delay += (util_rng_next() % 1000) * l->retry_ms / 5000;
     }
     l->retry_timer = ev_timer_add(l->loop, delay, leader_on_retry, l);
 }
