@@ -35,7 +35,7 @@ typedef struct app_sig {
     void *ud;
 } app_sig;
 
-/* Blocks the signals and watches them through a signalfd on the loop. 0 or -1. */
+/* Blocks the signals and watches them through a signalfd on the loop. 0 or a negative errno. */
 int app_signals_start(app_sig *s, ev_loop *loop, void (*shutdown)(void *ud), void *ud);
 /* Stops watching and closes the fd; a no-op for one never started. */
 void app_signals_stop(app_sig *s);

@@ -2,6 +2,7 @@
  * programs' mains. */
 #include "app/boot.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,14 +113,15 @@ int app_signals_start(app_sig *s, ev_loop *loop, void (*shutdown)(void *ud), voi
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
-        return -1;
+        return -errno;
     signal(SIGPIPE, SIG_IGN);
     s->fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     if (s->fd < 0)
-        return -1;
-    if (ev_fd_set(loop, s->fd, EV_READ, boot_on_signal, s) < 0) {
+        return -errno;
+    int rc = ev_fd_set(loop, s->fd, EV_READ, boot_on_signal, s);
+    if (rc < 0) {
         app_signals_stop(s);
-        return -1;
+        return rc;
     }
     return 0;
 }

@@ -330,12 +330,12 @@ prober_batch *prober_start(prober *p, const char *runtime, const char *idle_endp
         if (!(b->results[i].pod = strdup(targets[i].pod)))
             goto fail;
 
-    const char *why = NULL;
-    const char *path = probe_path(runtime, idle_endpoint, &why);
+    const char *path = NULL;
+    int path_rc = probe_path(runtime, idle_endpoint, &path);
     for (size_t i = 0; i < n; i++) {
-        if (!path) {
+        if (path_rc < 0) {
             b->results[i].verdict = PROBE_UNSUPPORTED;
-            b->messages[i] = strdup(why);
+            b->messages[i] = strdup(probe_path_error(path_rc));
         } else if (!targets[i].ip || !*targets[i].ip) {
             b->results[i].verdict = PROBE_ERROR;
             b->messages[i] = strdup("Pod has no IP yet");

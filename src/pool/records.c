@@ -188,15 +188,15 @@ int pool_time_parse(const char *s, int64_t *ms)
 {
     struct tm tm = {0};
     if (!s)
-        return -1;
+        return -EINVAL;
     const char *rest = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
     if (!rest)
-        return -1;
+        return -EINVAL;
     if (*rest == '.')
         for (rest++; *rest >= '0' && *rest <= '9'; rest++)
             ;
     if (strcmp(rest, "Z") != 0)
-        return -1;
+        return -EINVAL;
     *ms = (int64_t)timegm(&tm) * 1000;
     return 0;
 }
