@@ -701,16 +701,17 @@ static void rt_forward(rt_req *q)
                       .content_length = cl,
                       /* rt_decide forwards only while the fence is open */
                       .send_by_ms = q->pool->verified_ms + rt_fence_window_ms(rt)};
-    const char *why = NULL;
     q->state = RQ_FORWARDING;
     q->mq->in_flight++;
     rt->in_flight++;
-    q->call = fwd_start(rt->fwd, &fr, &rt_fwd_client, q, &why);
+    q->call = NULL;
+    int rc = fwd_start(rt->fwd, &fr, &rt_fwd_client, q, &q->call);
+    const char *why = rc < 0 ? fwd_start_error(&fr, &rt_fwd_client, rc) : NULL;
     free(rewritten);
     free(target);
-    if (!q->call) {
+    if (rc < 0) {
         rt_forward_ended(q);
-        rt_answer(q, RT_OAI_BAD_GATEWAY, why ? why : "cannot forward", 0);
+        rt_answer(q, RT_OAI_BAD_GATEWAY, why, 0);
         return;
     }
     if (!q->body_end) /* the rest streams: the start is the forwarder's to replay now */
