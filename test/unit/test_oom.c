@@ -2,7 +2,8 @@
  * once to learn its answer, then again with the 1st, 2nd, ... Nth allocation failing (once, then
  * from the Nth on), until a run completes without a failure injected. Each run must either give
  * the same answer or report an error (a negative errno, NULL, a kube_error): never crash, never
- * leak (ASan/LSan and valgrind check the leaks at exit), never succeed with a wrong answer. */
+ * leak (ASan/LSan and valgrind check the leaks at exit), never succeed with a wrong answer.
+ * OOM_SHOW=1 in the environment prints each scenario's answer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,10 +26,13 @@
 #include "metrics/metrics.h"
 #include "oom_alloc.h"
 #include "pool/plan.h"
+#include "pool/pool_metrics.h"
+#include "pool/probe.h"
 #include "pool/records.h"
 #include "pool/snapshot.h"
 #include "router/model.h"
 #include "router/oai.h"
+#include "router/routes.h"
 #include "util/strmap.h"
 
 /* A scenario: 0 with its answer in *out (text, malloc'd with the allocator paused), or < 0 for an
@@ -55,6 +59,8 @@ static void run(const char *name, oom_scenario sc)
     oom_arm(0, false);
     assert_int_equal(sc(&want), 0);
     assert_non_null(want);
+    if (getenv("OOM_SHOW"))
+        printf("%s\n", want);
     unsigned long runs = 0;
     for (int persistent = 0; persistent <= 1; persistent++) {
         for (unsigned long n = 1;; n++) {
@@ -143,15 +149,42 @@ static const prober_memo *lookup(void *ud, const char *uid)
     return strcmp(uid, "u1") == 0 ? &memo : NULL;
 }
 
-static int sc_plan(char **out)
+/* A swap asked for through the annotation: b wanted, a resident, idle by its probe. */
+static const char *const swap_pools_json[] = {
+    "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"p\",\"generation\":3,\"resourceVersion\":\"9\","
+    "\"annotations\":{\"modelpool-operator.dev/request\":\"b\"}},"
+    "\"spec\":{\"members\":[{\"inferenceServiceRef\":{\"name\":\"a\"}},"
+    "{\"inferenceServiceRef\":{\"name\":\"b\"}}],\"default\":\"a\",\"swapBudget\":\"60s\"},"
+    "\"status\":{\"phase\":\"Ready\",\"residentMember\":\"a\",\"observedGeneration\":3,"
+    "\"conditions\":[{\"type\":\"SlotAllocated\",\"status\":\"True\",\"reason\":\"Resident\","
+    "\"message\":\"a holds it\",\"lastTransitionTime\":\"2026-12-02T19:08:52Z\"}],"
+    "\"members\":[{\"name\":\"a\",\"phase\":\"Ready\",\"resident\":true},{\"name\":\"b\","
+    "\"resident\":false}]}}",
+};
+static const char *const swap_isvcs_json[] = {
+    "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a\",\"resourceVersion\":\"7\","
+    "\"annotations\":{\"inference.llmkube.dev/idle-endpoint\":\"/idle\"}},"
+    "\"spec\":{\"replicas\":1,\"runtime\":\"generic\",\"endpoint\":{\"port\":9000}},"
+    "\"status\":{\"phase\":\"Ready\"}}",
+    "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"b\",\"resourceVersion\":\"8\"},"
+    "\"spec\":{\"replicas\":0,\"runtime\":\"llamacpp\"},\"status\":{\"phase\":\"Pending\"}}",
+};
+
+typedef struct {
+    const char *const *pools, *const *isvcs, *const *pods;
+    size_t npools, nisvcs, npods;
+} plan_world;
+
+static int plan_in(const plan_world *w, char **out)
 {
     store *pools = NULL, *isvcs = NULL, *pods = NULL;
-    int rc =
-        fill(&pools, &pool_obj_codec, POOL_INDEX_MEMBER, pool_index_pool_members, pools_json, 2);
+    int rc = fill(&pools, &pool_obj_codec, POOL_INDEX_MEMBER, pool_index_pool_members, w->pools,
+                  w->npools);
     if (rc == 0)
-        rc = fill(&isvcs, &pool_isvc_codec, NULL, NULL, isvcs_json, 2);
+        rc = fill(&isvcs, &pool_isvc_codec, NULL, NULL, w->isvcs, w->nisvcs);
     if (rc == 0)
-        rc = fill(&pods, &pool_pod_codec, POOL_INDEX_SERVICE, pool_index_pod_service, pods_json, 2);
+        rc = fill(&pods, &pool_pod_codec, POOL_INDEX_SERVICE, pool_index_pod_service, w->pods,
+                  w->npods);
     pool_snapshot snap;
     if (rc == 0) {
         pool_sources src = {pools, isvcs, pods, lookup, NULL, true};
@@ -185,6 +218,20 @@ static int sc_plan(char **out)
     store_free(isvcs);
     store_free(pods);
     return rc;
+}
+
+/* Claimed and missing members: Degraded. */
+static int sc_plan(char **out)
+{
+    plan_world w = {pools_json, isvcs_json, pods_json, 2, 2, 2};
+    return plan_in(&w, out);
+}
+
+/* A swap asked for: the probe of the resident, the scale down, the status. */
+static int sc_plan_swap(char **out)
+{
+    plan_world w = {swap_pools_json, swap_isvcs_json, pods_json, 1, 2, 1};
+    return plan_in(&w, out);
 }
 
 /* The scale and request patches of records decoded from the cache's JSON. */
@@ -474,6 +521,119 @@ static int sc_expect(char **out)
     return rc;
 }
 
+/* The idle probe's readers: a failed allocation may make an answer an error, never idle. */
+static int sc_probe(char **out)
+{
+    static const struct {
+        const char *runtime, *body;
+    } answers[] = {
+        {"llamacpp", "[{\"id\":0,\"is_processing\":false},{\"id\":1,\"is_processing\":false}]"},
+        {"llamacpp", "[{\"is_processing\":false},{\"is_processing\":true}]"},
+        {"vllm", "vllm:num_requests_running{model_name=\"a\"} 0.0\n"},
+        {"vllm", "vllm:num_requests_running{model_name=\"b\"} 2.0 1700000000\n"},
+    };
+    char *verdicts = answer("%s", "");
+    int rc = 0;
+    for (size_t i = 0; i < sizeof(answers) / sizeof(answers[0]); i++) {
+        char msg[256];
+        probe_verdict v = probe_judge(answers[i].runtime, 200, answers[i].body,
+                                      strlen(answers[i].body), msg, sizeof(msg));
+        if (v == PROBE_ERROR) /* the reader's failure, said in msg */
+            rc = -ENOMEM;
+        char *more = answer("%s %s: %s;", verdicts, probe_verdict_name(v), msg);
+        free(verdicts);
+        verdicts = more;
+    }
+    if (rc == 0)
+        *out = verdicts;
+    else
+        free(verdicts);
+    return rc;
+}
+
+/* The router's model names from the caches: lookups and the /v1/models list. */
+static const char *const routes_pools[] = {
+    "{\"metadata\":{\"namespace\":\"home\",\"name\":\"p\"},"
+    "\"spec\":{\"members\":[{\"inferenceServiceRef\":{\"name\":\"a\"}},"
+    "{\"inferenceServiceRef\":{\"name\":\"b\"}}]},\"status\":{\"residentMember\":\"a\"}}",
+    "{\"metadata\":{\"namespace\":\"team\",\"name\":\"q\"},"
+    "\"spec\":{\"members\":[{\"inferenceServiceRef\":{\"name\":\"c\"}}]}}",
+};
+static const char *const routes_isvcs[] = {
+    "{\"metadata\":{\"namespace\":\"home\",\"name\":\"a\",\"annotations\":{"
+    "\"modelpool-operator.dev/served-model\":\"Org/Model-7B\","
+    "\"modelpool-operator.dev/model-aliases\":\"small, fast\"}}}",
+    "{\"metadata\":{\"namespace\":\"home\",\"name\":\"b\"}}",
+    "{\"metadata\":{\"namespace\":\"team\",\"name\":\"c\"}}",
+};
+
+static int sc_routes(char **out)
+{
+    store *pools = NULL, *isvcs = NULL;
+    int rc = fill(&pools, &pool_obj_codec, NULL, NULL, routes_pools, 2);
+    if (rc == 0)
+        rc = fill(&isvcs, &pool_isvc_codec, NULL, NULL, routes_isvcs, 3);
+    rt_routes *r = rc == 0 ? rt_routes_new(pools, isvcs, "home") : NULL;
+    if (rc == 0 && !r)
+        rc = -ENOMEM;
+    char *text = rc == 0 ? answer("%s", "") : NULL;
+    static const char *const names[] = {"small", "Org/Model-7B", "b", "team/c", "c", "nothing"};
+    for (size_t i = 0; rc == 0 && i < sizeof(names) / sizeof(names[0]); i++) {
+        rt_route route = {0};
+        const char *other = NULL;
+        int lrc = rt_routes_lookup(r, names[i], &route, &other);
+        if (lrc == -ENOMEM) {
+            rc = lrc;
+            break;
+        }
+        char *more = answer("%s %s=%d:%s/%s/%s", text, names[i], lrc, lrc ? "-" : route.ns,
+                            lrc ? "-" : route.pool, lrc ? "-" : route.member);
+        free(text);
+        text = more;
+    }
+    rt_oai_model *models = NULL;
+    size_t n = 0;
+    if (rc == 0)
+        rc = rt_routes_models(r, &models, &n);
+    char *list = rc == 0 ? rt_oai_models(models, n) : NULL;
+    if (rc == 0 && !list)
+        rc = -ENOMEM;
+    if (rc == 0)
+        *out = answer("%s|%s", text, list);
+    free(list);
+    free(models);
+    free(text);
+    rt_routes_free(r);
+    store_free(pools);
+    store_free(isvcs);
+    return rc;
+}
+
+/* The operator's metrics: recording is best effort (a failed allocation loses a sample, never
+ * the process), so this one checks for crashes and leaks only. */
+static int sc_pool_metrics(char **out)
+{
+    metrics *reg = metrics_new();
+    pool_metrics *pm = reg ? pool_metrics_new(reg) : NULL;
+    if (!pm) {
+        metrics_free(reg);
+        return -ENOMEM;
+    }
+    static const char *const members[] = {"a", "b"};
+    pool_metrics_members(pm, "ns", "p", members, 2, "a");
+    pool_metrics_swap_done(pm, "ns", "p", 1500);
+    pool_metrics_deferred(pm, "ns", "p", "PodsBusy");
+    pool_metrics_reconciled(pm, true, 3);
+    pool_metrics_reaction(pm, POOL_REACTION_A, 1200);
+    size_t len = 0;
+    free(metrics_render(reg, &len));
+    pool_metrics_forget(pm, "ns", "p");
+    pool_metrics_free(pm);
+    metrics_free(reg);
+    *out = answer("%s", "done");
+    return 0;
+}
+
 #define OOM_TEST(name)                                                                             \
     static void test_##name(void **state)                                                          \
     {                                                                                              \
@@ -481,6 +641,7 @@ static int sc_expect(char **out)
         run(#name, sc_##name);                                                                     \
     }
 OOM_TEST(plan)
+OOM_TEST(plan_swap)
 OOM_TEST(patches)
 OOM_TEST(watch)
 OOM_TEST(kubeconfig)
@@ -488,15 +649,20 @@ OOM_TEST(metrics)
 OOM_TEST(strmap)
 OOM_TEST(bodies)
 OOM_TEST(expect)
+OOM_TEST(probe)
+OOM_TEST(routes)
+OOM_TEST(pool_metrics)
 
 int main(void)
 {
     oom_install();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_plan),    cmocka_unit_test(test_patches),
-        cmocka_unit_test(test_watch),   cmocka_unit_test(test_kubeconfig),
-        cmocka_unit_test(test_metrics), cmocka_unit_test(test_strmap),
-        cmocka_unit_test(test_bodies),  cmocka_unit_test(test_expect),
+        cmocka_unit_test(test_plan),       cmocka_unit_test(test_plan_swap),
+        cmocka_unit_test(test_patches),    cmocka_unit_test(test_watch),
+        cmocka_unit_test(test_kubeconfig), cmocka_unit_test(test_metrics),
+        cmocka_unit_test(test_strmap),     cmocka_unit_test(test_bodies),
+        cmocka_unit_test(test_expect),     cmocka_unit_test(test_probe),
+        cmocka_unit_test(test_routes),     cmocka_unit_test(test_pool_metrics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
