@@ -142,8 +142,11 @@ int main(int argc, char **argv)
     int rc = 1;
     main_state m = {0};
     char *identity = NULL;
-    if (app_runtime_start(&m.run, "modelpool-operator", &cfg, main_shutdown, &m) < 0)
+    char err[256];
+    if (app_runtime_start(&m.run, &cfg, main_shutdown, &m, err, sizeof(err)) < 0) {
+        fprintf(stderr, "modelpool-operator: %s\n", err);
         goto out;
+    }
     kube_client_on_retry(m.run.client, main_on_retry, NULL);
     pool_manager_opts popts = {.namespace_ = opts.namespace_,
                                .instance = getenv("POD_NAME"),
