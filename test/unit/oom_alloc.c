@@ -15,6 +15,7 @@ char *__real_strdup(const char *s);
 char *__real_strndup(const char *s, size_t n);
 int __real_vasprintf(char **out, const char *fmt, va_list ap);
 FILE *__real_open_memstream(char **buf, size_t *len);
+char *__real_realpath(const char *path, char *resolved);
 
 void *__wrap_malloc(size_t size);
 void *__wrap_calloc(size_t n, size_t size);
@@ -24,6 +25,7 @@ char *__wrap_strndup(const char *s, size_t n);
 int __wrap_vasprintf(char **out, const char *fmt, va_list ap);
 int __wrap_asprintf(char **out, const char *fmt, ...);
 FILE *__wrap_open_memstream(char **buf, size_t *len);
+char *__wrap_realpath(const char *path, char *resolved);
 
 static unsigned long oom_at, oom_seen;
 static bool oom_persistent, oom_hit, oom_paused;
@@ -102,6 +104,12 @@ int __wrap_asprintf(char **out, const char *fmt, ...)
 FILE *__wrap_open_memstream(char **buf, size_t *len)
 {
     return oom_fail() ? NULL : __real_open_memstream(buf, len);
+}
+
+char *__wrap_realpath(const char *path, char *resolved)
+{
+    return !resolved && oom_fail() ? NULL
+                                   : __real_realpath(path, resolved); /* allocates when NULL */
 }
 
 void oom_install(void)

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "informer/expect.h"
 #include "informer/informer.h"
@@ -382,6 +383,88 @@ static int sc_kubeconfig(char **out)
     return rc < 0 ? -ENOMEM : 0;
 }
 
+/* A kubeconfig read from its file, one context per way of authenticating (files relative to it,
+ * inline data, a token file), then the service account's in-cluster files. */
+static char *kcfg_text(const kube_config *c)
+{
+    return answer("%s %s %s %s %s %s %s %zu %zu %s %d", c->origin, c->server, c->namespace_,
+                  c->context ? c->context : "-", c->ca_file ? "ca-file" : "-",
+                  c->cert_file ? "cert-file" : "-", c->key_file ? "key-file" : "-",
+                  c->cert_data_len, c->key_data_len, c->token_file ? "token-file" : "-",
+                  c->insecure);
+}
+
+static int sc_kubeconfig_file(char **out)
+{
+    static const char *const contexts[] = {"token-file", "cert-files", "cert-data", "insecure"};
+    char *text = answer("%s", "");
+    int rc = 0;
+    kube_error err = {0};
+    for (size_t i = 0; rc == 0 && i < sizeof(contexts) / sizeof(contexts[0]); i++) {
+        kube_config cfg = {0};
+        rc = kube_config_load_file(&cfg, MP_SOURCE_DIR "/test/unit/fixtures/kube/kubeconfig.yaml",
+                                   contexts[i], &err);
+        const char *token = NULL;
+        if (rc == 0)
+            rc = kube_config_token(&cfg, 1, &token, &err);
+        if (rc == 0) {
+            char *one = kcfg_text(&cfg);
+            char *more = answer("%s\n%s %s", text, one, token ? token : "-");
+            free(one);
+            free(text);
+            text = more;
+        }
+        kube_config_clear(&cfg);
+    }
+    if (rc == 0) {
+        char root[] = "/tmp/test_oom.XXXXXX";
+        oom_pause(true);
+        assert_non_null(mkdtemp(root));
+        static const char *const files[][2] = {{"token", "sa-token-1\n"},
+                                               {"ca.crt", "-----BEGIN CERTIFICATE-----\n"},
+                                               {"namespace", "ops\n"}};
+        for (size_t i = 0; i < 3; i++) {
+            char path[64];
+            snprintf(path, sizeof(path), "%s/%s", root, files[i][0]);
+            FILE *f = fopen(path, "w");
+            assert_non_null(f);
+            fputs(files[i][1], f);
+            fclose(f);
+        }
+        setenv("KUBERNETES_SERVICE_HOST", "fd00:10:96::1", 1);
+        setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+        oom_pause(false);
+        kube_config cfg = {0};
+        rc = kube_config_load_incluster(&cfg, root, &err);
+        if (rc == 0) {
+            char *one = kcfg_text(&cfg);
+            char *more = answer("%s\n%s %s", text, one, cfg.token);
+            free(one);
+            free(text);
+            text = more;
+        }
+        kube_config_clear(&cfg);
+        oom_pause(true);
+        for (size_t i = 0; i < 3; i++) {
+            char path[64];
+            snprintf(path, sizeof(path), "%s/%s", root, files[i][0]);
+            unlink(path);
+        }
+        rmdir(root);
+        oom_pause(false);
+    }
+    if (rc < 0 &&
+        (err.kind == KUBE_OK || !err.message ||
+         !(strstr(err.message, "out of memory") || strstr(err.message, strerror(ENOMEM)))))
+        fail_msg("kubeconfig file: failed but did not say out of memory: %s", err.message);
+    kube_error_clear(&err);
+    if (rc == 0)
+        *out = text;
+    else
+        free(text);
+    return rc < 0 ? -ENOMEM : 0;
+}
+
 /* A registry with a counter, a labelled gauge and a histogram, rendered. */
 static int sc_metrics(char **out)
 {
@@ -645,6 +728,7 @@ OOM_TEST(plan_swap)
 OOM_TEST(patches)
 OOM_TEST(watch)
 OOM_TEST(kubeconfig)
+OOM_TEST(kubeconfig_file)
 OOM_TEST(metrics)
 OOM_TEST(strmap)
 OOM_TEST(bodies)
@@ -657,12 +741,13 @@ int main(void)
 {
     oom_install();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_plan),       cmocka_unit_test(test_plan_swap),
-        cmocka_unit_test(test_patches),    cmocka_unit_test(test_watch),
-        cmocka_unit_test(test_kubeconfig), cmocka_unit_test(test_metrics),
-        cmocka_unit_test(test_strmap),     cmocka_unit_test(test_bodies),
-        cmocka_unit_test(test_expect),     cmocka_unit_test(test_probe),
-        cmocka_unit_test(test_routes),     cmocka_unit_test(test_pool_metrics),
+        cmocka_unit_test(test_plan),         cmocka_unit_test(test_plan_swap),
+        cmocka_unit_test(test_patches),      cmocka_unit_test(test_watch),
+        cmocka_unit_test(test_kubeconfig),   cmocka_unit_test(test_kubeconfig_file),
+        cmocka_unit_test(test_metrics),      cmocka_unit_test(test_strmap),
+        cmocka_unit_test(test_bodies),       cmocka_unit_test(test_expect),
+        cmocka_unit_test(test_probe),        cmocka_unit_test(test_routes),
+        cmocka_unit_test(test_pool_metrics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
