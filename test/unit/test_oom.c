@@ -19,11 +19,13 @@
 #include "informer/expect.h"
 #include "informer/informer.h"
 #include "informer/store.h"
+#include "informer/workqueue.h"
 #include "kube/config.h"
 #include "kube/error.h"
 #include "kube/event.h"
 #include "kube/watchdec.h"
 #include "leader/lease.h"
+#include "loop/ev.h"
 #include "metrics/metrics.h"
 #include "oom_alloc.h"
 #include "pool/plan.h"
@@ -233,6 +235,66 @@ static int sc_plan_swap(char **out)
 {
     plan_world w = {swap_pools_json, swap_isvcs_json, pods_json, 1, 2, 1};
     return plan_in(&w, out);
+}
+
+/* The three records from real objects as kubectl prints them (test/unit/fixtures/records): decoded,
+ * then read back field by field. */
+static char *fixture(const char *name)
+{
+    oom_pause(true);
+    char path[512];
+    snprintf(path, sizeof(path), "%s/test/unit/fixtures/records/%s", MP_SOURCE_DIR, name);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char *text = calloc(1, 1 << 16);
+    assert_non_null(text);
+    size_t n = fread(text, 1, (1 << 16) - 1, f);
+    assert_true(n > 0 && n < (1 << 16) - 1);
+    fclose(f);
+    oom_pause(false);
+    return text;
+}
+
+static int sc_records(char **out)
+{
+    char *texts[] = {fixture("pod.json"), fixture("inferenceservice.json"),
+                     fixture("modelpool.json")};
+    cJSON *docs[3];
+    for (int i = 0; i < 3; i++)
+        docs[i] = cJSON_Parse(texts[i]);
+    int rc = docs[0] && docs[1] && docs[2] ? 0 : -ENOMEM;
+    int err = 0;
+    pool_pod *pod = rc == 0 ? pool_pod_decode(docs[0], &err) : NULL;
+    pool_isvc *isvc = rc == 0 ? pool_isvc_decode(docs[1], &err) : NULL;
+    pool_obj *pool = rc == 0 ? pool_obj_decode(docs[2], &err) : NULL;
+    if (rc == 0 && (!pod || !isvc || !pool))
+        rc = err ? err : -ENOMEM;
+    if (rc == 0) {
+        char *members = answer("%s", "");
+        for (size_t i = 0; i < pool->n_members; i++) {
+            char *more = answer("%s %s", members, pool->members[i] ? pool->members[i] : "-");
+            free(members);
+            members = more;
+        }
+        const char *removed[16];
+        size_t nremoved = pool_removed_names(pool, removed);
+        *out =
+            answer("%s %s %s %s %s %d %d %d %d %s|%s %s %s %s %d|%s %s%s %zu %zu %zu", pod->name,
+                   pod->ns, pod->member ? pod->member : "-", pod->ip ? pod->ip : "-", pod->rv,
+                   pod->port, (int)pod->phase, pod->running, pod->ready,
+                   pod->waiting ? pod->waiting : "-", isvc->name, isvc->phase ? isvc->phase : "-",
+                   isvc->runtime ? isvc->runtime : "-", isvc->rv, (int)isvc->replicas, pool->name,
+                   pool->ns, members, pool->status.n_members, pool->status.n_conditions, nremoved);
+        free(members);
+    }
+    free(pod);
+    free(isvc);
+    free(pool);
+    for (int i = 0; i < 3; i++) {
+        cJSON_Delete(docs[i]);
+        free(texts[i]);
+    }
+    return rc;
 }
 
 /* The scale and request patches of records decoded from the cache's JSON. */
@@ -463,6 +525,66 @@ static int sc_kubeconfig_file(char **out)
     else
         free(text);
     return rc < 0 ? -ENOMEM : 0;
+}
+
+/* The work queue on a loop: keys handed out in order, a failure requeued after its backoff, a
+ * duplicate add merged. A requeue that runs out of memory is reported by wq_done. */
+typedef struct {
+    ev_loop *loop;
+    char log[64];
+    int rc;
+    bool failed_once;
+} wq_ctx;
+
+static void wq_process(wq *q, const char *key, uint64_t waited_ms, void *ud)
+{
+    (void)waited_ms;
+    wq_ctx *c = ud;
+    bool fail = strcmp(key, "b") == 0 && !c->failed_once;
+    c->failed_once |= fail;
+    strncat(c->log, key, sizeof(c->log) - strlen(c->log) - 1);
+    int rc = wq_done(q, key, fail ? WQ_FAILURE : WQ_SUCCESS);
+    if (rc < 0)
+        c->rc = rc;
+    wq_stats st;
+    wq_stats_get(q, &st);
+    if (c->rc < 0 || st.depth + st.in_flight + st.waiting == 0)
+        ev_stop(c->loop);
+}
+
+static void wq_guard(ev_loop *loop, void *ud)
+{
+    ((wq_ctx *)ud)->rc = -ETIMEDOUT;
+    ev_stop(loop);
+}
+
+static int sc_workqueue(char **out)
+{
+    wq_ctx c = {.loop = ev_new()};
+    if (!c.loop)
+        return -ENOMEM;
+    wq_config cfg = {.base_delay_ms = 1, .max_delay_ms = 4};
+    wq *q = wq_new(c.loop, &cfg, wq_process, &c);
+    int rc = q ? 0 : -ENOMEM;
+    static const char *const keys[] = {"a", "b", "c", "a"};
+    for (size_t i = 0; rc == 0 && i < 4; i++)
+        rc = wq_add(q, keys[i]);
+    if (rc == 0) {
+        oom_pause(true);
+        uint64_t guard = ev_timer_add(c.loop, 5000, wq_guard, &c);
+        oom_pause(false);
+        assert_true(guard != 0);
+        rc = ev_run(c.loop);
+        if (c.rc == -ETIMEDOUT)
+            fail_msg("workqueue: keys left unhandled (%s so far)", c.log);
+        if (rc == 0)
+            rc = c.rc;
+        if (rc == 0)
+            *out = answer("%s", c.log);
+    }
+    wq_free(q);
+    ev_free(c.loop);
+    return rc < 0 ? rc : 0;
 }
 
 /* A registry with a counter, a labelled gauge and a histogram, rendered. */
@@ -725,6 +847,7 @@ static int sc_pool_metrics(char **out)
     }
 OOM_TEST(plan)
 OOM_TEST(plan_swap)
+OOM_TEST(records)
 OOM_TEST(patches)
 OOM_TEST(watch)
 OOM_TEST(kubeconfig)
@@ -733,6 +856,7 @@ OOM_TEST(metrics)
 OOM_TEST(strmap)
 OOM_TEST(bodies)
 OOM_TEST(expect)
+OOM_TEST(workqueue)
 OOM_TEST(probe)
 OOM_TEST(routes)
 OOM_TEST(pool_metrics)
@@ -741,12 +865,20 @@ int main(void)
 {
     oom_install();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_plan),         cmocka_unit_test(test_plan_swap),
-        cmocka_unit_test(test_patches),      cmocka_unit_test(test_watch),
-        cmocka_unit_test(test_kubeconfig),   cmocka_unit_test(test_kubeconfig_file),
-        cmocka_unit_test(test_metrics),      cmocka_unit_test(test_strmap),
-        cmocka_unit_test(test_bodies),       cmocka_unit_test(test_expect),
-        cmocka_unit_test(test_probe),        cmocka_unit_test(test_routes),
+        cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_plan_swap),
+        cmocka_unit_test(test_records),
+        cmocka_unit_test(test_patches),
+        cmocka_unit_test(test_watch),
+        cmocka_unit_test(test_kubeconfig),
+        cmocka_unit_test(test_kubeconfig_file),
+        cmocka_unit_test(test_metrics),
+        cmocka_unit_test(test_strmap),
+        cmocka_unit_test(test_bodies),
+        cmocka_unit_test(test_expect),
+        cmocka_unit_test(test_workqueue),
+        cmocka_unit_test(test_probe),
+        cmocka_unit_test(test_routes),
         cmocka_unit_test(test_pool_metrics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
