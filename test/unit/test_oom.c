@@ -101,7 +101,7 @@ static const char *const pools_json[] = {
     "\"status\":{\"phase\":\"Ready\",\"residentMember\":\"a\",\"conditions\":[{\"type\":"
     "\"SlotAllocated\",\"status\":\"True\",\"reason\":\"Resident\",\"message\":\"a holds it\","
     "\"lastTransitionTime\":\"2026-12-02T19:08:52Z\"}],\"members\":[{\"name\":\"a\",\"phase\":"
-    "\"Ready\",\"resident\":true}]},\"metadata2\":{}}",
+    "\"Ready\",\"resident\":true}]}}",
     "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"other\"},"
     "\"spec\":{\"members\":[{\"inferenceServiceRef\":{\"name\":\"b\"}}]}}",
 };
