@@ -142,8 +142,11 @@ int main(int argc, char **argv)
     int rc = 1;
     main_state m = {0};
     char *identity = NULL;
-    if (app_runtime_start(&m.run, "modelpool-operator", &cfg, main_shutdown, &m) < 0)
+    char err[256];
+    if (app_runtime_start(&m.run, &cfg, main_shutdown, &m, err, sizeof(err)) < 0) {
+        fprintf(stderr, "modelpool-operator: %s\n", err);
         goto out;
+    }
     kube_client_on_retry(m.run.client, main_on_retry, NULL);
     pool_manager_opts popts = {.namespace_ = opts.namespace_,
                                .instance = getenv("POD_NAME"),
@@ -170,16 +173,17 @@ int main(int argc, char **argv)
            "namespace", opts.namespace_ ? opts.namespace_ : "(all)", "metrics_port", mport,
            "health_port", hport, NULL);
     if (opts.leader_elect) {
-        const char *why = "out of memory";
+        char why[160] = "out of memory";
         leader_config lc = {.namespace_ = lease_ns,
                             .name = opts.leader_election_id,
                             .identity = identity = main_identity()};
         leader_callbacks lcb = {.started = main_lead, .lost = main_lost, .ud = &m};
-        if (!identity || !(m.leader = leader_new(m.run.loop, m.run.client, &lc, &lcb, &why)) ||
-            leader_start(m.leader) < 0) {
+        if (!identity ||
+            !(m.leader = leader_new(m.run.loop, m.run.client, &lc, &lcb, why, sizeof(why)))) {
             fprintf(stderr, "modelpool-operator: %s\n", why);
             goto out;
         }
+        leader_start(m.leader);
     } else {
         pool_manager_lead(m.pm);
     }

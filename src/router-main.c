@@ -90,8 +90,11 @@ int main(int argc, char **argv)
     }
     int rc = 1;
     router_main m = {0};
-    if (app_runtime_start(&m.run, "modelpool-router", &cfg, router_shutdown, &m) < 0)
+    char err[256];
+    if (app_runtime_start(&m.run, &cfg, router_shutdown, &m, err, sizeof(err)) < 0) {
+        fprintf(stderr, "modelpool-router: %s\n", err);
         goto out;
+    }
     rt_router_opts ro = {.bind = opts.bind_addr,
                          .namespace_ = opts.namespace_,
                          .home_namespace = home,

@@ -35,7 +35,7 @@ typedef struct app_sig {
     void *ud;
 } app_sig;
 
-/* Blocks the signals and watches them through a signalfd on the loop. 0 or -1. */
+/* Blocks the signals and watches them through a signalfd on the loop. 0 or a negative errno. */
 int app_signals_start(app_sig *s, ev_loop *loop, void (*shutdown)(void *ud), void *ud);
 /* Stops watching and closes the fd; a no-op for one never started. */
 void app_signals_stop(app_sig *s);
@@ -49,10 +49,10 @@ typedef struct app_runtime {
     telemetry *tm;
 } app_runtime;
 
-/* Sets up rt for cfg; the first SIGTERM or SIGINT calls shutdown(ud). 0, or -1 said on stderr
- * (name: first); app_runtime_stop frees what was made either way. */
-int app_runtime_start(app_runtime *rt, const char *name, const kube_config *cfg,
-                      void (*shutdown)(void *ud), void *ud);
+/* Sets up rt for cfg; the first SIGTERM or SIGINT calls shutdown(ud). 0, or -1 with the reason in
+ * err; app_runtime_stop frees what was made either way. */
+int app_runtime_start(app_runtime *rt, const kube_config *cfg, void (*shutdown)(void *ud), void *ud,
+                      char *err, size_t errlen);
 /* Serves /metrics (HTTPS unless --metrics-secure=false, when served at all) and /healthz, /readyz
  * (telemetry_serve: unready(ud) says why not ready) as o says. 0, or the exit status said on
  * stderr: 2 for a bad metrics certificate (a configuration fault, like a bad flag), 1 when it

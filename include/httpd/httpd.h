@@ -88,7 +88,8 @@ void httpd_req_headers(const httpd_req *r, httpd_header_fn fn, void *ud);
  * arguments are re-encoded from their decoded values (percent-encoding may differ from the
  * client's, the meaning does not). */
 char *httpd_req_target(const httpd_req *r);
-/* The client's IP address as text (no port): 0, or -1 when unknown or buf is too small. */
+/* The client's IP address as text (no port): 0, -ENOENT when unknown, -ENOSPC when buf is too
+ * small. */
 int httpd_req_client_addr(const httpd_req *r, char *buf, size_t len);
 /* The ud the server was started with. */
 void *httpd_req_ud(const httpd_req *r);

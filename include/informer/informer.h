@@ -23,7 +23,6 @@ typedef struct informer_config {
     const char *field_selector; /* NULL: none */
     long page_size;             /* LIST limit; 0 means 500 */
     const store_codec *codec;   /* what the cache keeps of each object; NULL: the whole object */
-    uint64_t seed;              /* for the jitter; 0 picks one from the clock and the pid */
 } informer_config;
 
 /* Callbacks run from the loop after the store has changed, with the codec's records. Records are
@@ -105,17 +104,18 @@ int informer_diff(const store *cached, const store_item *items, size_t nitems,
                   informer_change **out, size_t *n);
 void informer_changes_free(informer_change *changes, size_t n);
 
-/* Exponential backoff with jitter, as client-go's reflector: 0.8 s doubling to a 30 s step, the
- * delay uniform in [step, 2*step), back to 0.8 s after two minutes without a failure. */
+/* The relist backoff, as client-go's reflector: util_backoff_ms from 1.6 s doubling to 60 s, so
+ * the first delay is in [0.8 s, 1.6 s] and the longest in [30 s, 60 s]; back to the first after
+ * two minutes without a failure. */
 typedef struct informer_backoff {
-    uint64_t initial_ms, cap_ms, reset_ms;
-    uint64_t step_ms; /* the current step; 0 before the first failure */
-    uint64_t last_ms; /* when the last delay was handed out */
+    uint64_t base_ms, cap_ms, reset_ms;
+    unsigned failures; /* since the last reset; stops growing once the step is capped */
+    uint64_t last_ms;  /* when the last delay was handed out */
 } informer_backoff;
 
 void informer_backoff_init(informer_backoff *b);
-/* The delay before the next attempt after a failure at now_ms; r is uniform in [0, 1). */
-uint64_t informer_backoff_next(informer_backoff *b, uint64_t now_ms, double r);
+/* The delay before the next attempt after a failure at now_ms; rnd: any random word. */
+uint64_t informer_backoff_next(informer_backoff *b, uint64_t now_ms, uint64_t rnd);
 
 /* The watch timeoutSeconds for a uniform r in [0, 1): [300, 600], as client-go. */
 long informer_watch_timeout_s(double r);

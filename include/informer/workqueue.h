@@ -53,7 +53,8 @@ int wq_add_after(wq *q, const char *key, uint64_t delay_ms);
  * flight), or -ENOMEM (a failure could not be requeued). */
 int wq_done(wq *q, const char *key, wq_result result);
 
-/* The delay the key's next failure will wait: base * 2^failures, capped. */
+/* The longest delay the key's next failure can wait: base * 2^failures, capped (the wait itself
+ * is util_backoff_ms: jittered down to as little as half of it). */
 uint64_t wq_backoff_ms(const wq *q, const char *key);
 /* The same computation for a configuration (NULL: defaults) and a failure count. */
 uint64_t wq_backoff_delay(const wq_config *cfg, unsigned failures);

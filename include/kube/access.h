@@ -47,7 +47,7 @@ kube_access_waiter *kube_access_check(kube_access *a, const char *authorization,
 void kube_access_cancel(kube_access_waiter *w);
 
 /* The token of an "Authorization: Bearer <token>" value: the scheme in any case, blanks around
- * the token, no blank or control character inside it. 0 with *token, *len set, or -1. */
+ * the token, no blank or control character inside it. 0 with *token, *len set, or -EINVAL. */
 int kube_access_bearer(const char *authorization, const char **token, size_t *len);
 
 #endif

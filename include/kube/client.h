@@ -101,9 +101,9 @@ void kube_watch_scratch(kube_call *call);
 void kube_call_cancel(kube_call *call);
 
 /* The wait before retry number attempt (0 for the first retry): exponential from 200 ms up to
- * 10 s with the upper half random (rnd: any random value), or the server's Retry-After seconds
- * when longer (honoured up to 30 s). Exposed for tests. */
-uint64_t kube_retry_delay_ms(int attempt, long retry_after_s, uint32_t rnd);
+ * 10 s with the upper half random (util_backoff_ms; rnd: any random word), or the server's
+ * Retry-After seconds when longer (honoured up to 30 s). Exposed for tests. */
+uint64_t kube_retry_delay_ms(int attempt, long retry_after_s, uint64_t rnd);
 
 /* Builds an API path, escaping each segment: group "" means the core group (/api/v1).
  * namespace, name and subresource may be NULL (namespace "" too: all namespaces); an empty

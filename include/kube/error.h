@@ -1,6 +1,8 @@
 /* kube_error: what went wrong with a call to the API server, as a value the caller must look at.
  * It carries the HTTP code and the Status reason and message the server sent, so callers branch on
- * facts ("Conflict", "Gone", "NotFound") and users read the server's own words. */
+ * facts ("Conflict", "Gone", "NotFound") and users read the server's own words.
+ * The project's error rule (docs/contributing.md): a negative errno for local calls, a kube_error
+ * for calls to the API server, an error buffer (char *err, size_t errlen) for start-up. */
 #ifndef MP_KUBE_ERROR_H
 #define MP_KUBE_ERROR_H
 

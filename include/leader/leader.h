@@ -31,11 +31,12 @@ typedef struct leader_callbacks {
     void *ud;
 } leader_callbacks;
 
-/* NULL with *why set (static text) on bad timing or out of memory. Strings are copied. */
+/* NULL with the reason in err on bad timing or out of memory (start-up: an error buffer). Strings
+ * are copied. */
 leader *leader_new(ev_loop *loop, kube_client *client, const leader_config *cfg,
-                   const leader_callbacks *cb, const char **why);
-/* Starts trying to acquire. 0 or -1 (out of memory). */
-int leader_start(leader *l);
+                   const leader_callbacks *cb, char *err, size_t errlen);
+/* Starts trying to acquire (failures are retried, never returned). */
+void leader_start(leader *l);
 bool leader_is_leading(const leader *l);
 /* True while we lead and the renew deadline, counted from the send of our last successful lease
  * write, has not passed on the monotonic clock: until then no other process can hold the lease.

@@ -16,7 +16,7 @@ typedef struct lease_record {
     const char *resource_version; /* metadata.resourceVersion */
 } lease_record;
 
-/* Reads a Lease object. 0, or -1 when it is not an object or has no resourceVersion. */
+/* Reads a Lease object. 0, or -EINVAL when it is not an object or has no resourceVersion. */
 int lease_record_read(const cJSON *lease, lease_record *out);
 
 typedef enum {

@@ -49,12 +49,12 @@ size_t metrics_series_count(const metrics_family *f);
 
 /* Removes, in every family whose first n label names are names[0..n), the series whose first n
  * label values are values[0..n) (e.g. {"namespace","pool"}: everything about one pool). It scans
- * every series of those families. */
-void metrics_remove(metrics *m, const char *const *names, const char *const *values, size_t n);
+ * every series of those families. 0 or -ENOMEM (nothing removed). */
+int metrics_remove(metrics *m, const char *const *names, const char *const *values, size_t n);
 
 /* Removes the one series of f with exactly these label values (a no-op when there is none):
- * a hash lookup, for callers that know their series. */
-void metrics_delete(metrics_family *f, const char *const *values);
+ * a hash lookup, for callers that know their series. 0 or -ENOMEM (nothing removed). */
+int metrics_delete(metrics_family *f, const char *const *values);
 
 /* Runs fn before every render, so values kept elsewhere (queue depth, process RSS) are fresh.
  * 0 or -ENOMEM. */

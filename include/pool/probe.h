@@ -31,10 +31,14 @@ const probe_runtime *probe_runtime_find(const char *name);
  * check: a known path, or generic with a non-empty annotation. Everything else fails closed. */
 bool probe_supported(const char *runtime, const char *idle_endpoint);
 
-/* The path to GET for a member of this runtime (NULL runtime means llamacpp, the default).
- * idle_endpoint is the member's inference.llmkube.dev/idle-endpoint annotation, or NULL.
- * Returns NULL when the runtime cannot be probed; then *why says why (static string). */
-const char *probe_path(const char *runtime, const char *idle_endpoint, const char **why);
+/* The path to GET for a member of this runtime (NULL runtime means llamacpp, the default), in
+ * *path. idle_endpoint is the member's inference.llmkube.dev/idle-endpoint annotation, or NULL.
+ * 0, or when the runtime cannot be probed: -ENOENT (an unknown runtime), -EOPNOTSUPP (a runtime
+ * without an idle check), -ENODATA (generic without the annotation), -EINVAL (an annotation that
+ * is not a path). */
+int probe_path(const char *runtime, const char *idle_endpoint, const char **path);
+/* What a probe_path error means, for the member's status (static text). */
+const char *probe_path_error(int rc);
 
 /* The port to probe, where the member controller makes the server listen: spec.containerPort,
  * else spec.endpoint.port, else the runtime's default (8080 llama.cpp and others, 8000 vLLM, 80

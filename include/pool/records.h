@@ -129,7 +129,7 @@ char *pool_scale_patch(const pool_isvc *isvc, int32_t replicas, bool *json_patch
 char *pool_status_patch(const plan_status *s, const char *resource_version);
 
 /* RFC 3339 <-> ms since the epoch (UTC, whole seconds written; fractions read and dropped).
- * Parse returns 0 or -1. */
+ * Parse returns 0 or -EINVAL. */
 int pool_time_parse(const char *s, int64_t *ms);
 void pool_time_format(int64_t ms, char out[32]);
 

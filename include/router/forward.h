@@ -116,20 +116,24 @@ fwd *fwd_new(ev_loop *loop, const fwd_config *cfg);
  * callback of fwd's. NULL is a no-op. */
 void fwd_free(fwd *f);
 
-/* Starts forwarding req. Returns NULL on bad input (a method, path, header or target that
- * cannot go on the wire as it is, no target) or out of memory, with *err set to a static
- * message; done() is then never called. Never calls a callback before it returns. From inside
- * head, data or body_drained the transfer starts on the next loop turn (curl cannot be entered
- * from its own callbacks). */
-fwd_call *fwd_start(fwd *f, const fwd_request *req, const fwd_client *cl, void *ud,
-                    const char **err);
+/* What makes req unfit for the wire as it is (a method, path, header or target that cannot be
+ * sent, no target, a body that does not fit its method or length; static text), or NULL. Pure. */
+const char *fwd_request_invalid(const fwd_request *req, const fwd_client *cl);
+/* Starts forwarding req: 0 with *out set, or -EINVAL (fwd_request_invalid says why), -ENOMEM,
+ * -EIO (curl could not set up or start the transfer); done() is then never called. Never calls a
+ * callback before it returns. From inside head, data or body_drained the transfer starts on the
+ * next loop turn (curl cannot be entered from its own callbacks). */
+int fwd_start(fwd *f, const fwd_request *req, const fwd_client *cl, void *ud, fwd_call **out);
+/* The words for a fwd_start error (for a 502's message). */
+const char *fwd_start_error(const fwd_request *req, const fwd_client *cl, int rc);
 
 /* More request body (copied); end: this was the last piece (with content_length known, the
  * piece that reaches it ends the body by itself). 1 when the body waiting to be sent is above the
- * high-water mark (pause the source until body_drained), 0 otherwise. -1 when the bytes cannot be
- * taken (after the end, past content_length, short of it at the end, pushed on past 8 times the
- * high-water mark, out of memory): the call then fails and done() says why. Once the member has
- * answered in full the bytes are dropped with 0 (done follows). */
+ * high-water mark (pause the source until body_drained), 0 otherwise. When the bytes cannot be
+ * taken the call fails and done() says why: -EINVAL (after the end, past content_length, short of
+ * it at the end, pushed on past 8 times the high-water mark), -ENOMEM; -EPIPE when the call has
+ * already failed or ended. Once the member has answered in full the bytes are dropped with 0
+ * (done follows). */
 int fwd_body(fwd_call *c, const char *data, size_t len, bool end);
 
 /* The client can take data again after data() returned 1 (a no-op otherwise). The transfer

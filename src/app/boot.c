@@ -2,6 +2,7 @@
  * programs' mains. */
 #include "app/boot.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,14 +113,15 @@ int app_signals_start(app_sig *s, ev_loop *loop, void (*shutdown)(void *ud), voi
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
-        return -1;
+        return -errno;
     signal(SIGPIPE, SIG_IGN);
     s->fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     if (s->fd < 0)
-        return -1;
-    if (ev_fd_set(loop, s->fd, EV_READ, boot_on_signal, s) < 0) {
+        return -errno;
+    int rc = ev_fd_set(loop, s->fd, EV_READ, boot_on_signal, s);
+    if (rc < 0) {
         app_signals_stop(s);
-        return -1;
+        return rc;
     }
     return 0;
 }
@@ -133,22 +135,22 @@ void app_signals_stop(app_sig *s)
     s->fd = -1;
 }
 
-int app_runtime_start(app_runtime *rt, const char *name, const kube_config *cfg,
-                      void (*shutdown)(void *ud), void *ud)
+int app_runtime_start(app_runtime *rt, const kube_config *cfg, void (*shutdown)(void *ud), void *ud,
+                      char *err, size_t errlen)
 {
     *rt = (app_runtime){.sig = {.fd = -1}};
-    kube_error err = {0};
+    kube_error kerr = {0};
     if (!(rt->loop = ev_new()) || app_signals_start(&rt->sig, rt->loop, shutdown, ud) < 0) {
-        fprintf(stderr, "%s: cannot set up the event loop or signals\n", name);
+        snprintf(err, errlen, "cannot set up the event loop or signals");
         return -1;
     }
-    if (!(rt->client = kube_client_new(rt->loop, cfg, &err))) {
-        fprintf(stderr, "%s: %s\n", name, err.message);
-        kube_error_clear(&err);
+    if (!(rt->client = kube_client_new(rt->loop, cfg, &kerr))) {
+        snprintf(err, errlen, "%s", kerr.message);
+        kube_error_clear(&kerr);
         return -1;
     }
     if (!(rt->tm = telemetry_new())) {
-        fprintf(stderr, "%s: out of memory\n", name);
+        snprintf(err, errlen, "out of memory");
         return -1;
     }
     kube_client_observe(rt->client, telemetry_api_request, rt->tm);

@@ -716,9 +716,10 @@ int httpd_req_client_addr(const httpd_req *r, char *buf, size_t len)
         addr = &((const struct sockaddr_in *)sa)->sin_addr;
     else if (sa && sa->sa_family == AF_INET6)
         addr = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-    if (!addr || len > (size_t)(socklen_t)-1 ||
-        !inet_ntop(sa->sa_family, addr, buf, (socklen_t)len))
-        return -1;
+    if (!addr)
+        return -ENOENT;
+    if (len > (size_t)(socklen_t)-1 || !inet_ntop(sa->sa_family, addr, buf, (socklen_t)len))
+        return -ENOSPC;
     return 0;
 }
 

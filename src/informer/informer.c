@@ -8,8 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "util/backoff.h"
+#include "util/rng.h"
 #include "util/strmap.h"
 
 enum { INFORMER_PAGE_DEFAULT = 500 };
@@ -32,7 +33,6 @@ struct informer {
         scratch; /* the codec copies: list pages and watch events may be parsed in scratch memory */
     informer_handlers h;
     store *store;
-    uint64_t rng;
     bool running, synced;
     bool listing;    /* a list's changes are being delivered */
     unsigned gen;    /* bumped by informer_stop */
@@ -47,31 +47,20 @@ struct informer {
     informer_stats stats;
 };
 
-/* splitmix64: tiny, and good enough for jitter. */
-static double informer_rand(informer *inf)
-{
-    uint64_t z = (inf->rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return (double)(z >> 11) / 9007199254740992.0; /* 2^53 */
-}
-
 void informer_backoff_init(informer_backoff *b)
 {
-    *b = (informer_backoff){.initial_ms = 800, .cap_ms = 30 * 1000, .reset_ms = 2 * 60 * 1000};
+    *b = (informer_backoff){.base_ms = 1600, .cap_ms = 60 * 1000, .reset_ms = 2 * 60 * 1000};
 }
 
-uint64_t informer_backoff_next(informer_backoff *b, uint64_t now_ms, double r)
+uint64_t informer_backoff_next(informer_backoff *b, uint64_t now_ms, uint64_t rnd)
 {
-    if (b->step_ms && now_ms - b->last_ms >= b->reset_ms)
-        b->step_ms = 0;
-    if (!b->step_ms)
-        b->step_ms = b->initial_ms;
-    else
-        b->step_ms = b->step_ms * 2 < b->cap_ms ? b->step_ms * 2 : b->cap_ms;
+    if (b->failures && now_ms - b->last_ms >= b->reset_ms)
+        b->failures = 0;
+    uint64_t d = util_backoff_ms(b->base_ms, b->cap_ms, b->failures, rnd);
+    if (util_backoff_step_ms(b->base_ms, b->cap_ms, b->failures) < b->cap_ms)
+        b->failures++;
     b->last_ms = now_ms;
-    return b->step_ms + (uint64_t)(r * (double)b->step_ms);
+    return d;
 }
 
 long informer_watch_timeout_s(double r)
@@ -220,7 +209,7 @@ static void informer_schedule(informer *inf, informer_next next, uint64_t delay_
  * the client, so the informer is the one that must wait as asked). */
 static void informer_fail(informer *inf, const kube_error *err, informer_next next)
 {
-    uint64_t delay = informer_backoff_next(&inf->backoff, ev_now_ms(), informer_rand(inf));
+    uint64_t delay = informer_backoff_next(&inf->backoff, ev_now_ms(), util_rng_next());
     if (err->retry_after_s > 0) {
         uint64_t ra = (uint64_t)(err->retry_after_s < INFORMER_RETRY_AFTER_MAX_S
                                      ? err->retry_after_s
@@ -579,7 +568,7 @@ static void informer_on_end(void *ud, const kube_error *err)
 
 static void informer_watch_begin(informer *inf)
 {
-    long timeout = informer_watch_timeout_s(informer_rand(inf));
+    long timeout = informer_watch_timeout_s(util_rng_unit());
     char ts[24];
     snprintf(ts, sizeof(ts), "%ld", timeout);
     kube_query q[6];
@@ -623,8 +612,6 @@ informer *informer_new(ev_loop *loop, kube_client *client, const informer_config
     inf->client = client;
     inf->h = h ? *h : (informer_handlers){0};
     inf->page_size = cfg->page_size > 0 ? cfg->page_size : INFORMER_PAGE_DEFAULT;
-    inf->rng =
-        cfg->seed ? cfg->seed : ev_now_ms() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)inf;
     informer_backoff_init(&inf->backoff);
     inf->path = kube_path(cfg->group ? cfg->group : "", cfg->version, cfg->namespace_,
                           cfg->resource, NULL, NULL);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/backoff.h"
+#include "util/rng.h"
 #include "util/strmap.h"
 
 typedef struct wq_item {
@@ -263,7 +265,9 @@ int wq_done(wq *q, const char *key, wq_result result)
     if (result == WQ_SUCCESS) {
         it->failures = 0;
     } else if (!q->shutdown) {
-        rc = wq_wait(q, it, wq_backoff_delay(&q->cfg, it->failures));
+        rc = wq_wait(q, it,
+                     util_backoff_ms(q->cfg.base_delay_ms, q->cfg.max_delay_ms, it->failures,
+                                     util_rng_next()));
         it->failures++;
         q->retries_total++;
     }
@@ -278,10 +282,7 @@ int wq_done(wq *q, const char *key, wq_result result)
 uint64_t wq_backoff_delay(const wq_config *cfg, unsigned failures)
 {
     wq_config c = wq_config_fill(cfg);
-    uint64_t d = c.base_delay_ms;
-    for (unsigned i = 0; i < failures && d < c.max_delay_ms; i++)
-        d *= 2;
-    return d < c.max_delay_ms ? d : c.max_delay_ms;
+    return util_backoff_step_ms(c.base_delay_ms, c.max_delay_ms, failures);
 }
 
 uint64_t wq_backoff_ms(const wq *q, const char *key)

@@ -4,6 +4,7 @@
  * server must be a quick 503. A review whose waiters all cancelled is aborted with them. */
 #include "kube/access.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,17 +48,17 @@ struct kube_access {
 int kube_access_bearer(const char *authorization, const char **token, size_t *len)
 {
     if (!authorization || strncasecmp(authorization, "Bearer", 6) != 0)
-        return -1;
+        return -EINVAL;
     const char *p = authorization + 6;
     if (*p != ' ' && *p != '\t')
-        return -1;
+        return -EINVAL;
     p += strspn(p, " \t");
     size_t n = 0;
     while (p[n] > 0x20 && p[n] < 0x7f)
         n++;
     const char *rest = p + n;
     if (n == 0 || n > KUBE_ACCESS_MAX_TOKEN || rest[strspn(rest, " \t")] != 0)
-        return -1;
+        return -EINVAL;
     *token = p;
     *len = n;
     return 0;

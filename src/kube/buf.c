@@ -2,6 +2,7 @@
  * response chunk by chunk stays linear. */
 #include "buf.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,7 @@
 static int kube_buf_reserve(kube_buf *b, size_t extra)
 {
     if (extra > (size_t)-1 / 2 - b->len)
-        return -1;
+        return -ENOMEM;
     size_t need = b->len + extra + 1;
     if (need <= b->cap)
         return 0;
@@ -19,7 +20,7 @@ static int kube_buf_reserve(kube_buf *b, size_t extra)
         cap *= 2;
     char *p = realloc(b->p, cap);
     if (!p)
-        return -1;
+        return -ENOMEM;
     b->p = p;
     b->cap = cap;
     return 0;
@@ -28,7 +29,7 @@ static int kube_buf_reserve(kube_buf *b, size_t extra)
 int kube_buf_add(kube_buf *b, const void *data, size_t len)
 {
     if (kube_buf_reserve(b, len) < 0)
-        return -1;
+        return -ENOMEM;
     if (len)
         memcpy(b->p + b->len, data, len);
     b->len += len;
@@ -47,8 +48,10 @@ int kube_buf_addf(kube_buf *b, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (n < 0 || kube_buf_reserve(b, (size_t)n) < 0)
-        return -1;
+    if (n < 0)
+        return -EINVAL;
+    if (kube_buf_reserve(b, (size_t)n) < 0)
+        return -ENOMEM;
     va_start(ap, fmt);
     vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
@@ -61,7 +64,7 @@ int kube_buf_add_escaped(kube_buf *b, const char *s)
     static const char hex[] = "0123456789ABCDEF";
     size_t n = strlen(s);
     if (n > (size_t)-1 / 4 || kube_buf_reserve(b, 3 * n) < 0)
-        return -1;
+        return -ENOMEM;
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
         if ((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
             *c == '-' || *c == '.' || *c == '_' || *c == '~') {

@@ -11,7 +11,8 @@ typedef struct kube_buf {
     size_t len, cap;
 } kube_buf;
 
-/* Each returns 0, or -1 on allocation failure (the buffer is then unchanged). */
+/* Each returns 0, or -ENOMEM (kube_buf_addf also -EINVAL for a format it cannot print); the
+ * buffer is then unchanged. */
 int kube_buf_add(kube_buf *b, const void *data, size_t len);
 int kube_buf_adds(kube_buf *b, const char *s);
 int kube_buf_addf(kube_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

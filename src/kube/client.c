@@ -11,10 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 #include "buf.h"
 #include "kube/watchdec.h"
+#include "util/backoff.h"
+#include "util/rng.h"
 #include "util/scratch.h"
 #include "loop/evcurl.h"
 
@@ -75,7 +76,6 @@ struct kube_client {
     kube_call *calls;
     int depth; /* > 0 while the pump runs user callbacks: frees are deferred */
     bool curl_global;
-    uint64_t rng;
     kube_observe_fn observe;
     void *observe_ud;
     kube_retry_fn on_retry;
@@ -87,15 +87,10 @@ static const char *const kube_method_names[] = {
     [KUBE_DELETE] = "DELETE", [KUBE_PATCH_MERGE] = "PATCH", [KUBE_PATCH_JSON] = "PATCH",
 };
 
-uint64_t kube_retry_delay_ms(int attempt, long retry_after_s, uint32_t rnd)
+uint64_t kube_retry_delay_ms(int attempt, long retry_after_s, uint64_t rnd)
 {
-    uint64_t d = KUBE_BACKOFF_BASE_MS;
-    for (int i = 0; i < attempt && d < KUBE_BACKOFF_MAX_MS; i++)
-        d *= 2;
-    if (d > KUBE_BACKOFF_MAX_MS)
-        d = KUBE_BACKOFF_MAX_MS;
-    /* Half fixed, half random: clients that failed together do not retry together. */
-    d = d / 2 + rnd % (d / 2 + 1);
+    uint64_t d = util_backoff_ms(KUBE_BACKOFF_BASE_MS, KUBE_BACKOFF_MAX_MS,
+                                 attempt > 0 ? (unsigned)attempt : 0, rnd);
     if (retry_after_s >= 0) {
         uint64_t ra = (uint64_t)(retry_after_s < KUBE_RETRY_AFTER_MAX_S ? retry_after_s
                                                                         : KUBE_RETRY_AFTER_MAX_S) *
@@ -104,14 +99,6 @@ uint64_t kube_retry_delay_ms(int attempt, long retry_after_s, uint32_t rnd)
             d = ra;
     }
     return d;
-}
-
-static uint32_t kube_client_rand(kube_client *c)
-{
-    c->rng ^= c->rng << 13;
-    c->rng ^= c->rng >> 7;
-    c->rng ^= c->rng << 17;
-    return (uint32_t)(c->rng >> 32);
 }
 
 static void kube_client_pump(void *ud);
@@ -131,9 +118,6 @@ kube_client *kube_client_new(ev_loop *loop, const kube_config *cfg, kube_error *
         return NULL;
     }
     c->loop = loop;
-    c->rng = (ev_now_ms() << 20) ^ (uint64_t)getpid() ^ (uint64_t)(uintptr_t)c;
-    if (!c->rng)
-        c->rng = 1;
     if (kube_config_copy(&c->cfg, cfg, err) < 0) {
         free(c);
         return NULL;
@@ -378,8 +362,7 @@ static bool kube_call_retry(kube_call *call, const kube_error *err)
         return false;
     kube_client *c = call->c;
     kube_call_detach(call);
-    uint64_t delay =
-        kube_retry_delay_ms(call->attempts - 1, call->retry_after_s, kube_client_rand(c));
+    uint64_t delay = kube_retry_delay_ms(call->attempts - 1, call->retry_after_s, util_rng_next());
     call->retry_timer = ev_timer_add(c->loop, delay, kube_call_on_retry, call);
     if (!call->retry_timer)
         return false;

@@ -498,13 +498,19 @@ int kube_config_load_incluster(kube_config *cfg, const char *root, kube_error *e
                        strerror(errno));
         goto fail;
     }
-    /* The namespace file is a convenience; without it we fall back to "default". */
-    if (kube_config_slurp(nsfile, 4096, &ns, &nslen) == 0) {
+    /* The namespace file is a convenience; without it we fall back to "default" (but not when
+     * memory ran out reading it: that would be another namespace than the Pod's). */
+    int nsrc = kube_config_slurp(nsfile, 4096, &ns, &nslen);
+    if (nsrc == 0) {
         while (nslen && strchr(" \t\r\n", ns[nslen - 1]))
             ns[--nslen] = '\0';
     }
     free(nsfile);
     nsfile = NULL;
+    if (nsrc == -ENOMEM) {
+        kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
     cfg->namespace_ = ns && *ns ? ns : strdup("default");
     if (cfg->namespace_ != ns)
         free(ns);

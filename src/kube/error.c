@@ -13,19 +13,23 @@
  * from a proxy, short enough for a log line. */
 #define KUBE_ERROR_BODY_PREFIX 200
 
+/* The message of KUBE_ERR_NOMEM: static, so that running out of memory still leaves one. */
+static char kube_error_oom[] = "out of memory";
+
 void kube_error_clear(kube_error *err)
 {
     free(err->reason);
-    free(err->message);
+    if (err->message != kube_error_oom)
+        free(err->message);
     *err = (kube_error){0};
 }
 
-/* Leaves err as KUBE_ERR_NOMEM with whatever message can still be had. */
+/* Leaves err as KUBE_ERR_NOMEM. */
 static void kube_error_nomem(kube_error *err)
 {
     kube_error_clear(err);
     err->kind = KUBE_ERR_NOMEM;
-    err->message = strdup("out of memory");
+    err->message = kube_error_oom;
 }
 
 int kube_error_set(kube_error *err, kube_errkind kind, const char *fmt, ...)

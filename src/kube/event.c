@@ -2,6 +2,7 @@
  * so there is nothing to aggregate) and posts it in the object's namespace. */
 #include "kube/event.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -20,30 +21,32 @@ char *kube_event_json(const kube_object_ref *about, const kube_event *ev, int64_
     char name[320], when[40];
     snprintf(name, sizeof(name), "%s.%llx", about->name, (unsigned long long)now_ns);
     kube_event_time(now_ms, when);
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "apiVersion", "v1");
-    cJSON_AddStringToObject(o, "kind", "Event");
-    cJSON *meta = cJSON_AddObjectToObject(o, "metadata");
-    cJSON_AddStringToObject(meta, "name", name);
-    cJSON_AddStringToObject(meta, "namespace", about->namespace_ ? about->namespace_ : "default");
-    cJSON *inv = cJSON_AddObjectToObject(o, "involvedObject");
-    cJSON_AddStringToObject(inv, "apiVersion", about->api_version);
-    cJSON_AddStringToObject(inv, "kind", about->kind);
-    if (about->namespace_)
-        cJSON_AddStringToObject(inv, "namespace", about->namespace_);
-    cJSON_AddStringToObject(inv, "name", about->name);
-    if (about->uid)
-        cJSON_AddStringToObject(inv, "uid", about->uid);
-    cJSON_AddStringToObject(o, "type", ev->warning ? "Warning" : "Normal");
-    cJSON_AddStringToObject(o, "reason", ev->reason);
-    cJSON_AddStringToObject(o, "message", ev->message ? ev->message : "");
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "source"), "component", ev->component);
-    cJSON_AddStringToObject(o, "reportingComponent", ev->component);
-    cJSON_AddStringToObject(o, "reportingInstance", ev->instance ? ev->instance : ev->component);
-    cJSON_AddStringToObject(o, "firstTimestamp", when);
-    cJSON_AddStringToObject(o, "lastTimestamp", when);
-    cJSON_AddNumberToObject(o, "count", 1);
-    char *out = cJSON_PrintUnformatted(o);
+    /* Every field or none: out of memory gives NULL, never an Event missing a field. */
+    cJSON *o = cJSON_CreateObject(), *meta, *inv, *src;
+    bool ok =
+        cJSON_AddStringToObject(o, "apiVersion", "v1") &&
+        cJSON_AddStringToObject(o, "kind", "Event") &&
+        (meta = cJSON_AddObjectToObject(o, "metadata")) &&
+        cJSON_AddStringToObject(meta, "name", name) &&
+        cJSON_AddStringToObject(meta, "namespace",
+                                about->namespace_ ? about->namespace_ : "default") &&
+        (inv = cJSON_AddObjectToObject(o, "involvedObject")) &&
+        cJSON_AddStringToObject(inv, "apiVersion", about->api_version) &&
+        cJSON_AddStringToObject(inv, "kind", about->kind) &&
+        (!about->namespace_ || cJSON_AddStringToObject(inv, "namespace", about->namespace_)) &&
+        cJSON_AddStringToObject(inv, "name", about->name) &&
+        (!about->uid || cJSON_AddStringToObject(inv, "uid", about->uid)) &&
+        cJSON_AddStringToObject(o, "type", ev->warning ? "Warning" : "Normal") &&
+        cJSON_AddStringToObject(o, "reason", ev->reason) &&
+        cJSON_AddStringToObject(o, "message", ev->message ? ev->message : "") &&
+        (src = cJSON_AddObjectToObject(o, "source")) &&
+        cJSON_AddStringToObject(src, "component", ev->component) &&
+        cJSON_AddStringToObject(o, "reportingComponent", ev->component) &&
+        cJSON_AddStringToObject(o, "reportingInstance",
+                                ev->instance ? ev->instance : ev->component) &&
+        cJSON_AddStringToObject(o, "firstTimestamp", when) &&
+        cJSON_AddStringToObject(o, "lastTimestamp", when) && cJSON_AddNumberToObject(o, "count", 1);
+    char *out = ok ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     return out;
 }

@@ -109,8 +109,12 @@ static cJSON *kube_yaml_mapping(kube_yaml_ctx *y, int depth)
             free(k);
             break;
         }
-        cJSON_AddItemToObject(obj, k, value);
+        bool added = cJSON_AddItemToObject(obj, k, value);
         free(k);
+        if (!added) { /* the key's copy failed: out of memory */
+            cJSON_Delete(value);
+            break;
+        }
     }
     cJSON_Delete(obj);
     return NULL;

@@ -12,11 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "app/log.h"
 #include "leader/lease.h"
+#include "util/rng.h"
 
 struct leader {
     ev_loop *loop;
@@ -112,10 +112,7 @@ static void leader_schedule(leader *l)
 {
     uint64_t delay = l->retry_ms;
     if (!l->leading) {
-        uint32_t r = 0;
-        if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
-            r = (uint32_t)l->now();
-        delay += (uint64_t)(r % 1000) * l->retry_ms / 5000;
+        delay += (util_rng_next() % 1000) * l->retry_ms / 5000;
     }
     l->retry_timer = ev_timer_add(l->loop, delay, leader_on_retry, l);
 }
@@ -288,21 +285,23 @@ static void leader_attempt(leader *l)
 }
 
 leader *leader_new(ev_loop *loop, kube_client *client, const leader_config *cfg,
-                   const leader_callbacks *cb, const char **why)
+                   const leader_callbacks *cb, char *err, size_t errlen)
 {
     uint64_t lease_ms = cfg->lease_ms ? cfg->lease_ms : 15000;
     uint64_t deadline_ms = cfg->renew_deadline_ms ? cfg->renew_deadline_ms : 10000;
     uint64_t retry_ms = cfg->retry_ms ? cfg->retry_ms : 2000;
     if (!(deadline_ms < lease_ms && retry_ms < deadline_ms && lease_ms % 1000 == 0)) {
-        *why = "leader election needs retry < renew deadline < lease duration (whole seconds)";
+        snprintf(err, errlen,
+                 "leader election needs retry < renew deadline < lease duration (whole seconds)");
         return NULL;
     }
     if (!cfg->namespace_ || !*cfg->namespace_ || !cfg->name || !*cfg->name || !cfg->identity ||
         !*cfg->identity) {
-        *why = "leader election needs a lease namespace, a lease name and an identity";
+        snprintf(err, errlen,
+                 "leader election needs a lease namespace, a lease name and an identity");
         return NULL;
     }
-    *why = "out of memory";
+    snprintf(err, errlen, "out of memory");
     leader *l = calloc(1, sizeof(*l));
     if (!l)
         return NULL;
@@ -327,12 +326,11 @@ leader *leader_new(ev_loop *loop, kube_client *client, const leader_config *cfg,
     return l;
 }
 
-int leader_start(leader *l)
+void leader_start(leader *l)
 {
     log_kv(LOG_INFO, "waiting for leadership", "lease", l->name, "namespace", l->ns, "identity",
            l->identity, NULL);
     leader_attempt(l);
-    return 0;
 }
 
 bool leader_is_leading(const leader *l)

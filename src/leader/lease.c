@@ -1,6 +1,7 @@
 /* lease: the rules of taking, keeping and releasing a Lease, kept pure (see lease.h). */
 #include "leader/lease.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,10 +29,10 @@ int lease_record_read(const cJSON *lease, lease_record *out)
 {
     *out = (lease_record){0};
     if (!cJSON_IsObject(lease))
-        return -1;
+        return -EINVAL;
     out->resource_version = lease_str(lease, "metadata", "resourceVersion");
     if (!out->resource_version || !*out->resource_version)
-        return -1;
+        return -EINVAL;
     out->holder = lease_str(lease, "spec", "holderIdentity");
     out->duration_s = lease_int(lease, "spec", "leaseDurationSeconds");
     out->transitions = lease_int(lease, "spec", "leaseTransitions");

@@ -37,6 +37,7 @@ struct metrics_family {
 struct metrics_emitter {
     FILE *out;
     const metrics_family *f;
+    bool failed; /* a series could not be written: the render fails */
 };
 
 typedef struct metrics_collector {
@@ -123,10 +124,13 @@ metrics_family *metrics_family_new(metrics *m, metrics_kind kind, const char *na
     f->kind = kind;
     bool ok = strmap_init(&f->series) == 0 && (f->name = strdup(name)) &&
               (f->help = strdup(help ? help : ""));
-    while (ok && labels && labels[f->n_labels])
-        f->n_labels++;
-    if (ok && f->n_labels)
-        ok = (f->labels = calloc(f->n_labels, sizeof(*f->labels))) != NULL;
+    size_t n_labels = 0;
+    while (ok && labels && labels[n_labels])
+        n_labels++;
+    if (ok && n_labels) /* counted once allocated: metrics_family_free walks them */
+        ok = (f->labels = calloc(n_labels, sizeof(*f->labels))) != NULL;
+    if (ok)
+        f->n_labels = n_labels;
     for (size_t i = 0; ok && i < f->n_labels; i++)
         ok = metrics_ident(labels[i], false) && (f->labels[i] = strdup(labels[i]));
     if (ok && kind == METRICS_HISTOGRAM) {
@@ -309,11 +313,11 @@ static void metrics_remove_prefix(metrics_family *f, const char *prefix, size_t 
     }
 }
 
-void metrics_remove(metrics *m, const char *const *names, const char *const *values, size_t n)
+int metrics_remove(metrics *m, const char *const *names, const char *const *values, size_t n)
 {
     char *prefix = metrics_label_block(names, values, n);
     if (!prefix)
-        return;
+        return -ENOMEM;
     for (metrics_family *f = m->families; f; f = f->next) {
         bool match = !f->list && f->n_labels >= n;
         for (size_t i = 0; match && i < n; i++)
@@ -322,17 +326,23 @@ void metrics_remove(metrics *m, const char *const *names, const char *const *val
             metrics_remove_prefix(f, prefix, strlen(prefix));
     }
     free(prefix);
+    return 0;
 }
 
-void metrics_delete(metrics_family *f, const char *const *values)
+int metrics_delete(metrics_family *f, const char *const *values)
 {
-    char *key = f ? metrics_label_block((const char *const *)f->labels, values, f->n_labels) : NULL;
-    metrics_series *s = key ? metrics_find(f, key) : NULL;
+    if (!f)
+        return 0;
+    char *key = metrics_label_block((const char *const *)f->labels, values, f->n_labels);
+    if (!key)
+        return -ENOMEM;
+    metrics_series *s = metrics_find(f, key);
     free(key);
     if (s) {
         strmap_remove(&f->series, &s->node);
         free(s);
     }
+    return 0;
 }
 
 int metrics_on_collect(metrics *m, void (*fn)(void *ud), void *ud)
@@ -398,8 +408,10 @@ void metrics_emit(metrics_emitter *e, const char *const *values, double v)
 {
     char num[32];
     char *labels = metrics_label_block((const char *const *)e->f->labels, values, e->f->n_labels);
-    if (!labels)
-        return; /* out of memory: this scrape lacks the series */
+    if (!labels) {
+        e->failed = true; /* out of memory: no scrape rather than one without the series */
+        return;
+    }
     fprintf(e->out, "%s%s%s%s %s\n", e->f->name, *labels ? "{" : "", labels, *labels ? "}" : "",
             metrics_fmt(num, v));
     free(labels);
@@ -415,22 +427,27 @@ char *metrics_render(metrics *m, size_t *len)
     FILE *out = open_memstream(&text, &n);
     if (!out)
         return NULL;
-    for (const metrics_family *f = m->families; f; f = f->next) {
+    bool failed = false;
+    for (const metrics_family *f = m->families; f && !failed; f = f->next) {
         char *help = malloc(metrics_escape(NULL, f->help, true) + 1);
-        if (help)
-            help[metrics_escape(help, f->help, true)] = 0;
-        fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", f->name, help ? help : "", f->name,
-                kinds[f->kind]);
+        if (!help) {
+            failed = true;
+            break;
+        }
+        help[metrics_escape(help, f->help, true)] = 0;
+        fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", f->name, help, f->name, kinds[f->kind]);
         free(help);
         if (f->list) {
             metrics_emitter e = {.out = out, .f = f};
             f->list(f->list_ud, &e);
+            failed = e.failed;
         }
         for (strmap_node *node = strmap_first(&f->series); node;
              node = strmap_next(&f->series, node))
             metrics_render_series(out, f, STRMAP_OWNER(node, metrics_series, node));
     }
-    if (fclose(out) != 0 || !text) {
+    failed = failed || ferror(out);
+    if (fclose(out) != 0 || failed || !text) {
         free(text);
         return NULL;
     }

@@ -375,11 +375,15 @@ void pool_metrics_forget(pool_metrics *pm, const char *ns, const char *pool)
                            (const char *[]){ns, pool}, 2);
         return;
     }
-    /* The resident gauges go with the block. */
+    /* The resident gauges go with the block. A lookup that ran out of memory: the scan. */
+    int rc = 0;
     for (size_t i = 0; i < p->reasons.n; i++)
-        metrics_delete(pm->deferrals, (const char *[]){ns, pool, p->reasons.v[i]});
-    metrics_delete(pm->swaps, (const char *[]){ns, pool});
-    metrics_delete(pm->swap_seconds, (const char *[]){ns, pool});
+        rc |= metrics_delete(pm->deferrals, (const char *[]){ns, pool, p->reasons.v[i]});
+    rc |= metrics_delete(pm->swaps, (const char *[]){ns, pool});
+    rc |= metrics_delete(pm->swap_seconds, (const char *[]){ns, pool});
+    if (rc)
+        metrics_remove(pm->reg, (const char *[]){"namespace", "pool"}, (const char *[]){ns, pool},
+                       2);
     strmap_remove(&pm->pools, &p->node);
     pm_pool_free(p);
 }

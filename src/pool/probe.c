@@ -36,26 +36,37 @@ bool probe_supported(const char *runtime, const char *idle_endpoint)
     return r && (r->path || (r->generic && idle_endpoint && *idle_endpoint));
 }
 
-const char *probe_path(const char *runtime, const char *idle_endpoint, const char **why)
+int probe_path(const char *runtime, const char *idle_endpoint, const char **path)
 {
     const probe_runtime *r = probe_runtime_find(runtime);
-    if (!r) {
-        *why = "unknown runtime has no idle check";
-        return NULL;
-    }
+    if (!r)
+        return -ENOENT;
     if (r->generic) {
-        if (idle_endpoint && idle_endpoint[0] == '/')
-            return idle_endpoint;
-        *why = idle_endpoint ? "idle-endpoint annotation must be a path starting with '/'"
-                             : "generic runtime without the inference.llmkube.dev/idle-endpoint "
-                               "annotation has no idle check";
-        return NULL;
+        if (idle_endpoint && idle_endpoint[0] == '/') {
+            *path = idle_endpoint;
+            return 0;
+        }
+        return idle_endpoint ? -EINVAL : -ENODATA;
     }
-    if (!r->path) {
-        *why = "runtime has no idle check";
-        return NULL;
+    if (!r->path)
+        return -EOPNOTSUPP;
+    *path = r->path;
+    return 0;
+}
+
+const char *probe_path_error(int rc)
+{
+    switch (rc) {
+    case -ENOENT:
+        return "unknown runtime has no idle check";
+    case -EINVAL:
+        return "idle-endpoint annotation must be a path starting with '/'";
+    case -ENODATA:
+        return "generic runtime without the inference.llmkube.dev/idle-endpoint annotation has no "
+               "idle check";
+    default:
+        return "runtime has no idle check";
     }
-    return r->path;
 }
 
 int probe_port(const char *runtime, int endpoint_port, int container_port)

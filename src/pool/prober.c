@@ -274,6 +274,7 @@ static void prober_on_timer(ev_loop *loop, void *ud)
     prober_deliver(b);
 }
 
+/* Starts the probe of target i. 0, -ENOMEM, or -EIO (curl would not take the transfer). */
 static int prober_add(prober_batch *b, size_t i, const char *ip, int port, const char *path)
 {
     prober_req *r = &b->reqs[i];
@@ -282,11 +283,11 @@ static int prober_add(prober_batch *b, size_t i, const char *ip, int port, const
     /* An IPv6 Pod IP must be bracketed in a URL. */
     bool v6 = strchr(ip, ':') != NULL;
     if (asprintf(&url, "http://%s%s%s:%d%s", v6 ? "[" : "", ip, v6 ? "]" : "", port, path) < 0)
-        return -1;
+        return -ENOMEM;
     r->easy = curl_easy_init();
     if (!r->easy) {
         free(url);
-        return -1;
+        return -ENOMEM;
     }
     curl_easy_setopt(r->easy, CURLOPT_URL, url);
     free(url);
@@ -302,7 +303,7 @@ static int prober_add(prober_batch *b, size_t i, const char *ip, int port, const
     if (curl_multi_add_handle(evcurl_multi(b->owner->ec), r->easy) != CURLM_OK) {
         curl_easy_cleanup(r->easy);
         r->easy = NULL;
-        return -1;
+        return -EIO;
     }
     b->pending++;
     return 0;
@@ -330,12 +331,12 @@ prober_batch *prober_start(prober *p, const char *runtime, const char *idle_endp
         if (!(b->results[i].pod = strdup(targets[i].pod)))
             goto fail;
 
-    const char *why = NULL;
-    const char *path = probe_path(runtime, idle_endpoint, &why);
+    const char *path = NULL;
+    int path_rc = probe_path(runtime, idle_endpoint, &path);
     for (size_t i = 0; i < n; i++) {
-        if (!path) {
+        if (path_rc < 0) {
             b->results[i].verdict = PROBE_UNSUPPORTED;
-            b->messages[i] = strdup(why);
+            b->messages[i] = strdup(probe_path_error(path_rc));
         } else if (!targets[i].ip || !*targets[i].ip) {
             b->results[i].verdict = PROBE_ERROR;
             b->messages[i] = strdup("Pod has no IP yet");

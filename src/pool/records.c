@@ -188,15 +188,15 @@ int pool_time_parse(const char *s, int64_t *ms)
 {
     struct tm tm = {0};
     if (!s)
-        return -1;
+        return -EINVAL;
     const char *rest = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
     if (!rest)
-        return -1;
+        return -EINVAL;
     if (*rest == '.')
         for (rest++; *rest >= '0' && *rest <= '9'; rest++)
             ;
     if (strcmp(rest, "Z") != 0)
-        return -1;
+        return -EINVAL;
     *ms = (int64_t)timegm(&tm) * 1000;
     return 0;
 }
@@ -658,37 +658,52 @@ static cJSON *pool_str_or_null(const char *s)
     return s && *s ? cJSON_CreateString(s) : cJSON_CreateNull();
 }
 
+/* Adds item under key; false, with item freed, when either is missing or the key's copy fails. */
+static bool pool_add(cJSON *obj, const char *key, cJSON *item)
+{
+    if (obj && item && cJSON_AddItemToObject(obj, key, item))
+        return true;
+    cJSON_Delete(item);
+    return false;
+}
+
+/* The status as JSON; NULL when out of memory (never a status missing a field). */
 static cJSON *pool_status_json(const plan_status *s)
 {
     cJSON *st = cJSON_CreateObject();
-    cJSON_AddItemToObject(st, "phase", pool_str_or_null(s->phase));
-    cJSON_AddItemToObject(st, "residentMember", pool_str_or_null(s->resident_member));
-    cJSON_AddItemToObject(st, "pendingMember", pool_str_or_null(s->pending_member));
-    cJSON_AddNumberToObject(st, "observedGeneration", (double)s->observed_generation);
-    cJSON *members = cJSON_AddArrayToObject(st, "members");
-    for (size_t i = 0; members && i < s->n_members; i++) {
+    bool ok = pool_add(st, "phase", pool_str_or_null(s->phase)) &&
+              pool_add(st, "residentMember", pool_str_or_null(s->resident_member)) &&
+              pool_add(st, "pendingMember", pool_str_or_null(s->pending_member)) &&
+              cJSON_AddNumberToObject(st, "observedGeneration", (double)s->observed_generation);
+    cJSON *members = ok ? cJSON_AddArrayToObject(st, "members") : NULL;
+    ok = members != NULL;
+    for (size_t i = 0; ok && i < s->n_members; i++) {
         cJSON *m = cJSON_CreateObject();
-        cJSON_AddStringToObject(m, "name", s->members[i].name);
-        if (s->members[i].phase && *s->members[i].phase)
-            cJSON_AddStringToObject(m, "phase", s->members[i].phase);
-        cJSON_AddBoolToObject(m, "resident", s->members[i].resident);
-        if (s->members[i].releasing) /* absent means false: the seed schema's members read on */
-            cJSON_AddBoolToObject(m, "releasing", true);
-        cJSON_AddItemToArray(members, m);
+        ok = m && cJSON_AddItemToArray(members, m) &&
+             cJSON_AddStringToObject(m, "name", s->members[i].name) &&
+             (!s->members[i].phase || !*s->members[i].phase ||
+              cJSON_AddStringToObject(m, "phase", s->members[i].phase)) &&
+             cJSON_AddBoolToObject(m, "resident", s->members[i].resident) &&
+             /* absent means false: the seed schema's members read on */
+             (!s->members[i].releasing || cJSON_AddBoolToObject(m, "releasing", true));
     }
-    cJSON *conds = cJSON_AddArrayToObject(st, "conditions");
-    for (size_t i = 0; conds && i < s->n_conditions; i++) {
+    cJSON *conds = ok ? cJSON_AddArrayToObject(st, "conditions") : NULL;
+    ok = conds != NULL;
+    for (size_t i = 0; ok && i < s->n_conditions; i++) {
         const plan_condition *pc = &s->conditions[i];
         char when[32];
         pool_time_format(pc->last_transition_ms, when);
         cJSON *c = cJSON_CreateObject();
-        cJSON_AddStringToObject(c, "type", pc->type);
-        cJSON_AddStringToObject(c, "status", pc->status ? pc->status : "Unknown");
-        cJSON_AddStringToObject(c, "reason", pc->reason ? pc->reason : "Unknown");
-        cJSON_AddStringToObject(c, "message", pc->message ? pc->message : "");
-        cJSON_AddStringToObject(c, "lastTransitionTime", when);
-        cJSON_AddNumberToObject(c, "observedGeneration", (double)s->observed_generation);
-        cJSON_AddItemToArray(conds, c);
+        ok = c && cJSON_AddItemToArray(conds, c) && cJSON_AddStringToObject(c, "type", pc->type) &&
+             cJSON_AddStringToObject(c, "status", pc->status ? pc->status : "Unknown") &&
+             cJSON_AddStringToObject(c, "reason", pc->reason ? pc->reason : "Unknown") &&
+             cJSON_AddStringToObject(c, "message", pc->message ? pc->message : "") &&
+             cJSON_AddStringToObject(c, "lastTransitionTime", when) &&
+             cJSON_AddNumberToObject(c, "observedGeneration", (double)s->observed_generation);
+    }
+    if (!ok) {
+        cJSON_Delete(st);
+        return NULL;
     }
     return st;
 }
@@ -697,10 +712,11 @@ char *pool_status_patch(const plan_status *s, const char *resource_version)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
-    if (meta && resource_version)
-        cJSON_AddStringToObject(meta, "resourceVersion", resource_version);
-    cJSON_AddItemToObject(root, "status", pool_status_json(s));
-    char *out = cJSON_PrintUnformatted(root);
+    char *out = NULL;
+    if (meta &&
+        (!resource_version || cJSON_AddStringToObject(meta, "resourceVersion", resource_version)) &&
+        pool_add(root, "status", pool_status_json(s)))
+        out = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     return out;
 }

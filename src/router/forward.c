@@ -7,6 +7,7 @@
 #include "router/forward.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,8 @@
 #define FWD_MAX_ATTEMPTS 2
 /* The response head as kept until head(): beyond these the member is broken or hostile. */
 #define FWD_MAX_HEADERS 128
+/* Connection headers a request may carry (each names hop-by-hop headers to drop). */
+#define FWD_MAX_CONNECTION_HEADERS 16
 #define FWD_MAX_HEADER_BYTES ((size_t)64 << 10)
 #define FWD_KEEPALIVE_S 30L
 
@@ -357,28 +360,22 @@ static int fwd_add_header(struct curl_slist **l, const char *name, const char *v
 
 /* The client's headers minus hop-by-hop ones and those curl writes itself, X-Forwarded-For with
  * the client appended, and curl's own defaults (Accept, Expect: 100-continue) switched off. */
-static const char *fwd_build_headers(fwd_call *c, const fwd_request *req)
+/* The headers to send (req passed fwd_check). 0 or -ENOMEM. */
+static int fwd_build_headers(fwd_call *c, const fwd_request *req)
 {
-    const char *conn[16];
+    const char *conn[FWD_MAX_CONNECTION_HEADERS];
     size_t nconn = 0;
     size_t xff_len = 0;
     bool accept = false;
     for (size_t i = 0; i < req->nheaders; i++) {
         const fwd_header *h = &req->headers[i];
-        if (!fwd_is_token(h->name) || !fwd_is_value(h->value))
-            return "forward: a request header cannot be sent as it is";
-        if (strcasecmp(h->name, "connection") == 0) {
-            if (nconn == sizeof(conn) / sizeof(conn[0]))
-                return "forward: too many Connection headers";
+        if (strcasecmp(h->name, "connection") == 0)
             conn[nconn++] = h->value;
-        }
         if (strcasecmp(h->name, "x-forwarded-for") == 0)
             xff_len += strlen(h->value) + 2;
         if (strcasecmp(h->name, "accept") == 0)
             accept = true;
     }
-    if (req->client_addr && !fwd_is_value(req->client_addr))
-        return "forward: bad client address";
     for (size_t i = 0; i < req->nheaders; i++) {
         const fwd_header *h = &req->headers[i];
         if (fwd_hop_by_hop(h->name, conn, nconn) || strcasecmp(h->name, "host") == 0 ||
@@ -386,13 +383,13 @@ static const char *fwd_build_headers(fwd_call *c, const fwd_request *req)
             strcasecmp(h->name, "x-forwarded-for") == 0)
             continue;
         if (fwd_add_header(&c->headers, h->name, h->value) < 0)
-            return "out of memory";
+            return -ENOMEM;
     }
     if (xff_len || req->client_addr) {
         size_t cap = xff_len + (req->client_addr ? strlen(req->client_addr) : 0) + 1;
         char *xff = malloc(cap);
         if (!xff)
-            return "out of memory";
+            return -ENOMEM;
         size_t n = 0;
         for (size_t i = 0; i < req->nheaders; i++) {
             const fwd_header *h = &req->headers[i];
@@ -405,14 +402,14 @@ static const char *fwd_build_headers(fwd_call *c, const fwd_request *req)
         int rc = n ? fwd_add_header(&c->headers, "X-Forwarded-For", xff) : 0;
         free(xff);
         if (rc < 0)
-            return "out of memory";
+            return -ENOMEM;
     }
     struct curl_slist *l = curl_slist_append(c->headers, "Expect:");
     if (l)
         c->headers = l;
     if (l && !accept && (l = curl_slist_append(c->headers, "Accept:")))
         c->headers = l;
-    return l ? NULL : "out of memory";
+    return l ? 0 : -ENOMEM;
 }
 
 static bool fwd_path_ok(const char *p)
@@ -848,7 +845,8 @@ static int fwd_on_prereq(void *ud, char *primary_ip, char *local_ip, int primary
     return CURL_PREREQFUNC_ABORT;
 }
 
-static const char *fwd_setup(fwd_call *c, const fwd_request *req)
+/* Sets the easy handle up for c. 0, or -EIO when curl refuses an option. */
+static int fwd_setup(fwd_call *c, const fwd_request *req)
 {
     fwd *f = c->f;
     CURL *e = c->easy;
@@ -894,11 +892,11 @@ static const char *fwd_setup(fwd_call *c, const fwd_request *req)
     }
 #undef FWD_SET
     if (rc != CURLE_OK || fwd_set_url(c) < 0)
-        return "forward: cannot set up the transfer";
-    return NULL;
+        return -EIO;
+    return 0;
 }
 
-static const char *fwd_check(const fwd_request *req, const fwd_client *cl)
+const char *fwd_request_invalid(const fwd_request *req, const fwd_client *cl)
 {
     if (!cl || !cl->head || !cl->data || !cl->done)
         return "forward: head, data and done callbacks are required";
@@ -920,18 +918,27 @@ static const char *fwd_check(const fwd_request *req, const fwd_client *cl)
         return "forward: body length without a body";
     if (req->more && req->content_length >= 0 && (uint64_t)req->content_length < req->body_len)
         return "forward: body longer than its Content-Length";
+    if (strcmp(req->method, "HEAD") == 0 && req->body_len)
+        return "forward: a HEAD request cannot carry a body";
+    size_t nconn = 0;
+    for (size_t i = 0; i < req->nheaders; i++) {
+        const fwd_header *h = &req->headers[i];
+        if (!fwd_is_token(h->name) || !fwd_is_value(h->value))
+            return "forward: a request header cannot be sent as it is";
+        if (strcasecmp(h->name, "connection") == 0 && ++nconn > FWD_MAX_CONNECTION_HEADERS)
+            return "forward: too many Connection headers";
+    }
+    if (req->client_addr && !fwd_is_value(req->client_addr))
+        return "forward: bad client address";
     return NULL;
 }
 
-fwd_call *fwd_start(fwd *f, const fwd_request *req, const fwd_client *cl, void *ud,
-                    const char **err)
+int fwd_start(fwd *f, const fwd_request *req, const fwd_client *cl, void *ud, fwd_call **out)
 {
-    const char *why = fwd_check(req, cl);
-    fwd_call *c = NULL;
-    if (why)
-        goto fail;
-    why = "out of memory";
-    c = calloc(1, sizeof(*c));
+    if (fwd_request_invalid(req, cl))
+        return -EINVAL;
+    int rc = -ENOMEM;
+    fwd_call *c = calloc(1, sizeof(*c));
     if (!c)
         goto fail;
     c->f = f;
@@ -957,21 +964,17 @@ fwd_call *fwd_start(fwd *f, const fwd_request *req, const fwd_client *cl, void *
             goto fail;
         c->ntargets++;
     }
-    if (!c->upload && req->body_len) {
-        why = "forward: a HEAD request cannot carry a body";
-        goto fail;
-    }
     if (fwd_buf_append(c, req->body, req->body_len) < 0)
         goto fail;
     c->pushed = req->body_len;
     if (c->pushed > f->cfg.replay_cap)
         c->replayable = false;
-    if ((why = fwd_build_headers(c, req)))
+    if ((rc = fwd_build_headers(c, req)) < 0)
         goto fail;
-    why = "forward: cannot set up the transfer";
-    if (!(c->easy = fwd_easy_get(f)) || (why = fwd_setup(c, req)))
+    rc = -EIO;
+    if (!(c->easy = fwd_easy_get(f)) || (rc = fwd_setup(c, req)) < 0)
         goto fail;
-    why = "forward: cannot start the transfer";
+    rc = -EIO;
     CURLMcode mc = curl_multi_add_handle(evcurl_multi(f->ec), c->easy);
     if (mc == CURLM_RECURSIVE_API_CALL) { /* from inside a callback: the loop adds it */
         c->add_pending = true;
@@ -989,50 +992,57 @@ fwd_call *fwd_start(fwd *f, const fwd_request *req, const fwd_client *cl, void *
     f->calls = c;
     if (!c->upload || (c->body_end && c->len == 0))
         fwd_body_out(c);
-    return c;
+    *out = c;
+    return 0;
 fail:
     if (c)
         fwd_call_free(c);
-    if (err)
-        *err = why;
-    return NULL;
+    return rc;
 }
 
-static int fwd_body_fail(fwd_call *c, const char *why)
+const char *fwd_start_error(const fwd_request *req, const fwd_client *cl, int rc)
+{
+    const char *invalid = rc == -EINVAL ? fwd_request_invalid(req, cl) : NULL;
+    if (invalid)
+        return invalid;
+    return rc == -ENOMEM ? "out of memory" : "forward: cannot start the transfer";
+}
+
+/* Fails c with why (done says it); returns rc. */
+static int fwd_body_fail(fwd_call *c, const char *why, int rc)
 {
     if (!c->failed) {
         c->failed = true;
         c->error = why;
     }
     fwd_kick(c);
-    return -1;
+    return rc;
 }
 
 int fwd_body(fwd_call *c, const char *data, size_t len, bool end)
 {
-    if (c->dead || c->in_done)
-        return -1;
-    if (c->failed)
-        return -1;
+    if (c->dead || c->in_done || c->failed)
+        return -EPIPE;
     if (c->finished) /* the member answered without waiting for the rest */
         return 0;
     if (c->body_end)
-        return len || !end ? fwd_body_fail(c, "forward: request body after its end") : 0;
+        return len || !end ? fwd_body_fail(c, "forward: request body after its end", -EINVAL) : 0;
     if (!c->upload && len)
-        return fwd_body_fail(c, "forward: a HEAD request cannot carry a body");
+        return fwd_body_fail(c, "forward: a HEAD request cannot carry a body", -EINVAL);
     if (c->total >= 0 && c->pushed + len > (uint64_t)c->total)
-        return fwd_body_fail(c, "forward: request body longer than its Content-Length");
+        return fwd_body_fail(c, "forward: request body longer than its Content-Length", -EINVAL);
     size_t hwm = c->f->cfg.body_high_water;
     if (c->len - c->sent > FWD_OVERRUN_FACTOR * hwm)
-        return fwd_body_fail(c, "forward: request body pushed past the high-water mark");
+        return fwd_body_fail(c, "forward: request body pushed past the high-water mark", -EINVAL);
     if (fwd_buf_append(c, data, len) < 0)
-        return fwd_body_fail(c, "out of memory");
+        return fwd_body_fail(c, "out of memory", -ENOMEM);
     c->pushed += len;
     if (c->replayable && c->pushed > c->f->cfg.replay_cap)
         fwd_not_replayable(c);
     if (end || (c->total >= 0 && c->pushed == (uint64_t)c->total)) {
         if (c->total >= 0 && c->pushed < (uint64_t)c->total)
-            return fwd_body_fail(c, "forward: request body shorter than its Content-Length");
+            return fwd_body_fail(c, "forward: request body shorter than its Content-Length",
+                                 -EINVAL);
         c->body_end = true;
     }
     if (c->send_paused)

@@ -2,6 +2,7 @@
  * router did not write itself (model names, a pool condition's message) is escaped properly. */
 #include "router/oai.h"
 
+#include <errno.h>
 #include <cjson/cJSON.h>
 
 static const struct {
@@ -38,15 +39,15 @@ static char *rt_oai_print(cJSON *root)
     return out;
 }
 
-/* A string member, or a JSON null for NULL; 0, or -1 when out of memory. */
+/* A string member, or a JSON null for NULL; 0 or -ENOMEM. */
 static int rt_oai_add_str(cJSON *obj, const char *name, const char *value)
 {
     cJSON *v = value ? cJSON_CreateString(value) : cJSON_CreateNull();
     if (!v)
-        return -1;
+        return -ENOMEM;
     if (!cJSON_AddItemToObject(obj, name, v)) {
         cJSON_Delete(v);
-        return -1;
+        return -ENOMEM;
     }
     return 0;
 }
@@ -77,33 +78,33 @@ static int rt_oai_add_model(cJSON *data, const rt_oai_model *m, const char *id,
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
-        return -1;
+        return -ENOMEM;
     if (!cJSON_AddItemToArray(data, o)) {
         cJSON_Delete(o);
-        return -1;
+        return -ENOMEM;
     }
     cJSON *mp;
     if (rt_oai_add_str(o, "id", id) || rt_oai_add_str(o, "object", "model") ||
         !cJSON_AddNumberToObject(o, "created", 0) || rt_oai_add_str(o, "owned_by", m->pool) ||
         !(mp = cJSON_AddObjectToObject(o, "modelpool")))
-        return -1;
+        return -ENOMEM;
     if (m->ns && rt_oai_add_str(mp, "namespace", m->ns))
-        return -1;
+        return -ENOMEM;
     if (rt_oai_add_str(mp, "pool", m->pool) || rt_oai_add_str(mp, "member", m->member) ||
         !cJSON_AddBoolToObject(mp, "resident", m->resident))
-        return -1;
+        return -ENOMEM;
     if (alias_of)
         return rt_oai_add_str(mp, "alias_of", alias_of);
     cJSON *al = cJSON_AddArrayToObject(mp, "aliases");
     if (!al)
-        return -1;
+        return -ENOMEM;
     for (size_t i = 0; i < m->naliases; i++) {
         cJSON *s = cJSON_CreateString(m->aliases[i]);
         if (!s)
-            return -1;
+            return -ENOMEM;
         if (!cJSON_AddItemToArray(al, s)) {
             cJSON_Delete(s);
-            return -1;
+            return -ENOMEM;
         }
     }
     return 0;

@@ -35,6 +35,8 @@
 #include "router/oai.h"
 #include "router/router_metrics.h"
 #include "router/routes.h"
+#include "util/backoff.h"
+#include "util/rng.h"
 #include "util/strmap.h"
 
 #define RT_MAX_TARGETS 2
@@ -101,7 +103,8 @@ struct rt_pool {
     /* Our request write: in flight, then its answer's version until the cache shows it. */
     kube_call *patch;
     char *patch_member;
-    uint64_t patch_backoff_ms, patch_not_before; /* after a refused write */
+    unsigned patch_failures;   /* refused writes in a row */
+    uint64_t patch_not_before; /* after a refused write */
     /* After a write (done or refused as a conflict): the version it was made at and the one it
      * answered (NULL after a conflict: any newer version); asked nothing more until the cache
      * shows it. */
@@ -126,7 +129,8 @@ struct rt_pool {
     uint64_t verify_sent_ms;
     char *verified_member;
     uint64_t verified_ms;
-    uint64_t verify_backoff_ms, verify_not_before; /* after a failed read */
+    unsigned verify_failures;   /* failed reads in a row */
+    uint64_t verify_not_before; /* after a failed read */
     /* The last fence read was refused (401/403): why, naming the missing right; NULL otherwise.
      * Its requests are answered 503 with it at once, /readyz names it, and the read is tried again
      * (after its backoff) until one succeeds. */
@@ -697,16 +701,17 @@ static void rt_forward(rt_req *q)
                       .content_length = cl,
                       /* rt_decide forwards only while the fence is open */
                       .send_by_ms = q->pool->verified_ms + rt_fence_window_ms(rt)};
-    const char *why = NULL;
     q->state = RQ_FORWARDING;
     q->mq->in_flight++;
     rt->in_flight++;
-    q->call = fwd_start(rt->fwd, &fr, &rt_fwd_client, q, &why);
+    q->call = NULL;
+    int rc = fwd_start(rt->fwd, &fr, &rt_fwd_client, q, &q->call);
+    const char *why = rc < 0 ? fwd_start_error(&fr, &rt_fwd_client, rc) : NULL;
     free(rewritten);
     free(target);
-    if (!q->call) {
+    if (rc < 0) {
         rt_forward_ended(q);
-        rt_answer(q, RT_OAI_BAD_GATEWAY, why ? why : "cannot forward", 0);
+        rt_answer(q, RT_OAI_BAD_GATEWAY, why, 0);
         return;
     }
     if (!q->body_end) /* the rest streams: the start is the forwarder's to replay now */
@@ -741,14 +746,13 @@ static void rt_wake_at(rt_pool *p, uint64_t t)
     p->wake_timer = ev_timer_add(p->rt->loop, t > now ? t - now : 0, rt_wake, p);
 }
 
-/* The next try after a failure: *ms doubles from first up to max; the pool is decided again then.
- * Returns when (monotonic ms). */
-static uint64_t rt_backoff(rt_pool *p, uint64_t *ms, uint64_t first, uint64_t max)
+/* The next try after a failure: util_backoff_ms from first up to max, counting *failures; the pool
+ * is decided again then. Returns when (monotonic ms). */
+static uint64_t rt_backoff(rt_pool *p, unsigned *failures, uint64_t first, uint64_t max)
 {
-    *ms = *ms ? *ms * 2 : first;
-    if (*ms > max)
-        *ms = max;
-    uint64_t at = ev_now_ms() + *ms;
+    uint64_t at = ev_now_ms() + util_backoff_ms(first, max, *failures, util_rng_next());
+    if (util_backoff_step_ms(first, max, *failures) < max)
+        (*failures)++;
     rt_wake_at(p, at);
     return at;
 }
@@ -766,7 +770,7 @@ static void rt_patch_done(void *ud, const kube_error *err, long code, const cJSO
         const char *rv = err->kind == KUBE_OK ? pool_answer_version(body) : NULL;
         p->request_rv = rv ? strdup(rv) : NULL;
         p->awaiting = true;
-        p->patch_backoff_ms = 0;
+        p->patch_failures = 0;
         p->patch_not_before = 0;
         if (err->kind == KUBE_OK) {
             log_kv(LOG_INFO, "requested member through the pool", "pool", p->key, "member",
@@ -781,7 +785,7 @@ static void rt_patch_done(void *ud, const kube_error *err, long code, const cJSO
         }
     } else {
         /* Not again before a backoff (RBAC missing would otherwise be a write a turn). */
-        p->patch_not_before = rt_backoff(p, &p->patch_backoff_ms, 500, 30000);
+        p->patch_not_before = rt_backoff(p, &p->patch_failures, 500, 30000);
         char c[8];
         snprintf(c, sizeof(c), "%ld", code);
         log_kv(LOG_ERROR, "request through the pool failed", "pool", p->key, "member",
@@ -922,13 +926,13 @@ static void rt_verify_done(void *ud, const kube_error *err, long code, const cJS
         free(o);
     }
     if (agrees && p->verified_member) {
-        p->verify_backoff_ms = 0;
+        p->verify_failures = 0;
         p->verify_not_before = 0;
     } else {
         /* Failed, or the pool is not what this cache says: asked again after a backoff (a
          * cache catching up marks the pool anyway). */
         p->verify_not_before =
-            rt_backoff(p, &p->verify_backoff_ms, RT_VERIFY_BACKOFF_MS, RT_VERIFY_BACKOFF_MAX_MS);
+            rt_backoff(p, &p->verify_failures, RT_VERIFY_BACKOFF_MS, RT_VERIFY_BACKOFF_MAX_MS);
         char c[8];
         snprintf(c, sizeof(c), "%ld", code);
         log_kv(LOG_DEBUG,
@@ -1559,7 +1563,7 @@ static void rt_pool_changed(void *ud, const void *old_rec, const void *rec)
     if (!p)
         return;
     /* The cache moved: a fence read that disagreed with it may agree now, so no backoff. */
-    p->verify_backoff_ms = 0;
+    p->verify_failures = 0;
     p->verify_not_before = 0;
     rt_mark(p);
 }

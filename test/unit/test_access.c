@@ -5,6 +5,7 @@
  * that answers late: a cancelled check never hears its verdict, a shared review goes on for the
  * others, and a review nobody waits on is aborted (its connection closes before its answer). */
 #include <setjmp.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -50,19 +51,19 @@ static void test_bearer(void **state)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         const char *tok = NULL;
         size_t len = 0;
-        if (kube_access_bearer(bad[i], &tok, &len) != -1)
+        if (kube_access_bearer(bad[i], &tok, &len) != -EINVAL)
             fail_msg("'%s' was taken for a bearer token", bad[i]);
     }
     const char *tok;
     size_t len;
-    assert_int_equal(kube_access_bearer(NULL, &tok, &len), -1);
+    assert_int_equal(kube_access_bearer(NULL, &tok, &len), -EINVAL);
     /* A token longer than any real one (16 KiB) is refused, not copied. */
     char *big = malloc(20000);
     assert_non_null(big);
     memcpy(big, "Bearer ", 7);
     memset(big + 7, 'x', 20000 - 8);
     big[20000 - 1] = 0;
-    assert_int_equal(kube_access_bearer(big, &tok, &len), -1);
+    assert_int_equal(kube_access_bearer(big, &tok, &len), -EINVAL);
     free(big);
 }
 

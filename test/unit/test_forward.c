@@ -474,9 +474,7 @@ static void t_head(void *ud, int status, const fwd_header *h, size_t n)
     if (t->again_on_head && t->again > 0) {
         /* Inside curl's header callback: the new call starts on the next loop turn. */
         t->again--;
-        const char *err = NULL;
-        t->second = fwd_start(t->f, t->req, &t_client, t, &err);
-        assert_non_null(t->second);
+        assert_int_equal(fwd_start(t->f, t->req, &t_client, t, &t->second), 0);
     }
 }
 
@@ -590,10 +588,8 @@ static void t_done(void *ud, const fwd_result *r)
     t->call = NULL;
     if (t->again > 0 && !t->again_on_head) {
         t->again--;
-        const char *err = NULL;
         t->blen = 0;
-        t->call = fwd_start(t->f, t->req, &t_client, t, &err);
-        assert_non_null(t->call);
+        assert_int_equal(fwd_start(t->f, t->req, &t_client, t, &t->call), 0);
         return;
     }
     if (t->stop_on_done && t->dones >= t->want_dones)
@@ -626,9 +622,7 @@ static void t_teardown(t_cli *t, ev_loop *loop, up *u)
 
 static void t_start(t_cli *t, const fwd_request *req)
 {
-    const char *err = NULL;
-    t->call = fwd_start(t->f, req, &t_client, t, &err);
-    assert_non_null(t->call);
+    assert_int_equal(fwd_start(t->f, req, &t_client, t, &t->call), 0);
 }
 
 /* ---- the tests ---- */
@@ -1320,9 +1314,11 @@ static void test_bad_input(void **state)
          "body"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        const char *err = NULL;
-        assert_null(fwd_start(f, &cases[i].req, &t_client, NULL, &err));
-        assert_non_null(err);
+        fwd_call *c = NULL;
+        assert_int_equal(fwd_start(f, &cases[i].req, &t_client, NULL, &c), -EINVAL);
+        assert_null(c);
+        const char *err = fwd_start_error(&cases[i].req, &t_client, -EINVAL);
+        assert_ptr_equal(err, fwd_request_invalid(&cases[i].req, &t_client));
         if (!strstr(err, cases[i].why))
             fail_msg("case %zu: \"%s\" does not say %s", i, err, cases[i].why);
     }
@@ -1348,7 +1344,7 @@ static void test_body_overrun(void **state)
                        .more = true,
                        .content_length = 4};
     t_start(&t, &req);
-    assert_int_equal(fwd_body(t.call, "cde", 3, true), -1);
+    assert_int_equal(fwd_body(t.call, "cde", 3, true), -EINVAL);
     t_run(&t);
     assert_int_equal(t.dones, 1);
     assert_int_equal(t.r.outcome, FWD_UPSTREAM_FAILED_BEFORE_RESPONSE);

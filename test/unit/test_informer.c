@@ -20,6 +20,7 @@
 #include "informer/informer.h"
 #include "kube/client.h"
 #include "scripted_http.h"
+#include "util/rng.h"
 
 static cJSON *obj_new(const char *ns, const char *name, const char *rv)
 {
@@ -215,21 +216,21 @@ static void test_backoff(void **state)
     informer_backoff b;
     informer_backoff_init(&b);
     uint64_t now = 1000000;
-    /* r = 0: the step itself, doubling from 0.8 s to the 30 s cap. */
+    /* rnd = 0: half the step, doubling from 0.8 s to half the 60 s cap. */
     const uint64_t want[] = {800, 1600, 3200, 6400, 12800, 25600, 30000, 30000};
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-        assert_int_equal(informer_backoff_next(&b, now, 0.0), want[i]);
+        assert_int_equal(informer_backoff_next(&b, now, 0), want[i]);
         now += 1000;
     }
-    /* Jitter stays below twice the step. */
-    assert_true(informer_backoff_next(&b, now, 0.999999) < 60000);
-    assert_true(informer_backoff_next(&b, now, 0.5) == 45000);
+    /* Jitter stays within the step, which stays within the cap. */
+    assert_true(informer_backoff_next(&b, now, UINT64_MAX) <= 60000);
+    assert_true(informer_backoff_next(&b, now, 15000) == 45000);
     /* Two healthy minutes reset it; less does not. */
     now += 2 * 60 * 1000 - 1;
-    assert_int_equal(informer_backoff_next(&b, now, 0.0), 30000);
+    assert_int_equal(informer_backoff_next(&b, now, 0), 30000);
     now += 2 * 60 * 1000;
-    assert_int_equal(informer_backoff_next(&b, now, 0.0), 800);
-    assert_int_equal(informer_backoff_next(&b, now, 0.5), 2400);
+    assert_int_equal(informer_backoff_next(&b, now, 0), 800);
+    assert_int_equal(informer_backoff_next(&b, now, 800), 2400);
 }
 
 static void test_watch_timeout(void **state)
@@ -337,7 +338,8 @@ static void ti_start(ti *t, ev_loop *loop, int port)
     t->client = kube_client_new(loop, &cfg, &err);
     kube_config_clear(&cfg);
     assert_non_null(t->client);
-    informer_config ic = {.group = "", .version = "v1", .resource = "pods", .seed = 42};
+    informer_config ic = {.group = "", .version = "v1", .resource = "pods"};
+    util_rng_seed(42);
     informer_handlers h = {.on_add = ti_add,
                            .on_update = ti_update,
                            .on_delete = ti_delete,
@@ -559,7 +561,7 @@ static void test_watch_429_honours_retry_after(void **state)
     assert_int_equal(ti_next_try_ms(t.errors[0]), 2000);
     assert_int_equal(t.error_codes[1], 503);
     long second = ti_next_try_ms(t.errors[1]);
-    assert_true(second >= 1600 && second < 3200);
+    assert_true(second >= 1600 && second <= 3200);
     assert_int_equal(t.listed, 1); /* resumed, never relisted */
     ti_finish(&t, &s, loop);
 }

@@ -1,6 +1,7 @@
 /* Tests of the pure leader-election rules: reading a Lease, deciding the next step from what was
  * observed and when, and the Lease object written for each step. */
 #include <setjmp.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -45,12 +46,12 @@ static void test_record_read(void **state)
 
     /* Not a Lease: no resourceVersion, or not an object. */
     o = lease_json("{\"spec\":{\"holderIdentity\":\"a\"}}");
-    assert_int_equal(lease_record_read(o, &r), -1);
+    assert_int_equal(lease_record_read(o, &r), -EINVAL);
     cJSON_Delete(o);
     o = lease_json("[1]");
-    assert_int_equal(lease_record_read(o, &r), -1);
+    assert_int_equal(lease_record_read(o, &r), -EINVAL);
     cJSON_Delete(o);
-    assert_int_equal(lease_record_read(NULL, &r), -1);
+    assert_int_equal(lease_record_read(NULL, &r), -EINVAL);
 }
 
 static void test_decide(void **state)

@@ -1,6 +1,7 @@
 /* Tests of the idle probe's pure parts: paths and ports per runtime, and every way an answer can
  * be idle, busy or unreadable (which must never count as idle). */
 #include <setjmp.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,21 +25,31 @@ static probe_verdict judge(const char *runtime, long code, const char *body, cha
 static void test_paths(void **state)
 {
     (void)state;
-    const char *why = NULL;
-    assert_string_equal(probe_path(NULL, NULL, &why), "/slots");
-    assert_string_equal(probe_path("llamacpp", NULL, &why), "/slots");
-    assert_string_equal(probe_path("llamacpp-router", NULL, &why), "/slots");
-    assert_string_equal(probe_path("vllm", NULL, &why), "/metrics");
-    assert_string_equal(probe_path("tgi", NULL, &why), "/metrics");
-    assert_string_equal(probe_path("sglang", NULL, &why), "/metrics");
-    assert_string_equal(probe_path("generic", "/idle", &why), "/idle");
-    assert_null(probe_path("generic", NULL, &why));
-    assert_non_null(strstr(why, "idle-endpoint"));
-    assert_null(probe_path("generic", "idle", &why));
-    assert_non_null(strstr(why, "starting with '/'"));
-    assert_null(probe_path("personaplex", NULL, &why));
-    assert_null(probe_path("mystery", NULL, &why));
-    assert_non_null(strstr(why, "unknown runtime"));
+    static const struct {
+        const char *runtime, *annotation, *path;
+    } ok[] = {{NULL, NULL, "/slots"},
+              {"llamacpp", NULL, "/slots"},
+              {"llamacpp-router", NULL, "/slots"},
+              {"vllm", NULL, "/metrics"},
+              {"tgi", NULL, "/metrics"},
+              {"sglang", NULL, "/metrics"},
+              {"generic", "/idle", "/idle"}};
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        const char *path = NULL;
+        assert_int_equal(probe_path(ok[i].runtime, ok[i].annotation, &path), 0);
+        assert_string_equal(path, ok[i].path);
+    }
+    const char *path = NULL;
+    int rc = probe_path("generic", NULL, &path);
+    assert_int_equal(rc, -ENODATA);
+    assert_non_null(strstr(probe_path_error(rc), "idle-endpoint"));
+    rc = probe_path("generic", "idle", &path);
+    assert_int_equal(rc, -EINVAL);
+    assert_non_null(strstr(probe_path_error(rc), "starting with '/'"));
+    assert_int_equal(probe_path("personaplex", NULL, &path), -EOPNOTSUPP);
+    rc = probe_path("mystery", NULL, &path);
+    assert_int_equal(rc, -ENOENT);
+    assert_non_null(strstr(probe_path_error(rc), "unknown runtime"));
 }
 
 static void test_ports(void **state)

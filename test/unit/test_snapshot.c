@@ -2,6 +2,7 @@
  * 3339 times, and snapshots built from the records of real-shaped objects (pods by label, claims by
  * other pools, probe memory by Pod UID, fields of the wrong type). */
 #include <setjmp.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -42,9 +43,9 @@ static void test_time(void **state)
     assert_int_equal(pool_time_parse("2026-12-02T19:08:52.123456Z", &ms), 0);
     pool_time_format(ms, out);
     assert_string_equal(out, "2026-12-02T19:08:52Z");
-    assert_int_equal(pool_time_parse("2026-12-02 19:08:52", &ms), -1);
-    assert_int_equal(pool_time_parse("2026-12-02T19:08:52+01:00", &ms), -1);
-    assert_int_equal(pool_time_parse(NULL, &ms), -1);
+    assert_int_equal(pool_time_parse("2026-12-02 19:08:52", &ms), -EINVAL);
+    assert_int_equal(pool_time_parse("2026-12-02T19:08:52+01:00", &ms), -EINVAL);
+    assert_int_equal(pool_time_parse(NULL, &ms), -EINVAL);
 }
 
 static void test_status_round_trip(void **state)
