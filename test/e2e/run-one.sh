@@ -31,6 +31,7 @@ take_ip_block() {
 		exec {ip_block_fd}>"$dir/$n.lock"
 		if flock -n "$ip_block_fd" && ! ip_block_in_use "$n"; then
 			export MP_SIM_IP_BLOCK=$n
+			echo "run-one.sh: the simulator's Pods in 127.$n.0.0/16" >&2
 			return 0
 		fi
 		exec {ip_block_fd}>&-
