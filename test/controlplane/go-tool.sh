@@ -10,12 +10,13 @@ go_tool_pin() {
 	echo "$v"
 }
 
-# The go build flags every tool gets: static, reproducible paths, the pinned modules as they are.
+# What every tool is built with: static, reproducible paths, the pinned modules as they are, stripped.
 go_tool_env=(GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=readonly)
 go_tool_flags=(-trimpath)
+go_tool_ldflags="-s -w"
 
 # Errors are checked here, not left to set -e: a caller's $(go_tools ...) runs without it.
-# go_tools TOOL VERSION SPEC...: builds each SPEC, "NAME|MODULE_DIR|PACKAGE|LDFLAGS" (-s -w always added),
+# go_tools TOOL VERSION SPEC...: builds each SPEC, "NAME|MODULE_DIR|PACKAGE|LDFLAGS" (after go_tool_ldflags),
 # unless built before, into <cache>/TOOL/VERSION-KEY/NAME, and prints that folder. The cache root is
 # $MODELPOOL_CACHE, else ~/.cache/modelpool-operator. KEY: the recipe, that is each SPEC's module files
 # (go.mod, go.sum), NAME, PACKAGE and LDFLAGS, and the flags above (not the folders' paths nor any
@@ -29,7 +30,7 @@ go_tools() {
 			cat "$dir/go.mod" "$dir/go.sum"
 			echo "$name $pkg $ldflags"
 		done
-		echo "${go_tool_env[*]} ${go_tool_flags[*]}"
+		echo "${go_tool_env[*]} ${go_tool_flags[*]} $go_tool_ldflags"
 	} | sha256sum | cut -c1-16) || return 1
 	out=${MODELPOOL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/modelpool-operator}/$tool/$version-$key
 	for spec in "$@"; do
@@ -38,7 +39,7 @@ go_tools() {
 		mkdir -p "$out" || return 1
 		echo "${0##*/}: building $name $version ($pkg) into $out (minutes on 2 cores)" >&2
 		start=$SECONDS
-		(cd "$dir" && env "${go_tool_env[@]}" go build "${go_tool_flags[@]}" -ldflags "-s -w $ldflags" \
+		(cd "$dir" && env "${go_tool_env[@]}" go build "${go_tool_flags[@]}" -ldflags "$go_tool_ldflags $ldflags" \
 			-o "$out/$name.tmp" "$pkg") || return 1
 		mv "$out/$name.tmp" "$out/$name" || return 1
 		echo "${0##*/}: $name built in $((SECONDS - start)) s" >&2
