@@ -132,7 +132,7 @@ run_one() {
 	python3 "$here/bench.py" create "$n" >&2
 	nsims=$(((n + per_ns - 1) / per_ns))
 	for ((k = 0; k < nsims; k++)); do
-		# 127.1.0.0 and up, 4096 addresses per simulator: clear of the e2e tests' 127.0.0.x.
+		# 127.1.0.0 and up, 4096 addresses per simulator: below the test runs' blocks (127.16 and up).
 		"$build/member-sim" --kubeconfig "$KUBECONFIG" --namespace "bench-$k" --load-ms 0 \
 			--ip-first $((65536 + k * 4096)) --ip-count 4096 >"$dir/sim-$k.out" 2>"$dir/sim-$k.log" &
 		pids+=("$!")

@@ -105,9 +105,11 @@ install_crds_and_samples() {
 	kubectl_admin apply -f "$MP_SOURCE_DIR/config/samples/modelpool.yaml" >/dev/null
 }
 
-# start_sim [ARGS...]: the member simulator, as admin (it plays the member controller and the kubelet).
+# start_sim [ARGS...]: the member simulator, as admin (it plays the member controller and the kubelet), its
+# Pods on addresses in this run's own loopback block (MP_SIM_IP_BLOCK, which run-one.sh takes).
 start_sim() {
-	"$MP_BUILD_DIR/member-sim" --kubeconfig "$KUBECONFIG" "$@" >>"$MP_STATE_DIR/sim.log" 2>&1 &
+	"$MP_BUILD_DIR/member-sim" --kubeconfig "$KUBECONFIG" --ip-block "${MP_SIM_IP_BLOCK:?run-one.sh sets it}" \
+		"$@" >>"$MP_STATE_DIR/sim.log" 2>&1 &
 	MP_SIM_PID=$!
 }
 
@@ -444,7 +446,7 @@ scale_lines() {
 }
 
 # create_members NS NAME...: InferenceServices at 0 replicas (llamacpp, port 8080: each Pod of the
-# simulator has its own loopback address, so they never collide).
+# simulator has its own loopback address, in this run's own block, so they never collide).
 create_members() {
 	local ns=$1 name
 	shift

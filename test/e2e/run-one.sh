@@ -17,6 +17,30 @@ export MP_CONTROLPLANE_BIN
 MP_TOXIPROXY=${MP_TOXIPROXY:-$(bash "$MP_SOURCE_DIR/test/controlplane/build-toxiproxy.sh")}
 export MP_TOXIPROXY
 
+# The run's own loopback block (test/README.md, "Two runs at once"): the simulator's Pods listen in
+# 127.N.0.0/16 (start_sim passes --ip-block N), N a block no other run holds (a lock on a file that this
+# script and everything it starts keep open until they exit) and where nothing listens now, so an address
+# of this run's Pods never answers for another run's. Blocks 1..15 stay the benchmarks' (bench/*.sh).
+ip_block_in_use() { grep -qE "^ *[0-9]+: [0-9A-F]{4}$(printf %02X "$1")7F:" /proc/net/tcp; }
+take_ip_block() {
+	local dir=/tmp/modelpool-test-ip-blocks first=16 count=239 i n start
+	mkdir -p "$dir"
+	start=$((RANDOM % count))
+	for ((i = 0; i < count; i++)); do
+		n=$((first + (start + i) % count))
+		exec {ip_block_fd}>"$dir/$n.lock"
+		if flock -n "$ip_block_fd" && ! ip_block_in_use "$n"; then
+			export MP_SIM_IP_BLOCK=$n
+			echo "run-one.sh: the simulator's Pods in 127.$n.0.0/16" >&2
+			return 0
+		fi
+		exec {ip_block_fd}>&-
+	done
+	echo "run-one.sh: every loopback block 127.$first-$((first + count - 1)).0.0/16 is held by another run" >&2
+	return 1
+}
+take_ip_block
+
 state=$(mktemp -d "${TMPDIR:-/tmp}/mp-e2e.$(basename "$script" .test.sh).XXXXXX")
 export MP_STATE_DIR=$state
 test_pid=""

@@ -69,7 +69,8 @@ metadata:
   annotations: {sim.modelpool.test/served-model: org/beta-7b, sim.modelpool.test/token-ms: "50"}
 spec: {runtime: vllm, replicas: 1, containerPort: $pb}
 EOF
-"$sim" --kubeconfig "$KUBECONFIG" --namespace "$ns" --finalizer --load-ms 100 -v >>"$sim_out" 2>>"$sim_err" &
+"$sim" --kubeconfig "$KUBECONFIG" --ip-block "$MP_SIM_IP_BLOCK" --namespace "$ns" --finalizer --load-ms 100 -v \
+	>>"$sim_out" 2>>"$sim_err" &
 sim_pid=$!
 wait_for 60 phase_is alpha Ready
 wait_for 60 phase_is beta Ready

@@ -60,7 +60,8 @@ free_port() {
 }
 
 start() {
-	"$sim" --kubeconfig "$KUBECONFIG" --namespace "$ns" --finalizer --load-ms 200 -v "$@" >>"$sim_out" 2>>"$sim_err" &
+	"$sim" --kubeconfig "$KUBECONFIG" --ip-block "$MP_SIM_IP_BLOCK" --namespace "$ns" --finalizer --load-ms 200 -v \
+		"$@" >>"$sim_out" 2>>"$sim_err" &
 	sim_pid=$!
 }
 # stop: SIGTERM, and the simulator must exit 0 on its own.
@@ -72,7 +73,7 @@ stop() {
 }
 
 log "bad flags: a clear message and exit status 2"
-for bad in --no-such-flag "--load-ms=soon" "--terminate-ms=-1" "--namespace="; do
+for bad in --no-such-flag "--load-ms=soon" "--terminate-ms=-1" "--namespace=" "--ip-block=0" "--ip-block=255"; do
 	rc=0
 	msg=$("$sim" "$bad" 2>&1) || rc=$?
 	expect_eq "exit status for $bad" 2 "$rc"
@@ -103,12 +104,14 @@ metadata:
   annotations: {inference.llmkube.dev/idle-endpoint: /idle}
 spec: {runtime: generic, replicas: 0, endpoint: {port: $pc}}
 EOF
-# Another process already listening on 127.0.0.2 at alpha's port: the simulator must pick another address.
+# The run's own block (run-one.sh): every Pod address is in 127.B.0.0/16, the first one 127.B.0.2.
+blk=$MP_SIM_IP_BLOCK first_ip=127.$MP_SIM_IP_BLOCK.0.2
+# Another process already listening on the first address at alpha's port: the simulator must pick another.
 squatter=""
 if command -v python3 >/dev/null; then
-	python3 -m http.server --bind 127.0.0.2 "$pa" >/dev/null 2>&1 &
+	python3 -m http.server --bind "$first_ip" "$pa" >/dev/null 2>&1 &
 	squatter=$!
-	wait_for 30 get -o /dev/null "http://127.0.0.2:$pa/"
+	wait_for 30 get -o /dev/null "http://$first_ip:$pa/"
 fi
 start
 
@@ -132,10 +135,10 @@ expect_eq "alpha Pod finalizer" "sim.modelpool.test/hold" "$(pod "$a" '{.metadat
 expect_eq "alpha Pod readiness" "True/true/" \
 	"$(pod "$a" '{.status.conditions[?(@.type=="Ready")].status}/{.status.containerStatuses[0].ready}/{.status.containerStatuses[0].state.running.startedAt}' | sed 's/[0-9TZ:-]*$//')"
 ipa=$(pod "$a" '{.status.podIP}')
-[[ $ipa =~ ^127\.0\.0\.[0-9]+$ ]] || fail "alpha podIP '$ipa' is not a loopback address"
+[[ $ipa =~ ^127\.$blk\.0\.[0-9]+$ ]] || fail "alpha podIP '$ipa' is not a loopback address in this run's 127.$blk.0.0/16"
 ipa_first=$ipa
 if [ -n "$squatter" ]; then
-	[ "$ipa" != 127.0.0.2 ] || fail "alpha was given 127.0.0.2 although another process listens there on $pa"
+	[ "$ipa" != "$first_ip" ] || fail "alpha was given $first_ip although another process listens there on $pa"
 	kill "$squatter"
 fi
 expect_eq "alpha /slots idle" '[{"id":0,"is_processing":false}]' "$(get "http://$ipa:$pa/slots")"
@@ -183,6 +186,9 @@ b=$(pod_in_phase beta) || fail "beta has not exactly one Running Pod"
 g=$(pod_in_phase gamma) || fail "gamma has not exactly one Running Pod"
 ipb=$(pod "$b" '{.status.podIP}')
 ipg=$(pod "$g" '{.status.podIP}')
+for ip in "$ipb" "$ipg"; do
+	[[ $ip =~ ^127\.$blk\.0\.[0-9]+$ ]] || fail "podIP '$ip' is not in this run's 127.$blk.0.0/16"
+done
 [ "$ipa" != "$ipb" ] && [ "$ipa" != "$ipg" ] && [ "$ipb" != "$ipg" ] || fail "addresses not distinct: $ipa $ipb $ipg"
 get "http://$ipb:$pb/metrics" | grep -Eq '^vllm:num_requests_running(\{[^}]*\})? 0$' ||
 	fail "beta /metrics idle: $(get "http://$ipb:$pb/metrics")"

@@ -28,6 +28,8 @@ static const char sim_usage[] =
     "  --terminate-ms N      Pod terminating to gone, with --finalizer (default 0)\n"
     "  --ip-first N          first Pod address index: 127.<N>>16>.<N>>8&255>.<N&255> (default 2)\n"
     "  --ip-count N          how many addresses from there (default 253: 127.0.0.2-254)\n"
+    "  --ip-block B          the addresses in 127.B.0.0/16 (1..254): --ip-first counts from\n"
+    "                        127.B.0.0 and the range must stay in it (a test run's own block)\n"
     "  --ip-round-robin      a new Pod takes the next free address after the last one given\n"
     "                        (host-local IPAM); default: the lowest free one, reused at once\n"
     "  --llama-server PATH   llamacpp members' Pods are real llama-server processes (this binary)\n"
@@ -71,6 +73,7 @@ static int sim_parse_flags(sim_flags *f, int argc, char **argv)
         F_TERMINATE,
         F_IP_FIRST,
         F_IP_COUNT,
+        F_IP_BLOCK,
         F_IP_ROUND_ROBIN,
         F_LLAMA_SERVER,
         F_LLAMA_MODEL,
@@ -86,6 +89,7 @@ static int sim_parse_flags(sim_flags *f, int argc, char **argv)
         {"terminate-ms", required_argument, NULL, F_TERMINATE},
         {"ip-first", required_argument, NULL, F_IP_FIRST},
         {"ip-count", required_argument, NULL, F_IP_COUNT},
+        {"ip-block", required_argument, NULL, F_IP_BLOCK},
         {"ip-round-robin", no_argument, NULL, F_IP_ROUND_ROBIN},
         {"llama-server", required_argument, NULL, F_LLAMA_SERVER},
         {"llama-model", required_argument, NULL, F_LLAMA_MODEL},
@@ -97,7 +101,7 @@ static int sim_parse_flags(sim_flags *f, int argc, char **argv)
     };
     *f = (sim_flags){.opt = {.load_ms = 1000, .terminate_ms = 0, .llama_ctx = 2048}};
     opterr = 0;
-    int c;
+    int c, block = 0;
     while ((c = getopt_long(argc, argv, ":v", longs, NULL)) != -1) {
         switch (c) {
         case F_KUBECONFIG:
@@ -133,6 +137,17 @@ static int sim_parse_flags(sim_flags *f, int argc, char **argv)
                 return -1;
             }
             *(c == F_IP_FIRST ? &f->opt.ip_first : &f->opt.ip_count) = (int)v;
+            break;
+        }
+        case F_IP_BLOCK: {
+            uint64_t v;
+            if (sim_parse_num("--ip-block", optarg, "a number", &v) < 0)
+                return -1;
+            if (v < 1 || v > 254) {
+                fprintf(stderr, "member-sim: --ip-block wants 1..254\n");
+                return -1;
+            }
+            block = (int)v;
             break;
         }
         case F_IP_ROUND_ROBIN:
@@ -181,15 +196,16 @@ static int sim_parse_flags(sim_flags *f, int argc, char **argv)
     }
     int first = f->opt.ip_first ? f->opt.ip_first : SIM_IP_FIRST_DEFAULT;
     int count = f->opt.ip_count ? f->opt.ip_count : SIM_IP_COUNT_DEFAULT;
-    if (first + count - 1 > 0xfffffe) {
-        fprintf(stderr, "member-sim: --ip-first + --ip-count passes 127.255.255.254\n");
+    if (first + count - 1 > (block ? 0xfffe : 0xfffffe)) {
+        fprintf(stderr, "member-sim: --ip-first + --ip-count passes 127.%d.255.254\n",
+                block ? block : 255);
         return -1;
     }
     if (!f->opt.llama_server != !f->opt.llama_model) {
         fprintf(stderr, "member-sim: --llama-server and --llama-model go together\n");
         return -1;
     }
-    f->opt.ip_first = first;
+    f->opt.ip_first = block << 16 | first;
     f->opt.ip_count = count;
     if (optind < argc) {
         fprintf(stderr, "member-sim: unexpected argument \"%s\"\n", argv[optind]);

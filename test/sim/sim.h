@@ -23,7 +23,8 @@
  *     the same member still terminate (they are not counted). replicas: 2 gives two Pods.
  *   After the load delay a Pod listens on its own 127.0.0.N:<port> (N 2..254, one per Pod that
  *     has run; --ip-first/--ip-count move and widen the range, address index n being
- *     127.<n>>16>.<n>>8 & 255>.<n & 255>), then is written Running with that podIP and a ready
+ *     127.<n>>16>.<n>>8 & 255>.<n & 255>; --ip-block B puts the range in 127.B.0.0/16, a test
+ *     run's own block, test/README.md), then is written Running with that podIP and a ready
  *     `server` container.
  *   More active Pods than desired: deletes the extra ones as a ReplicaSet picks them (Pending
  *     before Running, not ready before ready, then newest first). desired == 0 (or the
