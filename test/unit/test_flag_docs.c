@@ -1,8 +1,9 @@
 /* Holds what is written about the flags elsewhere to the binaries' flag tables (option_table.c):
  * the docs' flag table of each program lists every flag with the default and environment variable
  * --help gives, and no flag the program lacks; the chart's and config/'s Deployments and the
- * chart README's values table pass only flags their program has. Each check is also shown to
- * find a drift made on purpose. */
+ * chart README's values table pass only flags their program has, and where the chart says what an
+ * empty value leaves a flag at, it says the flag's default. Each check is also shown to find a
+ * drift made on purpose. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -21,6 +22,8 @@ static const char *const flag_docs = "docs/configuration.md";
 /* The chart's values table (between <!-- helm-values:begin/end -->): a row whose value starts
  * with "router." speaks of the router's flags, any other of the operator's. */
 static const char *const chart_readme = "charts/modelpool-operator/README.md";
+/* The chart's values, whose comments say what an empty value leaves a flag at. */
+static const char *const chart_values = "charts/modelpool-operator/values.yaml";
 
 static const struct {
     app_program program;
@@ -196,6 +199,58 @@ static int check_args(app_program program, const char *text, const char *where)
     return problems;
 }
 
+/* A flag of either program with a default. */
+static const app_flag *defaulted_flag(const char *name, size_t len)
+{
+    const app_flag *f = flag_named(APP_OPERATOR, name, len);
+    f = f ? f : flag_named(APP_ROUTER, name, len);
+    return f && f->value ? f : NULL;
+}
+
+/* A text about a chart value (a row of the values table, a comment in values.yaml) that names
+ * one flag with a default and says what "empty" leaves it at must say that default. */
+static int check_empty_default(const char *s, const char *end, const char *where)
+{
+    const app_flag *named = NULL;
+    size_t len;
+    for (const char *f = next_flag(s, end, &len); f; f = next_flag(f + len, end, &len)) {
+        const app_flag *d = defaulted_flag(f, len);
+        if (named && d && d != named)
+            return 0; /* more than one: the text is not about one flag's default */
+        named = d ? d : named;
+    }
+    const char *e = named ? strstr(s, "mpty") : NULL;
+    if (!e || e >= end)
+        return 0;
+    for (const char *v = strstr(e, named->value); v && v < end; v = strstr(v + 1, named->value)) {
+        char after = v[strlen(named->value)];
+        if (v[-1] != '-' && (after < 'a' || after > 'z') && (after < '0' || after > '9'))
+            return 0;
+    }
+    print_message("%s: '%.*s' does not say --%s's default, %s\n", where, (int)(end - s), s,
+                  named->name, named->value);
+    return 1;
+}
+
+/* values.yaml: each block of comment lines. */
+static int check_values_comments(const char *text)
+{
+    int problems = 0;
+    const char *block = NULL;
+    for (const char *line = text; *line;) {
+        const char *eol = line + strcspn(line, "\n");
+        bool comment = line[strspn(line, " ")] == '#';
+        if (comment && !block)
+            block = line;
+        if (!comment && block) {
+            problems += check_empty_default(block, line, chart_values);
+            block = NULL;
+        }
+        line = *eol ? eol + 1 : eol;
+    }
+    return problems;
+}
+
 /* The chart README's values table: the flags each row names. */
 static int check_values_table(const char *text)
 {
@@ -211,6 +266,7 @@ static int check_values_table(const char *text)
         const char *eol = strchr(line, '\n');
         app_program program = strncmp(line, "| `router.", 10) == 0 ? APP_ROUTER : APP_OPERATOR;
         problems += known_flags(program, line, eol, chart_readme);
+        problems += check_empty_default(line, eol, chart_readme);
         line = eol + 1;
     }
     return problems;
@@ -237,6 +293,9 @@ static void test_chart_and_config_args(void **state)
         }
     char *text = slurp(chart_readme);
     problems += check_values_table(text);
+    free(text);
+    text = slurp(chart_values);
+    problems += check_values_comments(text);
     free(text);
     assert_int_equal(problems, 0);
 }
@@ -282,6 +341,14 @@ static void test_drift_found(void **state)
     char *bad = edited(text, "extraArgs=[\"--leader-election-namespace",
                        "extraArgs=[\"--leader-election-ns");
     assert_int_equal(check_values_table(bad), 1);
+    free(bad);
+    bad = edited(text, "empty: 30s", "empty: 20s");
+    assert_int_equal(check_values_table(bad), 1);
+    free(bad);
+    free(text);
+    text = slurp(chart_values);
+    bad = edited(text, "router's default, 128Mi", "router's default, 64Mi");
+    assert_int_equal(check_values_comments(bad), 1);
     free(bad);
     free(text);
 }
