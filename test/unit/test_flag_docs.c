@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "test_main.h"
+
 #include "app/options.h"
 
 /* The page that holds both flag tables, each between <!-- flags:PROGRAM:begin/end --> lines. */
@@ -353,12 +355,5 @@ static void test_drift_found(void **state)
     free(text);
 }
 
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_docs_tables),
-        cmocka_unit_test(test_chart_and_config_args),
-        cmocka_unit_test(test_drift_found),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TEST_MAIN(cmocka_unit_test(test_docs_tables), cmocka_unit_test(test_chart_and_config_args),
+          cmocka_unit_test(test_drift_found))
