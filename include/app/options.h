@@ -1,11 +1,12 @@
-/* options: the command line and environment of both programs (the operator and the router share
- * the flags they have in common), parsed into a plain struct by a pure function so every flag and
- * every bad-flag message is unit-tested without running anything. */
+/* options: the command line and environment of both programs, parsed into a plain struct by a
+ * pure function driven by one flag table per program (option_table.c), so every flag and every
+ * bad-flag message is unit-tested without running anything. */
 #ifndef MP_APP_OPTIONS_H
 #define MP_APP_OPTIONS_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 typedef enum { APP_OPERATOR = 0, APP_ROUTER } app_program;
 
@@ -54,12 +55,49 @@ typedef struct app_options {
     bool help, version;
 } app_options;
 
-/* Parses argv (and the environment through getenv_fn, so tests pass their own). Returns 0, or -1
- * with a one-line message in err (size errlen) naming the bad flag or value. Strings point into
- * argv or the environment. */
-int app_options_parse(app_options *o, int argc, char **argv, const char *(*getenv_fn)(const char *),
-                      char *err, size_t errlen);
-/* The same for either program: a flag of the other program is an unknown flag. */
+/* One flag: its name, kind, default, range, help, and where its value goes. Each program has one
+ * table of them (app_flags), which drives the parser, --help and the defaults alike; a test holds
+ * docs/configuration.md and the chart to it. */
+typedef enum {
+    APP_FLAG_STRING,   /* const char *: the text given */
+    APP_FLAG_BOOL,     /* bool: bare or =true, =false (as Go's flags) */
+    APP_FLAG_SWITCH,   /* bool: set by the bare flag (--help, --version) */
+    APP_FLAG_INT,      /* int: a whole number from min to max */
+    APP_FLAG_UINT,     /* unsigned: a whole number from min to max */
+    APP_FLAG_DURATION, /* long: a Go duration (2s, 500ms, 1m30s) from min to max, in ms */
+    APP_FLAG_SIZE,     /* long long: bytes, or with Ki, Mi, Gi, from min to max bytes */
+    APP_FLAG_FORMAT,   /* bool (true: json): the log format, text or json */
+} app_flag_kind;
+
+/* What an empty string flag means: itself, unset (NULL), or an error. */
+typedef enum { APP_EMPTY_KEEP = 0, APP_EMPTY_UNSET, APP_EMPTY_REFUSED } app_flag_empty;
+
+typedef struct app_flag {
+    const char *name; /* the long name, without "--" */
+    char short_name;  /* -v, -h; 0: none */
+    app_flag_kind kind;
+    const char *arg;      /* the value's name in --help (PATH, N, DURATION); NULL for bools */
+    const char *env;      /* read when the flag is not given; NULL: none */
+    const char *value;    /* the default, read as the flag's value is; NULL: none (unset, 0) */
+    const char *shown;    /* the default as --help and the docs say it; NULL: value */
+    long long min, max;   /* of numbers, durations (ms) and sizes (bytes) */
+    app_flag_empty empty; /* of strings */
+    size_t offset;        /* the field of app_options the value goes to */
+    const char *help;
+} app_flag;
+
+/* The most flags a table holds (the parser's room for them). */
+#define APP_FLAGS_MAX 48
+
+/* The flags of program, n of them. */
+const app_flag *app_flags(app_program program, size_t *n);
+/* The default of f as --help and the docs say it ("2s", "all namespaces"); NULL: none. */
+const char *app_flag_shown(const app_flag *f);
+
+/* Parses argv (and the environment through getenv_fn, so tests pass their own) by program's
+ * table: a flag of the other program is an unknown flag. Returns 0, or -1 with a one-line
+ * message in err (size errlen) naming the bad flag or value. Strings point into argv, the
+ * environment or the table. */
 int app_options_parse_for(app_program program, app_options *o, int argc, char **argv,
                           const char *(*getenv_fn)(const char *), char *err, size_t errlen);
 
@@ -74,8 +112,7 @@ int app_options_parse_for(app_program program, app_options *o, int argc, char **
 int app_router_connections(const app_options *o, unsigned long long fd_limit, unsigned *out,
                            char *err, size_t errlen);
 
-/* The --help text of the operator, and of either program. */
-const char *app_options_usage(void);
-const char *app_options_usage_for(app_program program);
+/* Writes program's --help, made from its table, to out. */
+void app_options_usage(app_program program, FILE *out);
 
 #endif

@@ -55,7 +55,7 @@ int app_boot(app_program program, const char *name, int argc, char **argv, app_o
         return 2;
     }
     if (o->help) {
-        fputs(app_options_usage_for(program), stdout);
+        app_options_usage(program, stdout);
         return 0;
     }
     if (o->version) {

@@ -4,6 +4,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -30,7 +32,7 @@ static int parse(app_options *o, char *err, size_t n, int argc, ...)
     for (int i = 1; i < argc; i++)
         argv[i] = va_arg(ap, char *);
     va_end(ap);
-    return app_options_parse(o, argc, argv, test_getenv, err, n);
+    return app_options_parse_for(APP_OPERATOR, o, argc, argv, test_getenv, err, n);
 }
 
 static int parse_router(app_options *o, char *err, size_t n, int argc, ...)
@@ -42,6 +44,19 @@ static int parse_router(app_options *o, char *err, size_t n, int argc, ...)
         argv[i] = va_arg(ap, char *);
     va_end(ap);
     return app_options_parse_for(APP_ROUTER, o, argc, argv, test_getenv, err, n);
+}
+
+/* program's --help contains want. */
+static void assert_usage_has(app_program program, const char *want)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    app_options_usage(program, f);
+    assert_int_equal(fclose(f), 0);
+    assert_non_null(strstr(text, want));
+    free(text);
 }
 
 static void test_defaults(void **state)
@@ -362,7 +377,7 @@ static void test_router_flags(void **state)
     assert_non_null(strstr(err, "unknown flag --leader-elect"));
     assert_int_equal(parse(&o, err, sizeof(err), 2, "--bind-address=:9000"), -1);
     assert_non_null(strstr(err, "unknown flag --bind-address"));
-    assert_non_null(strstr(app_options_usage_for(APP_ROUTER), "--resident-grace"));
+    assert_usage_has(APP_ROUTER, "--resident-grace DURATION");
 }
 
 /* The router's home namespace: the flag, else --namespace, else $POD_NAMESPACE, else none. */
@@ -397,12 +412,43 @@ static void test_home_namespace(void **state)
     /* the operator has no such flag */
     assert_int_equal(parse(&o, err, sizeof(err), 2, "--home-namespace=ml"), -1);
     assert_non_null(strstr(err, "unknown flag --home-namespace"));
-    assert_non_null(strstr(app_options_usage_for(APP_ROUTER), "--home-namespace"));
+    assert_usage_has(APP_ROUTER, "--home-namespace NS");
     memset(test_env_kv, 0, sizeof(test_env_kv));
+}
+
+/* Each table: names unique, every flag helped, a default shown as it is read ("0: ..." starts
+ * with 0), and --help within 79 columns naming every flag. */
+static void test_tables(void **state)
+{
+    (void)state;
+    for (int p = APP_OPERATOR; p <= APP_ROUTER; p++) {
+        size_t n;
+        const app_flag *t = app_flags((app_program)p, &n);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        assert_non_null(f);
+        app_options_usage((app_program)p, f);
+        assert_int_equal(fclose(f), 0);
+        for (size_t i = 0; i < n; i++) {
+            char spelled[64];
+            snprintf(spelled, sizeof(spelled), "--%s", t[i].name);
+            assert_non_null(strstr(text, spelled));
+            assert_non_null(t[i].help);
+            for (size_t j = i + 1; j < n; j++)
+                assert_string_not_equal(t[i].name, t[j].name);
+            if (t[i].value && t[i].shown)
+                assert_memory_equal(t[i].shown, t[i].value, strlen(t[i].value));
+        }
+        for (const char *line = text; *line; line += strcspn(line, "\n") + 1)
+            assert_true(strcspn(line, "\n") <= 79);
+        free(text);
+    }
 }
 
 TEST_MAIN(cmocka_unit_test(test_defaults), cmocka_unit_test(test_flags),
           cmocka_unit_test(test_env_and_precedence), cmocka_unit_test(test_leader_flags),
           cmocka_unit_test(test_server_flags), cmocka_unit_test(test_bad_input),
           cmocka_unit_test(test_metrics_security_flags), cmocka_unit_test(test_reconcile_flags),
-          cmocka_unit_test(test_router_flags), cmocka_unit_test(test_home_namespace))
+          cmocka_unit_test(test_router_flags), cmocka_unit_test(test_home_namespace),
+          cmocka_unit_test(test_tables))
