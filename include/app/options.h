@@ -38,8 +38,8 @@ typedef struct app_options {
     long long max_body_bytes;    /* --max-body-size BYTES (or 32Mi, 1Gi): larger is 413; 32 MiB */
     long resident_grace_ms;      /* --resident-grace DURATION: a busy resident's new requests go on
                                     while another member waits, for this long; 10s */
-    long upstream_timeout_ms;    /* --upstream-timeout DURATION: a member's first answer byte after
-                                    the request is sent, else 502; 10m */
+    long upstream_timeout_ms;    /* --upstream-timeout DURATION: once the request is sent, the
+                                    longest a member may send no byte (head or body); 10m */
     long long body_budget_bytes; /* --body-buffer-budget BYTES: body bytes kept by all requests at
                                     once; past it 503; 128 MiB */
     long

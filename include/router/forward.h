@@ -15,10 +15,12 @@ typedef struct fwd_call fwd_call;
 
 typedef struct fwd_config {
     long connect_timeout_ms; /* 0: 2000 */
-    /* From the end of the request body to the response's first byte; 0: none. A call that runs
-     * out of it ends UPSTREAM_FAILED_BEFORE_RESPONSE and is not retried (the member took the
-     * request and may be working on it). */
-    long first_byte_timeout_ms;
+    /* Once the request body went out: the longest the member may send nothing, no byte of its
+     * head or body, while fwd is ready to take one (time with the receive side paused by the
+     * caller does not count); 0: none. A call that runs out of it before the head ends
+     * UPSTREAM_FAILED_BEFORE_RESPONSE and is not retried (the member took the request and may be
+     * working on it); after the head, FAILED_AFTER_RESPONSE. */
+    long idle_timeout_ms;
     long max_idle_connections; /* the connection cache, all members together; 0: 64 */
     /* Connections open to one member at a time; 0: no limit. Calls beyond it wait in curl for a
      * connection (that wait counts against neither timeout). */
@@ -85,6 +87,10 @@ typedef struct fwd_result {
     uint64_t bytes_up;      /* request body bytes sent (to the last target tried) */
     uint64_t bytes_down;    /* response body bytes handed to data() */
     const char *error;      /* for people, NULL on FWD_OK; valid during done() */
+    /* Not sent by send_by_ms (nothing went out): the member is not at fault, the caller may put
+     * the request back. A connection confirmed too late is kept (up to max_idle_age_ms) for the
+     * next call to that address, so the next try need not connect again. */
+    bool late;
 } fwd_result;
 
 /* The caller's side of a call. Every callback runs on the loop's thread. head, data and
@@ -108,6 +114,12 @@ typedef struct fwd_client {
     void (*body_drained)(void *ud);
     /* Exactly once per call not cancelled, last. */
     void (*done)(void *ud, const fwd_result *r);
+    /* Optional: the call got a new connection to targets[target] (TCP established, no byte sent
+     * on it): the caller confirms, with what it learns after this moment, that the address still
+     * belongs to what it meant to reach, and answers with fwd_confirm (from here or later). A
+     * connection kept from an earlier call is used without asking: it reached what was confirmed
+     * then, and a new process at the address cannot take over an established connection. */
+    void (*connected)(void *ud, int target);
 } fwd_client;
 
 /* NULL when out of memory or when curl cannot be set up. cfg may be NULL (defaults). */
@@ -135,6 +147,11 @@ const char *fwd_start_error(const fwd_request *req, const fwd_client *cl, int rc
  * already failed or ended. Once the member has answered in full the bytes are dropped with 0
  * (done follows). */
 int fwd_body(fwd_call *c, const char *data, size_t len, bool end);
+
+/* The answer to connected(): refused NULL sends the request on the connection; otherwise the
+ * connection is closed unused and the call fails with that reason (copied), bytes_up 0. A no-op
+ * when no answer is awaited. */
+void fwd_confirm(fwd_call *c, const char *refused);
 
 /* The client can take data again after data() returned 1 (a no-op otherwise). The transfer
  * resumes on the next loop turn, so no callback runs inside fwd_resume. */

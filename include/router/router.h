@@ -31,7 +31,8 @@ typedef struct rt_router_opts {
     long long body_budget_bytes;
     long body_idle_ms;      /* an upload silent this long before its model is known: 408; 0: 30 s */
     long resident_grace_ms; /* see rt_hold_pool.grace_ms */
-    long upstream_timeout_ms; /* from a request's end to its answer's first byte; 0 none */
+    long upstream_timeout_ms; /* the longest a member may send nothing once the request is sent
+                               * (fwd_config.idle_timeout_ms); 0 none */
     /* The drain fence (the operator's --drain-fence): a request goes to the resident only within
      * half of this after a read of the pool from the API server showed it resident; 0: 2000. */
     long drain_fence_ms;

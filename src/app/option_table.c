@@ -215,7 +215,8 @@ static const app_flag app_router_flags[] = {
      .min = 1,
      .max = APP_DAY_MS,
      APP_AT(upstream_timeout_ms),
-     .help = "how long a member may take to start its answer once the request is sent, else 502"},
+     .help = "once the request is sent, the longest a member may send no byte (head or body): "
+             "502 before its head, the answer cut after"},
     {.name = "max-connections",
      .kind = APP_FLAG_UINT,
      .arg = "N",

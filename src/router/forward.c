@@ -3,12 +3,17 @@
  * caller from curl's header and write callbacks as it arrives. Pausing and unpausing curl, and
  * finishing a call, run from the loop (a 0 ms timer or evcurl's progress callback), never from
  * inside curl, which must not be re-entered; a call cancelled inside a callback is only marked
- * and freed once curl has returned. */
+ * and freed once curl has returned. With a connected() callback fwd makes each new connection
+ * itself, so that the caller can confirm the address before curl sends a byte on it. */
 #include "router/forward.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <curl/curl.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +39,15 @@
 #define FWD_MAX_HEADER_BYTES ((size_t)64 << 10)
 #define FWD_KEEPALIVE_S 30L
 
+/* A confirmed connection whose call was too late to send on it (see fwd_confirm): kept for the
+ * next call to the same address, which then need not connect (and be late) again. */
+typedef struct fwd_parked {
+    char ip[64];
+    int port;
+    int fd;
+    uint64_t at_ms;
+} fwd_parked;
+
 struct fwd {
     ev_loop *loop;
     evcurl *ec;
@@ -45,6 +59,8 @@ struct fwd {
      * as the idle connections kept, each of which the next call may use. */
     CURL **idle_easy;
     size_t nidle_easy;
+    fwd_parked *parked; /* as many as idle connections, oldest first */
+    size_t nparked;
 };
 
 typedef struct fwd_hdr {
@@ -90,12 +106,24 @@ struct fwd_call {
     bool recv_paused;
     bool resume_pending;
 
-    uint64_t kick_timer, fb_timer;
+    uint64_t kick_timer;
+    /* The member's silence: idle_timer runs once the body is out; last_rx_ms is when a byte of
+     * the answer last came (or the clock started, or the receive side was resumed). */
+    uint64_t idle_timer, last_rx_ms;
     bool dead;        /* cancelled: freed without done */
     bool failed;      /* ended by fwd itself; error says why */
     bool finished;    /* curl is done with the attempt; result says how */
     bool add_pending; /* started inside a curl callback: added from the loop */
     bool in_done;
+    bool late; /* not sent by send_by_ms (fwd_result.late) */
+    /* With a connected() callback, every new connection is fwd's own: curl's open-socket
+     * callback refuses to open one (want_conn), the attempt ends, fwd connects (conn_fd, watched
+     * until writable, conn_timer), asks the caller (confirming), and on fwd_confirm hands the
+     * socket to curl through the same callback when the attempt is started again. */
+    bool want_conn;
+    bool confirming;
+    int conn_fd; /* -1: none */
+    uint64_t conn_timer;
     CURLcode result;
     const char *error;
     uint64_t first_byte_us, bytes_up, bytes_down;
@@ -125,7 +153,9 @@ fwd *fwd_new(ev_loop *loop, const fwd_config *cfg)
     if (!c->replay_cap)
         c->replay_cap = FWD_DEF_REPLAY_CAP;
     f->idle_easy = calloc((size_t)c->max_idle_connections, sizeof(*f->idle_easy));
-    if (!f->idle_easy || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+    f->parked = calloc((size_t)c->max_idle_connections, sizeof(*f->parked));
+    if (!f->idle_easy || !f->parked || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        free(f->parked);
         free(f->idle_easy);
         free(f);
         return NULL;
@@ -138,6 +168,7 @@ fwd *fwd_new(ev_loop *loop, const fwd_config *cfg)
         curl_multi_setopt(m, CURLMOPT_PIPELINING, (long)CURLPIPE_NOTHING)) {
         evcurl_free(f->ec);
         curl_global_cleanup();
+        free(f->parked);
         free(f->idle_easy);
         free(f);
         return NULL;
@@ -187,10 +218,22 @@ static void fwd_easy_put(fwd *f, CURL *e)
     f->idle_easy[f->nidle_easy++] = e;
 }
 
+static void fwd_conn_close(fwd_call *c)
+{
+    ev_timer_cancel(c->f->loop, c->conn_timer);
+    c->conn_timer = 0;
+    if (c->conn_fd >= 0) {
+        ev_fd_clear(c->f->loop, c->conn_fd);
+        close(c->conn_fd);
+        c->conn_fd = -1;
+    }
+}
+
 static void fwd_call_free(fwd_call *c)
 {
     ev_timer_cancel(c->f->loop, c->kick_timer);
-    ev_timer_cancel(c->f->loop, c->fb_timer);
+    ev_timer_cancel(c->f->loop, c->idle_timer);
+    fwd_conn_close(c);
     if (c->in_multi)
         curl_multi_remove_handle(evcurl_multi(c->f->ec), c->easy);
     if (c->easy)
@@ -232,6 +275,9 @@ void fwd_free(fwd *f)
     while (f->nidle_easy)
         curl_easy_cleanup(f->idle_easy[--f->nidle_easy]);
     free(f->idle_easy);
+    while (f->nparked)
+        close(f->parked[--f->nparked].fd);
+    free(f->parked);
     evcurl_free(f->ec);
     curl_global_cleanup();
     free(f);
@@ -440,14 +486,16 @@ static int fwd_set_url(fwd_call *c)
 /* ---- curl's callbacks: only bookkeeping and the caller's callbacks, never a multi call ---- */
 
 static void fwd_kick(fwd_call *c);
-static void fwd_on_first_byte_timeout(ev_loop *loop, void *ud);
+static void fwd_on_idle_timeout(ev_loop *loop, void *ud);
 
-/* The whole body went out: the member's turn, and the first-byte clock starts. */
+/* The whole body went out: the member's turn, and the clock of its silence starts. */
 static void fwd_body_out(fwd_call *c)
 {
-    if (c->f->cfg.first_byte_timeout_ms > 0 && !c->resp_started && !c->fb_timer)
-        c->fb_timer = ev_timer_add(c->f->loop, (uint64_t)c->f->cfg.first_byte_timeout_ms,
-                                   fwd_on_first_byte_timeout, c);
+    if (c->f->cfg.idle_timeout_ms <= 0 || c->idle_timer)
+        return;
+    c->last_rx_ms = ev_now_ms();
+    c->idle_timer =
+        ev_timer_add(c->f->loop, (uint64_t)c->f->cfg.idle_timeout_ms, fwd_on_idle_timeout, c);
 }
 
 static size_t fwd_on_read(char *p, size_t size, size_t nitems, void *ud)
@@ -491,8 +539,8 @@ static int fwd_on_seek(void *ud, curl_off_t offset, int origin)
         return CURL_SEEKFUNC_CANTSEEK;
     c->sent = 0;
     c->bytes_up = 0;
-    ev_timer_cancel(c->f->loop, c->fb_timer); /* it starts again when the body is out again */
-    c->fb_timer = 0;
+    ev_timer_cancel(c->f->loop, c->idle_timer); /* it starts again when the body is out again */
+    c->idle_timer = 0;
     return CURL_SEEKFUNC_OK;
 }
 
@@ -602,11 +650,10 @@ static size_t fwd_on_header(char *p, size_t size, size_t nitems, void *ud)
     size_t n = size * nitems;
     if (c->dead || c->failed)
         return 0;
+    c->last_rx_ms = ev_now_ms();
     if (!c->resp_started) {
         c->resp_started = true;
         c->first_byte_us = ev_now_us() - c->t0_us;
-        ev_timer_cancel(c->f->loop, c->fb_timer);
-        c->fb_timer = 0;
         fwd_not_replayable(c);
     }
     if (c->head_done) /* trailers of a chunked answer: not passed on */
@@ -634,6 +681,7 @@ static size_t fwd_on_write(char *p, size_t size, size_t nitems, void *ud)
         return CURL_WRITEFUNC_PAUSE;
     }
     c->bytes_down += n;
+    c->last_rx_ms = ev_now_ms();
     c->f->depth++;
     int full = c->cl.data(c->ud, p, n);
     c->f->depth--;
@@ -667,14 +715,15 @@ static void fwd_finish(fwd_call *c)
         curl_multi_remove_handle(evcurl_multi(f->ec), c->easy);
         c->in_multi = false;
     }
-    ev_timer_cancel(f->loop, c->fb_timer);
-    c->fb_timer = 0;
+    ev_timer_cancel(f->loop, c->idle_timer);
+    c->idle_timer = 0;
     fwd_result r = {
         .status = c->head_done ? c->status : 0,
         .target = c->attempt,
         .first_byte_us = c->resp_started ? c->first_byte_us : 0,
         .bytes_up = c->bytes_up,
         .bytes_down = c->bytes_down,
+        .late = c->late,
     };
     if (!c->failed && c->finished && c->result == CURLE_OK && c->head_done) {
         r.outcome = FWD_OK;
@@ -699,24 +748,35 @@ static void fwd_finish(fwd_call *c)
     c->dead = true; /* freed by the reap that follows */
 }
 
+/* Back to the start of the attempt at targets[attempt], its handle out of the multi: nothing of
+ * a response came, and the body goes again from its start. */
+static void fwd_attempt_reset(fwd_call *c)
+{
+    fwd_conn_close(c);
+    c->want_conn = c->confirming = false;
+    c->sent = 0;
+    c->bytes_up = 0;
+    c->send_paused = c->recv_paused = c->want_recv_pause = c->resume_pending = false;
+    ev_timer_cancel(c->f->loop, c->idle_timer);
+    c->idle_timer = 0;
+    c->finished = false;
+    c->result = CURLE_OK;
+    c->status = 0;
+    c->errbuf[0] = '\0';
+    fwd_rh_clear(c);
+}
+
 /* Tries the next target when this attempt failed before any response byte. true: it does. */
 static bool fwd_retry(fwd_call *c)
 {
     if (c->failed || c->result == CURLE_OK || c->resp_started || !fwd_retryable(c->result) ||
         c->attempt + 1 >= (int)c->ntargets || c->attempt + 1 >= FWD_MAX_ATTEMPTS || !c->replayable)
         return false;
-    curl_multi_remove_handle(evcurl_multi(c->f->ec), c->easy);
+    if (c->in_multi)
+        curl_multi_remove_handle(evcurl_multi(c->f->ec), c->easy);
     c->in_multi = false;
     c->attempt++;
-    c->sent = 0;
-    c->bytes_up = 0;
-    c->send_paused = c->recv_paused = c->want_recv_pause = c->resume_pending = false;
-    ev_timer_cancel(c->f->loop, c->fb_timer);
-    c->fb_timer = 0;
-    c->finished = false;
-    c->status = 0;
-    c->errbuf[0] = '\0';
-    fwd_rh_clear(c);
+    fwd_attempt_reset(c);
     if (fwd_set_url(c) < 0 || curl_multi_add_handle(evcurl_multi(c->f->ec), c->easy)) {
         c->failed = true;
         c->error = "forward: cannot start the second attempt";
@@ -726,6 +786,178 @@ static bool fwd_retry(fwd_call *c)
     if (!c->upload || (c->body_end && c->len == 0))
         fwd_body_out(c);
     return true;
+}
+
+/* ---- new connections, confirmed before their first byte ---- */
+
+/* The attempt's connection failed (err an errno, or timed out): the next target, or the end. */
+static void fwd_conn_failed(fwd_call *c, CURLcode rc, int err)
+{
+    fwd *f = c->f;
+    const fwd_target *t = &c->targets[c->attempt];
+    fwd_conn_close(c);
+    c->finished = true;
+    c->result = rc;
+    snprintf(c->errbuf, sizeof(c->errbuf), "forward: cannot connect to %s port %d: %s", t->ip,
+             t->port, err ? strerror(err) : "timed out");
+    f->depth++;
+    if (!fwd_retry(c))
+        fwd_finish(c);
+    f->depth--;
+    fwd_reap(f);
+}
+
+/* Connected, nothing sent: the caller's turn to confirm the address (fwd_confirm). */
+static void fwd_conn_up(fwd_call *c)
+{
+    fwd *f = c->f;
+    ev_fd_clear(f->loop, c->conn_fd);
+    ev_timer_cancel(f->loop, c->conn_timer);
+    c->conn_timer = 0;
+    c->confirming = true;
+    f->depth++;
+    c->cl.connected(c->ud, c->attempt);
+    f->depth--;
+    fwd_reap(f);
+}
+
+static void fwd_on_conn_io(ev_loop *loop, int fd, int events, void *ud)
+{
+    (void)loop, (void)events;
+    fwd_call *c = ud;
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+        err = errno;
+    if (err)
+        fwd_conn_failed(c, CURLE_COULDNT_CONNECT, err);
+    else
+        fwd_conn_up(c);
+}
+
+static void fwd_on_conn_timeout(ev_loop *loop, void *ud)
+{
+    (void)loop;
+    fwd_call *c = ud;
+    c->conn_timer = 0;
+    fwd_conn_failed(c, CURLE_OPERATION_TIMEDOUT, 0);
+}
+
+/* An attempt that ended because curl wanted a new connection: fwd makes it. true: it took the
+ * attempt over (connecting, or already ended it); false: the caller ends it as it stands. */
+static bool fwd_conn_start(fwd_call *c)
+{
+    fwd *f = c->f;
+    /* A body partly sent on a kept connection that died and already dropped cannot go again. */
+    if (!c->want_conn || c->failed || c->resp_started || c->base != 0)
+        return false;
+    if (c->in_multi)
+        curl_multi_remove_handle(evcurl_multi(f->ec), c->easy);
+    c->in_multi = false;
+    fwd_attempt_reset(c);
+    const fwd_target *t = &c->targets[c->attempt];
+    struct sockaddr_in in4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)t->port)};
+    struct sockaddr_in6 in6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)t->port)};
+    bool v6 = inet_pton(AF_INET, t->ip, &in4.sin_addr) != 1;
+    if (v6 && inet_pton(AF_INET6, t->ip, &in6.sin6_addr) != 1)
+        return false; /* fwd_check let only numeric addresses in */
+    c->conn_fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->conn_fd < 0) {
+        fwd_conn_failed(c, CURLE_COULDNT_CONNECT, errno);
+        return true;
+    }
+    int rc = v6 ? connect(c->conn_fd, (struct sockaddr *)&in6, sizeof(in6))
+                : connect(c->conn_fd, (struct sockaddr *)&in4, sizeof(in4));
+    if (rc == 0) {
+        fwd_conn_up(c);
+        return true;
+    }
+    if (errno != EINPROGRESS) {
+        fwd_conn_failed(c, CURLE_COULDNT_CONNECT, errno);
+        return true;
+    }
+    if (ev_fd_set(f->loop, c->conn_fd, EV_WRITE, fwd_on_conn_io, c) < 0 ||
+        !(c->conn_timer =
+              ev_timer_add(f->loop, (uint64_t)f->cfg.connect_timeout_ms, fwd_on_conn_timeout, c))) {
+        fwd_conn_close(c);
+        c->failed = true;
+        c->error = "out of memory";
+        return false;
+    }
+    return true;
+}
+
+static void fwd_park_drop(fwd *f, size_t i)
+{
+    close(f->parked[i].fd);
+    memmove(&f->parked[i], &f->parked[i + 1], (f->nparked - i - 1) * sizeof(f->parked[0]));
+    f->nparked--;
+}
+
+static void fwd_park(fwd *f, const fwd_target *t, int fd)
+{
+    if (f->nparked == (size_t)f->cfg.max_idle_connections)
+        fwd_park_drop(f, 0);
+    fwd_parked *p = &f->parked[f->nparked++];
+    snprintf(p->ip, sizeof(p->ip), "%s", t->ip);
+    p->port = t->port;
+    p->fd = fd;
+    p->at_ms = ev_now_ms();
+}
+
+/* A parked connection to t that is still open and silent (as curl checks a kept one before its
+ * reuse), or -1; those past the idle age, closed or readable are dropped on the way. */
+static int fwd_unpark(fwd *f, const fwd_target *t)
+{
+    uint64_t now = ev_now_ms();
+    for (size_t i = 0; i < f->nparked;) {
+        fwd_parked *p = &f->parked[i];
+        char b;
+        if (now - p->at_ms >= (uint64_t)f->cfg.max_idle_age_ms ||
+            (strcmp(p->ip, t->ip) == 0 && p->port == t->port &&
+             !(recv(p->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
+               (errno == EAGAIN || errno == EWOULDBLOCK)))) {
+            fwd_park_drop(f, i);
+            continue;
+        }
+        if (strcmp(p->ip, t->ip) == 0 && p->port == t->port) {
+            int fd = p->fd;
+            memmove(&f->parked[i], &f->parked[i + 1], (f->nparked - i - 1) * sizeof(f->parked[0]));
+            f->nparked--;
+            return fd;
+        }
+        i++;
+    }
+    return -1;
+}
+
+void fwd_confirm(fwd_call *c, const char *refused)
+{
+    if (c->dead || !c->confirming)
+        return;
+    c->confirming = false;
+    if (!refused && c->send_by_ms && ev_now_ms() > c->send_by_ms) {
+        /* Confirmed, but too late for the drain fence: nothing is sent; the connection waits
+         * for the caller's next try, which need not connect again. */
+        fwd_park(c->f, &c->targets[c->attempt], c->conn_fd);
+        c->conn_fd = -1;
+        c->late = true;
+        c->failed = true;
+        c->error = "forward: not sent within the drain fence's window (connected too late)";
+        fwd_kick(c);
+        return;
+    }
+    if (refused) {
+        fwd_conn_close(c);
+        snprintf(c->msg, sizeof(c->msg), "%s", refused);
+        c->failed = true;
+        c->error = c->msg;
+    } else {
+        c->add_pending = true; /* curl takes the socket from fwd_on_opensocket */
+        if (!c->upload || (c->body_end && c->len == 0))
+            fwd_body_out(c);
+    }
+    fwd_kick(c);
 }
 
 /* evcurl's progress callback: outside curl, so handles may be removed and added. */
@@ -747,21 +979,32 @@ static void fwd_progress(void *ud)
      * finished ones stay linked until the reap, so next pointers stay valid. */
     f->depth++;
     for (fwd_call *c = f->calls; c; c = c->next)
-        if (!c->dead && c->finished && !fwd_retry(c))
+        if (!c->dead && c->finished && !fwd_conn_start(c) && !fwd_retry(c))
             fwd_finish(c);
     f->depth--;
     fwd_reap(f);
 }
 
-static void fwd_on_first_byte_timeout(ev_loop *loop, void *ud)
+/* Checked lazily: bytes only move last_rx_ms, and the timer, when it fires, waits out what is
+ * left of the silence since then (no timer work per piece of the answer). */
+static void fwd_on_idle_timeout(ev_loop *loop, void *ud)
 {
-    (void)loop;
     fwd_call *c = ud;
-    c->fb_timer = 0;
-    if (c->dead || c->resp_started)
+    c->idle_timer = 0;
+    if (c->dead || c->finished || c->failed)
         return;
+    uint64_t limit = (uint64_t)c->f->cfg.idle_timeout_ms, now = ev_now_ms();
+    if (c->recv_paused || c->want_recv_pause) /* the caller's pause, not the member's silence */
+        c->last_rx_ms = now;
+    if (now - c->last_rx_ms < limit) {
+        c->idle_timer = ev_timer_add(loop, limit - (now - c->last_rx_ms), fwd_on_idle_timeout, c);
+        if (c->idle_timer)
+            return;
+    }
     c->failed = true;
-    c->error = "forward: the member sent no response within the first-byte timeout";
+    c->error = c->head_done ? "forward: the member's answer stopped: nothing more within the "
+                              "upstream timeout"
+                            : "forward: the member sent nothing within the upstream timeout";
     fwd_finish(c);
     fwd_reap(c->f);
 }
@@ -840,9 +1083,33 @@ static int fwd_on_prereq(void *ud, char *primary_ip, char *local_ip, int primary
     fwd_call *c = ud;
     if (ev_now_ms() <= c->send_by_ms)
         return CURL_PREREQFUNC_OK;
+    c->late = true;
     c->failed = true;
     c->error = "forward: not sent within the drain fence's window (connected too late)";
     return CURL_PREREQFUNC_ABORT;
+}
+
+/* curl wants a new connection: the confirmed one fwd made, or none (fwd makes one, see
+ * fwd_conn_start). A connection curl keeps is reused without coming here. */
+static curl_socket_t fwd_on_opensocket(void *ud, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+    (void)purpose, (void)addr;
+    fwd_call *c = ud;
+    if (c->conn_fd < 0 && !c->confirming)
+        c->conn_fd = fwd_unpark(c->f, &c->targets[c->attempt]);
+    if (c->conn_fd < 0 || c->confirming) {
+        c->want_conn = true;
+        return CURL_SOCKET_BAD;
+    }
+    int fd = c->conn_fd;
+    c->conn_fd = -1;
+    return fd;
+}
+
+static int fwd_on_sockopt(void *ud, curl_socket_t fd, curlsocktype purpose)
+{
+    (void)ud, (void)fd, (void)purpose;
+    return CURL_SOCKOPT_ALREADY_CONNECTED; /* every socket fwd hands over is */
 }
 
 /* Sets the easy handle up for c. 0, or -EIO when curl refuses an option. */
@@ -871,6 +1138,12 @@ static int fwd_setup(fwd_call *c, const fwd_request *req)
     FWD_SET(CURLOPT_WRITEFUNCTION, fwd_on_write);
     FWD_SET(CURLOPT_WRITEDATA, c);
     FWD_SET(CURLOPT_ERRORBUFFER, c->errbuf);
+    if (c->cl.connected) {
+        FWD_SET(CURLOPT_OPENSOCKETFUNCTION, fwd_on_opensocket);
+        FWD_SET(CURLOPT_OPENSOCKETDATA, c);
+        FWD_SET(CURLOPT_SOCKOPTFUNCTION, fwd_on_sockopt);
+        FWD_SET(CURLOPT_SOCKOPTDATA, c);
+    }
     if (c->send_by_ms) {
         FWD_SET(CURLOPT_PREREQFUNCTION, fwd_on_prereq);
         FWD_SET(CURLOPT_PREREQDATA, c);
@@ -942,6 +1215,7 @@ int fwd_start(fwd *f, const fwd_request *req, const fwd_client *cl, void *ud, fw
     if (!c)
         goto fail;
     c->f = f;
+    c->conn_fd = -1;
     c->cl = *cl;
     c->ud = ud;
     c->attempt = 0;
@@ -1058,6 +1332,7 @@ void fwd_resume(fwd_call *c)
 {
     if (c->dead || c->in_done)
         return;
+    c->last_rx_ms = ev_now_ms(); /* the member could not send while paused */
     c->want_recv_pause = false;
     if (c->recv_paused) {
         c->resume_pending = true;

@@ -33,6 +33,7 @@
 #include "router/hold.h"
 #include "router/model.h"
 #include "router/oai.h"
+#include "router/podcheck.h"
 #include "router/router_metrics.h"
 #include "router/routes.h"
 #include "util/backoff.h"
@@ -49,6 +50,8 @@
 /* A failed read for the drain fence is tried again after this, doubling up to the max. */
 #define RT_VERIFY_BACKOFF_MS 250
 #define RT_VERIFY_BACKOFF_MAX_MS 4000
+/* The read that confirms a member's Pod on a new connection (router/podcheck.h). */
+#define RT_PODCHECK_TIMEOUT_MS 2000
 
 typedef struct rt_pool rt_pool;
 typedef struct rt_mq rt_mq;
@@ -80,6 +83,10 @@ typedef struct rt_req {
     unsigned refused;      /* forwards that failed before any response byte */
     uint64_t retry_at;     /* put back after one: not forwarded again before this */
     fwd_call *call;
+    /* The Pods the forward's targets are (their cached UID and address), and the read that
+     * confirms one on a new connection before any byte goes to it. */
+    rt_podref to[RT_MAX_TARGETS];
+    rt_podcheck_call *check;
 } rt_req;
 
 /* One member's requests in a pool. */
@@ -145,6 +152,7 @@ struct rt_router {
     informer *pools, *isvcs, *pods;
     rt_routes *routes;
     fwd *fwd;
+    rt_podcheck *podcheck;
     httpd *front;
     rt_metrics m;
     strmap pool_map;
@@ -271,6 +279,9 @@ static bool rt_pool_dropped(const pool_obj *o, char *buf, size_t len)
 
 static void rt_req_free(rt_req *q)
 {
+    rt_podcheck_cancel(q->check);
+    for (size_t i = 0; i < RT_MAX_TARGETS; i++)
+        rt_podref_clear(&q->to[i]);
     if (q->budget_timer)
         ev_timer_cancel(q->rt->loop, q->budget_timer);
     if (q->idle_timer)
@@ -472,6 +483,8 @@ static void rt_forward_ended(rt_req *q)
  * the answer went out yet, else a cut reply. */
 static void rt_forward_abort(rt_req *q, rt_oai_err err, const char *msg)
 {
+    rt_podcheck_cancel(q->check);
+    q->check = NULL;
     fwd_cancel(q->call);
     q->call = NULL;
     rt_forward_ended(q);
@@ -567,8 +580,14 @@ static void rt_fwd_done(void *ud, const fwd_result *r)
      * took the request may have worked on it, and a request that crashes members must not go
      * round them all. */
     if (r->outcome == FWD_UPSTREAM_FAILED_BEFORE_RESPONSE && r->bytes_up == 0 && q->buf &&
-        q->body_end && ++q->refused < RT_MAX_REFUSED && rt_rehold(q))
+        q->body_end && (r->late || ++q->refused < RT_MAX_REFUSED) && rt_rehold(q)) {
+        /* One too late for the fence (a slow connect or Pod read) is no refusal: it waits again. */
+        if (r->late)
+            log_kv(LOG_INFO,
+                   "a forward was not sent within the drain fence's window; it waits again", "pool",
+                   q->pool->key, "member", q->mq->member, NULL);
         return;
+    }
     if (r->outcome == FWD_UPSTREAM_FAILED_BEFORE_RESPONSE) {
         char msg[512];
         snprintf(msg, sizeof(msg), "member %s of pool %s/%s failed before answering: %s",
@@ -584,12 +603,37 @@ static void rt_fwd_done(void *ud, const fwd_result *r)
     rt_req_free(q);
 }
 
+static void rt_fwd_checked(void *ud, const char *refused)
+{
+    rt_req *q = ud;
+    q->check = NULL;
+    if (refused)
+        log_kv(LOG_INFO, "a member Pod's address is not confirmed; the request waits again", "pool",
+               q->pool->key, "member", q->mq->member, "reason", refused, NULL);
+    fwd_confirm(q->call, refused);
+}
+
+/* A new connection to a member Pod, nothing sent on it yet: the Pod is read first (the address
+ * may be another Pod's, of another pool, since the cache last heard of it). */
+static void rt_fwd_connected(void *ud, int target)
+{
+    rt_req *q = ud;
+    rt_podcheck_cancel(q->check);
+    q->check = target >= 0 && target < RT_MAX_TARGETS && q->to[target].name
+                   ? rt_podcheck_start(q->rt->podcheck, &q->to[target], rt_fwd_checked, q)
+                   : NULL;
+    if (!q->check)
+        fwd_confirm(q->call, "the member's Pod could not be read from the API server");
+}
+
 static const fwd_client rt_fwd_client = {.head = rt_fwd_head,
                                          .data = rt_fwd_data,
                                          .body_drained = rt_fwd_body_drained,
-                                         .done = rt_fwd_done};
+                                         .done = rt_fwd_done,
+                                         .connected = rt_fwd_connected};
 
 typedef struct rt_targets {
+    const rt_podcheck *podcheck;
     const pool_isvc *isvc;
     const pool_pod *pods[64];
     size_t n;
@@ -613,7 +657,9 @@ static bool rt_collect_pod(const char *key, const void *rec, void *ud)
     (void)key;
     rt_targets *t = ud;
     const pool_pod *pod = rec;
-    if (rt_pod_ready(pod, t->isvc) && t->n < sizeof(t->pods) / sizeof(t->pods[0]))
+    /* A Pod a read refuted is not ready whatever the cache says: requests wait for another. */
+    if (rt_pod_ready(pod, t->isvc) && !rt_podcheck_refuted(t->podcheck, pod) &&
+        t->n < sizeof(t->pods) / sizeof(t->pods[0]))
         t->pods[t->n++] = pod;
     return true;
 }
@@ -629,6 +675,7 @@ static void rt_ready_pods(rt_router *rt, const char *ns, const char *member, rt_
     char key[512];
     snprintf(key, sizeof(key), "%s/%s", ns, member);
     t->isvc = store_get(informer_store(rt->isvcs), key);
+    t->podcheck = rt->podcheck;
     t->n = 0;
     store_index_each(informer_store(rt->pods), POOL_INDEX_SERVICE, key, rt_collect_pod, t);
     qsort(t->pods, t->n, sizeof(t->pods[0]), rt_pod_cmp);
@@ -661,6 +708,10 @@ static void rt_forward(rt_req *q)
     size_t nt = t.n < RT_MAX_TARGETS ? t.n : RT_MAX_TARGETS;
     for (size_t i = 0; i < nt; i++) {
         const pool_pod *pod = t.pods[(q->mq->rr + i) % t.n];
+        if (rt_podref_set(&q->to[i], pod) < 0) {
+            rt_answer(q, RT_OAI_BAD_GATEWAY, "out of memory", 0);
+            return;
+        }
         snprintf(ips[i], sizeof(ips[i]), "%s", pod->ip);
         tg[i] = (fwd_target){ips[i], rt_pod_port(pod, t.isvc)};
     }
@@ -1416,6 +1467,8 @@ static void rt_closed(void *ud)
         rt_mq_unlink(q);
         rt_mark(p);
     } else if (q->state == RQ_FORWARDING && q->call) {
+        rt_podcheck_cancel(q->check);
+        q->check = NULL;
         fwd_cancel(q->call);
         q->call = NULL;
         rt_forward_ended(q);
@@ -1692,8 +1745,9 @@ rt_router *rt_router_new(ev_loop *loop, kube_client *client, const rt_router_opt
         goto oom;
     if (!(rt->routes =
               rt_routes_new(informer_store(rt->pools), informer_store(rt->isvcs), rt->home_copy)) ||
-        !(rt->fwd =
-              fwd_new(loop, &(fwd_config){.first_byte_timeout_ms = o->upstream_timeout_ms})) ||
+        !(rt->fwd = fwd_new(loop, &(fwd_config){.idle_timeout_ms = o->upstream_timeout_ms})) ||
+        !(rt->podcheck =
+              rt_podcheck_new(rt->client, informer_store(rt->pods), RT_PODCHECK_TIMEOUT_MS)) ||
         rt_metrics_init(&rt->m, o->metrics) < 0)
         goto oom;
     rt_metrics_buffered(&rt->m, 0);
@@ -1802,6 +1856,7 @@ void rt_router_free(rt_router *rt)
      * forward), then the forwarder (fwd_free calls nothing) and the pools. */
     httpd_stop(rt->front);
     fwd_free(rt->fwd);
+    rt_podcheck_free(rt->podcheck);
     strmap_node *n = strmap_first(&rt->pool_map);
     while (n) {
         rt_pool *p = STRMAP_OWNER(n, rt_pool, node);

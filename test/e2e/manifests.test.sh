@@ -420,9 +420,11 @@ log "the router's ClusterRole grants exactly the verbs the router issues, and th
 who=router
 wait_for 60 kubectl_router auth can-i patch modelpools.$g -A
 # What the router's code issues, read off the audit log of its e2e runs (user agent modelpool-router/*):
-# watches of pools, members and Pods, the drain fence's get of a pool, the merge patch of a pool's request
+# watches of pools, members and Pods, the drain fence's get of a pool, the get of a member Pod before a new
+# connection to it carries a request, the merge patch of a pool's request
 # annotation, and the reviews of secure metrics.
-router_uses='/pods list
+router_uses='/pods get
+/pods list
 /pods watch
 authentication.k8s.io/tokenreviews create
 authorization.k8s.io/subjectaccessreviews create
@@ -437,7 +439,6 @@ uses_all -A "$router_uses"
 
 log "and nothing more: no write on members, pool status or Pods, no delete, no Events, no Secrets"
 for v in get create update patch delete deletecollection; do cannot "$v" inferenceservices.$g -n default; done
-cannot get pods -n default
 for v in get update patch; do cannot "$v" inferenceservices.$g --subresource=scale -A; done
 for v in update patch; do cannot "$v" inferenceservices.$g --subresource=status -A; done
 for v in create update delete deletecollection; do cannot "$v" modelpools.$g -n default; done

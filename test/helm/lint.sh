@@ -164,7 +164,7 @@ expect_eq "router ServiceAccount" modelpool-router "$(check get "$f" $rd spec.te
 expect_eq "router binding subject" '[{"kind": "ServiceAccount", "name": "modelpool-router", "namespace": "modelpool-system"}]' \
 	"$(check get "$f" ClusterRoleBinding/modelpool-router subjects)"
 expect_eq "router rules: read pools, members, Pods; patch pools; reviews" \
-	'inference.llmkube.dev/modelpools:get,list,watch,patch inference.llmkube.dev/inferenceservices:list,watch /pods:list,watch authentication.k8s.io/tokenreviews:create authorization.k8s.io/subjectaccessreviews:create' \
+	'inference.llmkube.dev/modelpools:get,list,watch,patch inference.llmkube.dev/inferenceservices:list,watch /pods:get,list,watch authentication.k8s.io/tokenreviews:create authorization.k8s.io/subjectaccessreviews:create' \
 	"$(check get "$f" ClusterRole/modelpool-router rules | jq -r 'map("\(.apiGroups | join(","))/\(.resources | join(",")):\(.verbs | join(","))") | join(" ")')"
 expect_eq "router Service: port 80 to http, selecting the router's Pods" "http/80/http $(check get "$f" $rd spec.selector.matchLabels)" \
 	"$(check get "$f" Service/modelpool-router 'spec.ports[0].name')/$(check get "$f" Service/modelpool-router 'spec.ports[0].port')/$(check get "$f" Service/modelpool-router 'spec.ports[0].targetPort') $(check get "$f" Service/modelpool-router spec.selector)"

@@ -426,7 +426,10 @@ struct t_cli {
     /* streaming */
     bool ping_pong;
     int events;
-    int cancel_at; /* cancel at this event (from inside data(), or from a timer) */
+    int cancel_at;            /* cancel at this event (from inside data(), or from a timer) */
+    int stall_at;             /* ping_pong: the upstream sends nothing after this event */
+    uint64_t pace_ms;         /* ping_pong: the next event this long after one arrived */
+    uint64_t resume_after_ms; /* full_always: fwd_resume this long after "full" */
     bool cancel_by_timer;
     /* reset after head */
     bool reset_on_head;
@@ -441,6 +444,13 @@ struct t_cli {
     bool again_on_head; /* start the next call from head() rather than done() */
     fwd_call *second;
     fwd_request *req;
+    /* connected(): asked at all; confirmed from a timer, refused with this reason when set */
+    bool confirm;
+    const char *refuse;
+    int connects;
+    int requests_at_connect;   /* the upstream's request count when connected() came */
+    uint64_t confirm_after_ms; /* connected(): fwd_confirm this long after (default 1) */
+    uint64_t confirm_timer;
 };
 
 static void t_guard(ev_loop *loop, void *ud)
@@ -458,7 +468,12 @@ static void t_run(t_cli *t)
     assert_false(t->timed_out);
 }
 
-static const fwd_client t_client;
+static const fwd_client t_client, t_client_confirm;
+
+static const fwd_client *t_cl(const t_cli *t)
+{
+    return t->confirm ? &t_client_confirm : &t_client;
+}
 
 static void t_head(void *ud, int status, const fwd_header *h, size_t n)
 {
@@ -484,6 +499,13 @@ static void t_resume_timer(ev_loop *loop, void *ud)
     t_cli *t = ud;
     t->paused = false;
     fwd_resume(t->call);
+}
+
+static void t_next_timer(ev_loop *loop, void *ud)
+{
+    (void)loop;
+    t_cli *t = ud;
+    up_stream_next(t->u);
 }
 
 static void t_cancel_timer(ev_loop *loop, void *ud)
@@ -523,12 +545,17 @@ static int t_data(void *ud, const char *p, size_t n)
             }
             return 0;
         }
-        up_stream_next(t->u);
+        if (t->stall_at && t->events == t->stall_at)
+            return 0;
+        if (t->pace_ms)
+            assert_true(ev_timer_add(t->loop, t->pace_ms, t_next_timer, t) > 0);
+        else
+            up_stream_next(t->u);
     }
     if (t->full_always) {
         t->paused = true;
         t->pauses++;
-        assert_true(ev_timer_add(t->loop, 0, t_resume_timer, t) > 0);
+        assert_true(ev_timer_add(t->loop, t->resume_after_ms, t_resume_timer, t) > 0);
         return 1;
     }
     return 0;
@@ -589,15 +616,40 @@ static void t_done(void *ud, const fwd_result *r)
     if (t->again > 0 && !t->again_on_head) {
         t->again--;
         t->blen = 0;
-        assert_int_equal(fwd_start(t->f, t->req, &t_client, t, &t->call), 0);
+        assert_int_equal(fwd_start(t->f, t->req, t_cl(t), t, &t->call), 0);
         return;
     }
     if (t->stop_on_done && t->dones >= t->want_dones)
         ev_stop(t->loop);
 }
 
+static void t_confirm_timer(ev_loop *loop, void *ud)
+{
+    (void)loop;
+    t_cli *t = ud;
+    t->confirm_timer = 0;
+    fwd_confirm(t->call, t->refuse);
+}
+
+static void t_connected(void *ud, int target)
+{
+    t_cli *t = ud;
+    (void)target;
+    t->connects++;
+    t->requests_at_connect = t->u->nrequests;
+    /* Later, from the loop, as a read from the API server would answer. */
+    t->confirm_timer =
+        ev_timer_add(t->loop, t->confirm_after_ms ? t->confirm_after_ms : 1, t_confirm_timer, t);
+    assert_true(t->confirm_timer != 0);
+}
+
 static const fwd_client t_client = {
     .head = t_head, .data = t_data, .body_drained = t_drained, .done = t_done};
+static const fwd_client t_client_confirm = {.head = t_head,
+                                            .data = t_data,
+                                            .body_drained = t_drained,
+                                            .done = t_done,
+                                            .connected = t_connected};
 
 static void t_setup(t_cli *t, ev_loop **loop, up *u, up_mode mode, const fwd_config *cfg)
 {
@@ -622,7 +674,7 @@ static void t_teardown(t_cli *t, ev_loop *loop, up *u)
 
 static void t_start(t_cli *t, const fwd_request *req)
 {
-    assert_int_equal(fwd_start(t->f, req, &t_client, t, &t->call), 0);
+    assert_int_equal(fwd_start(t->f, req, t_cl(t), t, &t->call), 0);
 }
 
 /* ---- the tests ---- */
@@ -1131,21 +1183,86 @@ static void test_malformed_response_head(void **state)
     t_teardown(&t, loop, &u);
 }
 
-static void test_first_byte_timeout(void **state)
+static void test_silent_before_head(void **state)
 {
     (void)state;
     ev_loop *loop;
     up u;
     t_cli t;
-    fwd_config cfg = {.first_byte_timeout_ms = 50};
+    fwd_config cfg = {.idle_timeout_ms = 50};
     t_setup(&t, &loop, &u, UP_SILENT, &cfg);
     fwd_target tg[] = {{"127.0.0.1", u.port}, {"127.0.0.1", u.port}};
     fwd_request req = {.method = "GET", .path = "/", .targets = tg, .ntargets = 2};
     t_start(&t, &req);
     t_run(&t);
     assert_int_equal(t.r.outcome, FWD_UPSTREAM_FAILED_BEFORE_RESPONSE);
-    assert_non_null(strstr(t.r.error, "first-byte"));
+    assert_non_null(strstr(t.r.error, "upstream timeout"));
     assert_int_equal(u.nrequests, 1); /* not retried */
+    t_teardown(&t, loop, &u);
+}
+
+/* The upstream timeout counts silence after the head too: a stream that stops is cut. */
+static void test_silent_after_head(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u;
+    t_cli t;
+    fwd_config cfg = {.idle_timeout_ms = 100};
+    t_setup(&t, &loop, &u, UP_STREAM, &cfg);
+    t.ping_pong = true;
+    t.stall_at = 3;
+    fwd_target tg = {"127.0.0.1", u.port};
+    fwd_request req = {.method = "GET", .path = "/stream", .targets = &tg, .ntargets = 1};
+    t_start(&t, &req);
+    t_run(&t);
+    assert_int_equal(t.dones, 1);
+    assert_int_equal(t.events, 3);
+    assert_int_equal(t.r.outcome, FWD_FAILED_AFTER_RESPONSE);
+    assert_int_equal(t.r.status, 200);
+    assert_non_null(strstr(t.r.error, "upstream timeout"));
+    t_teardown(&t, loop, &u);
+}
+
+/* ...but not the whole answer's length: events 20 ms apart go on past the timeout in all. */
+static void test_paced_stream_not_timed_out(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u;
+    t_cli t;
+    fwd_config cfg = {.idle_timeout_ms = 300};
+    t_setup(&t, &loop, &u, UP_STREAM, &cfg);
+    t.ping_pong = true;
+    t.pace_ms = 20; /* 50 events: about 1 s */
+    fwd_target tg = {"127.0.0.1", u.port};
+    fwd_request req = {.method = "GET", .path = "/stream", .targets = &tg, .ntargets = 1};
+    t_start(&t, &req);
+    t_run(&t);
+    assert_int_equal(t.r.outcome, FWD_OK);
+    assert_int_equal(t.events, UP_EVENTS);
+    t_teardown(&t, loop, &u);
+}
+
+/* ...nor the time the caller held the answer back (a slow client is not a silent member). */
+static void test_paused_client_not_timed_out(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u;
+    t_cli t;
+    fwd_config cfg = {.idle_timeout_ms = 50};
+    t_setup(&t, &loop, &u, UP_BULK, &cfg);
+    u.bulk = 256u << 10;
+    t.full_always = true;
+    t.resume_after_ms = 150;
+    fwd_target tg = {"127.0.0.1", u.port};
+    fwd_request req = {.method = "GET", .path = "/big", .targets = &tg, .ntargets = 1};
+    t_start(&t, &req);
+    t_run(&t);
+    assert_int_equal(t.r.outcome, FWD_OK);
+    assert_int_equal(t.blen, u.bulk);
+    assert_true(t.pauses >= 2);
     t_teardown(&t, loop, &u);
 }
 
@@ -1245,6 +1362,139 @@ static void test_connection_reuse(void **state)
     assert_int_equal(t.r.outcome, FWD_OK);
     assert_int_equal(u.nrequests, 3);
     assert_int_equal(u.naccepts, 1);
+    t_teardown(&t, loop, &u);
+}
+
+/* With connected(): a new connection is confirmed before its first byte, once; the calls after
+ * it reuse it without asking. */
+static void test_connection_confirmed_once(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u;
+    t_cli t;
+    t_setup(&t, &loop, &u, UP_OK, NULL);
+    t.confirm = true;
+    fwd_target tg = {"127.0.0.1", u.port};
+    fwd_request req = {.method = "POST",
+                       .path = "/v1/completions",
+                       .targets = &tg,
+                       .ntargets = 1,
+                       .body = "abc",
+                       .body_len = 3};
+    t.req = &req;
+    t.again = 2;
+    t_start(&t, &req);
+    t_run(&t);
+    assert_int_equal(t.dones, 3);
+    assert_int_equal(t.r.outcome, FWD_OK);
+    assert_string_equal(t.body, "ok POST 3");
+    assert_int_equal(t.connects, 1);
+    assert_int_equal(t.requests_at_connect, 0);
+    assert_int_equal(u.nrequests, 3);
+    assert_int_equal(u.naccepts, 1);
+    t_teardown(&t, loop, &u);
+}
+
+/* A connection the caller refuses carries no byte: the call fails before any, with the reason. */
+static void test_connection_refused_by_caller(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u;
+    t_cli t;
+    t_setup(&t, &loop, &u, UP_OK, NULL);
+    t.confirm = true;
+    t.refuse = "the Pod at this address is not the member's";
+    fwd_target tg = {"127.0.0.1", u.port};
+    fwd_header h[] = {{"Authorization", "Bearer secret"}};
+    fwd_request req = {.method = "POST",
+                       .path = "/v1/completions",
+                       .headers = h,
+                       .nheaders = 1,
+                       .targets = &tg,
+                       .ntargets = 1,
+                       .body = "abc",
+                       .body_len = 3};
+    t_start(&t, &req);
+    t_run(&t);
+    assert_int_equal(t.dones, 1);
+    assert_int_equal(t.connects, 1);
+    assert_int_equal(t.r.outcome, FWD_UPSTREAM_FAILED_BEFORE_RESPONSE);
+    assert_int_equal(t.r.bytes_up, 0);
+    assert_string_equal(t.r.error, "the Pod at this address is not the member's");
+    assert_int_equal(u.nrequests, 0);
+    assert_int_equal(u.last_head[0], '\0');
+    t_teardown(&t, loop, &u);
+}
+
+/* A kept connection that died is replaced by a new one, confirmed again. */
+static void test_dead_connection_confirmed_again(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u;
+    t_cli t;
+    t_setup(&t, &loop, &u, UP_OK, NULL);
+    t.confirm = true;
+    u.reset_nth = 2;
+    fwd_target tg = {"127.0.0.1", u.port};
+    fwd_request req = {.method = "POST",
+                       .path = "/v1/completions",
+                       .targets = &tg,
+                       .ntargets = 1,
+                       .body = "abc",
+                       .body_len = 3};
+    t.req = &req;
+    t.again = 1;
+    t_start(&t, &req);
+    t_run(&t);
+    assert_int_equal(t.dones, 2);
+    assert_int_equal(t.r.outcome, FWD_OK);
+    assert_int_equal(u.naccepts, 2);
+    assert_int_equal(t.connects, 2);
+    t_teardown(&t, loop, &u);
+}
+
+/* Confirmed after send_by_ms: nothing sent, the result says late, and the connection is kept for
+ * the next call to that address, which sends on it without connecting again. */
+static void test_late_connection_kept_for_next_call(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u;
+    t_cli t;
+    t_setup(&t, &loop, &u, UP_OK, NULL);
+    t.confirm = true;
+    t.confirm_after_ms = 30;
+    fwd_target tg = {"127.0.0.1", u.port};
+    fwd_request req = {.method = "POST",
+                       .path = "/v1/completions",
+                       .targets = &tg,
+                       .ntargets = 1,
+                       .body = "abc",
+                       .body_len = 3,
+                       .send_by_ms = ev_now_ms() + 5};
+    t_start(&t, &req);
+    t_run(&t);
+    assert_int_equal(t.dones, 1);
+    assert_int_equal(t.r.outcome, FWD_UPSTREAM_FAILED_BEFORE_RESPONSE);
+    assert_true(t.r.late);
+    assert_int_equal(t.r.bytes_up, 0);
+    assert_int_equal(u.nrequests, 0);
+    assert_int_equal(t.connects, 1);
+
+    req.send_by_ms = ev_now_ms() + 10000;
+    t.dones = 0;
+    t_start(&t, &req);
+    t_run(&t);
+    assert_int_equal(t.dones, 1);
+    assert_int_equal(t.r.outcome, FWD_OK);
+    assert_false(t.r.late);
+    assert_string_equal(t.body, "ok POST 3");
+    assert_int_equal(t.connects, 1); /* the kept connection, not a new one */
+    assert_int_equal(u.naccepts, 1);
+    assert_int_equal(u.nrequests, 1);
     t_teardown(&t, loop, &u);
 }
 
@@ -1362,7 +1612,14 @@ TEST_MAIN(cmocka_unit_test(test_get), cmocka_unit_test(test_post),
           cmocka_unit_test(test_no_retry_past_replay_cap), cmocka_unit_test(test_both_refuse),
           cmocka_unit_test(test_send_deadline), cmocka_unit_test(test_reset_after_head),
           cmocka_unit_test(test_interim_response), cmocka_unit_test(test_malformed_response_head),
-          cmocka_unit_test(test_first_byte_timeout), cmocka_unit_test(test_cancel_inside_data),
-          cmocka_unit_test(test_cancel_from_loop), cmocka_unit_test(test_free_with_call_in_flight),
-          cmocka_unit_test(test_connection_reuse), cmocka_unit_test(test_start_inside_callback),
-          cmocka_unit_test(test_bad_input), cmocka_unit_test(test_body_overrun))
+          cmocka_unit_test(test_silent_before_head), cmocka_unit_test(test_silent_after_head),
+          cmocka_unit_test(test_paced_stream_not_timed_out),
+          cmocka_unit_test(test_paused_client_not_timed_out),
+          cmocka_unit_test(test_cancel_inside_data), cmocka_unit_test(test_cancel_from_loop),
+          cmocka_unit_test(test_free_with_call_in_flight), cmocka_unit_test(test_connection_reuse),
+          cmocka_unit_test(test_connection_confirmed_once),
+          cmocka_unit_test(test_connection_refused_by_caller),
+          cmocka_unit_test(test_dead_connection_confirmed_again),
+          cmocka_unit_test(test_late_connection_kept_for_next_call),
+          cmocka_unit_test(test_start_inside_callback), cmocka_unit_test(test_bad_input),
+          cmocka_unit_test(test_body_overrun))

@@ -118,5 +118,5 @@ app.kubernetes.io/component: router
   verbs: ["list", "watch"]
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["list", "watch"]
+  verbs: ["get", "list", "watch"]
 {{- end }}
