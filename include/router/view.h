@@ -45,8 +45,9 @@ void rt_view_ready_pods(const store *isvcs, const store *pods, const char *ns, c
 rt_hold_member rt_view_member(const store *isvcs, const store *pods, const char *isvcs_rv,
                               const pool_obj *o, const char *name);
 
-/* Member is resident in the cache, with no swap and a ready Pod: a held request for it that
- * runs out of its budget lacked only the drain fence's read ("unconfirmed"), not a swap. */
+/* Member is resident in the cache, with no swap (or one that has not begun to drain it) and a
+ * ready Pod: a held request for it that runs out of its budget lacked only the drain fence's read
+ * ("unconfirmed"), not a swap. */
 bool rt_view_unconfirmed(const store *isvcs, const store *pods, const pool_obj *o,
                          const char *member);
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "app/log.h"
+#include "pool/plan.h"
 #include "router/hold.h"
 #include "rt_state.h"
 
@@ -29,7 +30,9 @@ static void rt_verify_done(void *ud, const kube_error *err, long code, const cJS
     pool_obj *o = err->kind == KUBE_OK ? pool_obj_decode(body, &derr) : NULL;
     const char *res = o ? o->status.resident_member : NULL;
     const char *pend = o ? o->status.pending_member : NULL;
-    bool decoded = o != NULL, swapping = pend && *pend, settled = res && *res && !swapping;
+    /* Settled: a resident whose drain has not begun (no swap, or one awaiting its probe). */
+    bool decoded = o != NULL, swapping = pend && *pend,
+         settled = res && *res && (!swapping || plan_awaits_probe(&o->status));
     const pool_obj *cached = rt_pool_rec(p);
     bool agrees = settled && cached && rt_str_eq(cached->status.resident_member, res);
     rt_metrics_fence_read(&p->rt->m, p->ns, p->name,

@@ -31,9 +31,12 @@ static bool cannot_load(const rt_hold_pool *p, const rt_hold_member *m)
     return str_eq(m->phase, "WaitingForGPU") && str_eq(m->name, p->pending);
 }
 
+/* The resident serves while no swap is pending, or while the pending swap has not begun to drain
+ * it (#26: its idle probe cannot decide, so the operator cannot unload it). */
 static bool servable(const rt_hold_pool *p, const rt_hold_member *m)
 {
-    return str_eq(m->name, p->resident) && is_empty(p->pending) && m->ready_pods > 0;
+    return str_eq(m->name, p->resident) && (is_empty(p->pending) || p->awaiting_probe) &&
+           m->ready_pods > 0;
 }
 
 /* A read sent less than the window ago showed m resident with no swap. */
@@ -107,7 +110,10 @@ void rt_hold_decide(const rt_hold_pool *p, rt_hold_verdict *verdicts, rt_hold_re
         const rt_hold_member *m = &p->members[i];
         if (verdicts[i] != RT_HOLD_SERVE && verdicts[i] != RT_HOLD_FENCE)
             continue;
-        out->serve_before_ms = grace_end;
+        /* No grace while the swap awaits the resident's probe: its drain has not begun, and
+         * holding its requests would not begin it (they would starve until the drop). */
+        if (!p->awaiting_probe)
+            out->serve_before_ms = grace_end;
         resident_busy = m->in_flight > 0 || (m->waiting > 0 && m->first_wait_ms < grace_end);
     }
 

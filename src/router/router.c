@@ -16,6 +16,7 @@
 
 #include "app/log.h"
 #include "informer/expect.h"
+#include "pool/plan.h"
 #include "router/hold.h"
 #include "router/view.h"
 #include "rt_state.h"
@@ -322,6 +323,7 @@ static int rt_pass_run(rt_pass *x, rt_pool *p, const pool_obj *o, uint64_t now)
                        .resident = o->status.resident_member,
                        .pending = o->status.pending_member,
                        .requested = o->requested,
+                       .awaiting_probe = plan_awaits_probe(&o->status),
                        .request_unseen =
                            p->patch != NULL || p->awaiting || now < p->patch_not_before,
                        .members = x->hm,

@@ -141,6 +141,7 @@ bool rt_view_unconfirmed(const store *isvcs, const store *pods, const pool_obj *
                          const char *member)
 {
     return o && view_eq(o->status.resident_member, member) &&
-           !(o->status.pending_member && *o->status.pending_member) &&
+           (!(o->status.pending_member && *o->status.pending_member) ||
+            plan_awaits_probe(&o->status)) &&
            view_count_ready(isvcs, pods, o->ns ? o->ns : "", member) > 0;
 }

@@ -288,6 +288,74 @@ static void test_fence_keeps_grace(void **state)
     assert_int_equal(d.serve_before_ms, T0 + 5000);
 }
 
+/* #26: a swap whose resident's idle probe cannot decide has not begun to drain it (Swapping
+ * True/AwaitingProbe): the resident serves all its requests, through the fence's read as always,
+ * with no grace (holding them would not begin the drain), until the drain begins. The pool: a
+ * resident, b pending with a request waiting since T0 (past the grace at T0 + 10000). */
+typedef struct {
+    const char *title;
+    const char *phase;
+    bool awaiting;
+    const char *a;           /* the resident as parse_member reads it */
+    const char *read_member; /* the fence's last read, 100 ms ago */
+    const char *want;        /* verdicts of a and b */
+    uint64_t before;         /* serve_before_ms: T0 + this, 0 none */
+    bool read;
+} t_await;
+
+static void test_awaiting_probe(void **state)
+{
+    (void)state;
+    // clang-format off
+    static const t_await t[] = {
+        {"awaiting: the resident serves, no grace", "Swapping", true, "a:ur:2@8000:1", "a",
+         "SW", 0, false},
+        {"not awaiting (draining): the resident's requests wait", "Swapping", false,
+         "a:ur:2@8000:1", "a", "WW", 0, false},
+        {"awaiting, no young read: they wait for one", "Swapping", true, "a:ur:2@8000:0", NULL,
+         "FW", 0, true},
+        {"awaiting, the resident has no ready Pod: wait", "Swapping", true, "a:u:2@8000:0", "a",
+         "WW", 0, false},
+        {"awaiting but Degraded: 503", "Degraded", true, "a:ur:2@8000:0", "a", "DD", 0, false},
+    };
+    // clang-format on
+    for (size_t c = 0; c < sizeof t / sizeof t[0]; c++) {
+        char na[16], nb[16];
+        rt_hold_member ms[2];
+        parse_member(t[c].a, &ms[0], na);
+        parse_member("b:u:1@0:0", &ms[1], nb);
+        uint64_t now = T0 + 10000;
+        rt_hold_pool p = {.phase = t[c].phase,
+                          .resident = "a",
+                          .pending = "b",
+                          .awaiting_probe = t[c].awaiting,
+                          .members = ms,
+                          .n_members = 2,
+                          .grace_ms = 5000,
+                          .now_ms = now,
+                          .fence_member = t[c].read_member,
+                          .fence_read_ms = now - 100,
+                          .fence_window_ms = 1000};
+        rt_hold_verdict v[2];
+        rt_hold_reject r[2];
+        rt_hold_decision d;
+        rt_hold_decide(&p, v, r, &d);
+        char got[3] = "";
+        for (size_t i = 0; i < 2; i++)
+            got[i] = v[i] == RT_HOLD_SERVE        ? 'S'
+                     : v[i] == RT_HOLD_FENCE      ? 'F'
+                     : v[i] == RT_HOLD_WAIT       ? 'W'
+                     : r[i] == RT_REJECT_DEGRADED ? 'D'
+                                                  : 'M';
+        uint64_t before = t[c].before ? T0 + t[c].before : 0;
+        if (strcmp(got, t[c].want) != 0 || d.serve_before_ms != before ||
+            d.fence_read != t[c].read || d.activate != -1)
+            fail_msg("%s: verdicts %s (want %s), before %llu, read %d, activate %td", t[c].title,
+                     got, t[c].want, (unsigned long long)d.serve_before_ms, d.fence_read,
+                     d.activate);
+    }
+}
+
 /* The pool dropped its last request (its resident cannot be probed): the resident serves, every
  * other member's requests are refused, nothing is asked; a new swap (pending set) ends that. */
 static void test_dropped(void **state)
@@ -463,6 +531,6 @@ static void test_fence_refused(void **state)
 
 TEST_MAIN(cmocka_unit_test(test_serve_and_activate), cmocka_unit_test(test_reject),
           cmocka_unit_test(test_fence), cmocka_unit_test(test_fence_keeps_grace),
-          cmocka_unit_test(test_dropped), cmocka_unit_test(test_order),
-          cmocka_unit_test(test_no_starvation), cmocka_unit_test(test_retry_after),
-          cmocka_unit_test(test_fence_refused))
+          cmocka_unit_test(test_awaiting_probe), cmocka_unit_test(test_dropped),
+          cmocka_unit_test(test_order), cmocka_unit_test(test_no_starvation),
+          cmocka_unit_test(test_retry_after), cmocka_unit_test(test_fence_refused))

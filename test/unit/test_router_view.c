@@ -132,6 +132,12 @@ static void test_member(void **state)
              "\"Swapping\",\"residentMember\":\"a\",\"pendingMember\":\"b\"}}");
     assert_false(rt_view_unconfirmed(c.isvcs, c.pods, o, "a")); /* a swap: still loading */
     free(o);
+    /* #26: a swap that has not begun to drain a (it awaits a's probe): a still serves */
+    o = pool("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"status\":{\"phase\":"
+             "\"Swapping\",\"residentMember\":\"a\",\"pendingMember\":\"b\",\"conditions\":[{"
+             "\"type\":\"Swapping\",\"status\":\"True\",\"reason\":\"AwaitingProbe\"}]}}");
+    assert_true(rt_view_unconfirmed(c.isvcs, c.pods, o, "a"));
+    free(o);
     drop(&c);
 }
 
