@@ -15,9 +15,10 @@
 /* The pool's swapBudget in ms: its spec's, the default when unset or unparsable. */
 uint64_t rt_view_budget_ms(const pool_obj *o);
 
-/* Why a REJECT, as the 503's message: for DEGRADED the pool's phase with the message of its
- * SlotAllocated condition when False; for DROPPED the dropped message (rt_view_dropped's); else the
- * member's phase ("missing" when not cached). m: the member as rt_view_member saw it. */
+/* Why a REJECT, as the 503's message: for DEGRADED the pool's phase with the message of the
+ * condition that says why (MembersValid when False, else SlotAllocated when False); for DROPPED the
+ * dropped message (rt_view_dropped's); else the member's phase ("missing" when not cached). m: the
+ * member as rt_view_member saw it. */
 void rt_view_reject_message(const pool_obj *o, const rt_hold_member *m, rt_hold_reject why,
                             const char *dropped, char *buf, size_t len);
 

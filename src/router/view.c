@@ -25,16 +25,23 @@ uint64_t rt_view_budget_ms(const pool_obj *o)
     return (uint64_t)ms;
 }
 
-/* The message of the pool's condition that says why it cannot serve: SlotAllocated when False,
- * else the phase. */
+/* The pool's phase with the message of the condition that says why it cannot serve: MembersValid
+ * when False (a spec fault: the slot's condition is left as it was then), else SlotAllocated when
+ * False (a target that cannot become Ready). */
 static void view_pool_reason(const pool_obj *o, char *buf, size_t len)
 {
-    const char *msg = NULL;
+    const char *msg = NULL, *slot = NULL;
     for (size_t i = 0; o && i < o->status.n_conditions; i++) {
         const plan_condition *c = &o->status.conditions[i];
-        if (view_eq(c->type, "SlotAllocated") && view_eq(c->status, "False") && c->message)
+        if (!view_eq(c->status, "False") || !c->message || !*c->message)
+            continue;
+        if (view_eq(c->type, "MembersValid"))
             msg = c->message;
+        else if (view_eq(c->type, "SlotAllocated"))
+            slot = c->message;
     }
+    if (!msg)
+        msg = slot;
     snprintf(buf, len, "pool %s/%s is %s%s%s", o && o->ns ? o->ns : "", o ? o->name : "",
              o && o->status.phase ? o->status.phase : "unavailable", msg ? ": " : "",
              msg ? msg : "");

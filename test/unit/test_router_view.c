@@ -182,6 +182,24 @@ static void test_reject_message(void **state)
     assert_false(rt_view_dropped(o, dropped, sizeof(dropped)));
     free(o);
 
+    /* a spec fault: MembersValid names it, the slot's condition is left as it was */
+    o = pool("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"status\":{\"phase\":"
+             "\"Degraded\",\"conditions\":[{\"type\":\"SlotAllocated\",\"status\":\"False\","
+             "\"reason\":\"NoResident\",\"message\":\"no member requested\"},{\"type\":"
+             "\"MembersValid\",\"status\":\"False\",\"reason\":\"MissingMembers\",\"message\":"
+             "\"member m-x does not exist\"}]}}");
+    rt_view_reject_message(o, &m, RT_REJECT_DEGRADED, NULL, buf, sizeof(buf));
+    assert_string_equal(buf, "pool ml/p is Degraded: member m-x does not exist");
+    free(o);
+    o = pool("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"status\":{\"phase\":"
+             "\"Degraded\",\"conditions\":[{\"type\":\"SlotAllocated\",\"status\":\"True\","
+             "\"reason\":\"Resident\",\"message\":\"a holds the slot\"},{\"type\":"
+             "\"MembersValid\",\"status\":\"False\",\"reason\":\"MemberInMultiplePools\","
+             "\"message\":\"member x is claimed by pool q\"}]}}");
+    rt_view_reject_message(o, &m, RT_REJECT_DEGRADED, NULL, buf, sizeof(buf));
+    assert_string_equal(buf, "pool ml/p is Degraded: member x is claimed by pool q");
+    free(o);
+
     o = pool("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"status\":{\"phase\":\"Ready\","
              "\"residentMember\":\"a\",\"conditions\":[{\"type\":\"Swapping\",\"status\":\"False\","
              "\"reason\":\"RequestDropped\"},{\"type\":\"SwapDeferred\",\"status\":\"True\","
