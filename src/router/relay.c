@@ -26,11 +26,16 @@ static void rt_forward_ended(rt_req *q)
     rt_mark(q->pool);
 }
 
-void rt_forward_abort(rt_req *q, rt_oai_err err, const char *msg)
+void rt_forward_cancel(rt_req *q)
 {
     fwd_cancel(q->call);
     q->call = NULL;
     rt_forward_ended(q);
+}
+
+void rt_forward_abort(rt_req *q, rt_oai_err err, const char *msg)
+{
+    rt_forward_cancel(q);
     if (!q->head_sent) {
         rt_answer(q, err, msg, 0);
         return;
@@ -38,13 +43,6 @@ void rt_forward_abort(rt_req *q, rt_oai_err err, const char *msg)
     rt_metrics_request(&q->rt->m, q->pool->ns, q->pool->name, q->mq->member, rt_oai_status(err));
     httpd_req_stream_end(q->hr, false);
     rt_req_free(q);
-}
-
-void rt_forward_cancel(rt_req *q)
-{
-    fwd_cancel(q->call);
-    q->call = NULL;
-    rt_forward_ended(q);
 }
 
 static void rt_fwd_head(void *ud, int status, const fwd_header *headers, size_t n)
