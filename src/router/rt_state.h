@@ -1,8 +1,8 @@
 /* rt_state: the router's state shared by its files, private to src/router: a request (rt_req), a
  * member's queue of held requests (rt_mq), what this router keeps of a pool (rt_pool) and the
  * router itself; and the functions one file calls in another. router.c wires them; intake.c takes
- * requests in, relay.c forwards them, view.c reads the caches, activate.c writes to the pool and
- * fence.c reads it for the drain fence. */
+ * requests in, decide.c decides a pool and applies it, relay.c forwards requests, view.c reads the
+ * caches, activate.c writes to the pool and fence.c reads it for the drain fence. */
 #ifndef MP_ROUTER_RT_STATE_H
 #define MP_ROUTER_RT_STATE_H
 
@@ -132,7 +132,7 @@ struct rt_router {
     uint64_t stop_deadline, stop_timer;
 };
 
-/* router.c: pools, queues and the decision. */
+/* router.c: pools, queues, when to decide again; decide.c: the decision. */
 bool rt_str_eq(const char *a, const char *b);
 const pool_obj *rt_pool_rec(const rt_pool *p);
 rt_pool *rt_pool_get(rt_router *rt, const char *ns, const char *name);
