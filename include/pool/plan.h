@@ -151,6 +151,13 @@ typedef struct {
     int64_t now_ms; /* wall clock, ms since the Unix epoch */
 } plan_snapshot;
 
+/* The swap's drain has not begun (#26): pendingMember is set and Swapping is True/AwaitingProbe,
+ * because the resident's idle probe cannot decide (no probe for its runtime, or it fails) and the
+ * pool does not opt into unloading it. The resident serves meanwhile: routers forward to it while a
+ * read shows this, and the operator's drain fence counts from when it first sees the pool without
+ * it. */
+bool plan_awaits_probe(const plan_status *st);
+
 /* ---- Output: actions in the order the controller must apply them. It stops at the first that
  * fails and re-plans; the status write is always first, so intent is persisted before acting. */
 

@@ -1,7 +1,8 @@
 /* hold: the router's decision core for one pool, pure. From what the watch caches say of the pool
- * and its members, and the requests this router holds for them, it decides which members' requests
- * go to a Pod now, which wait, which are answered 503 at once, and which member the router asks the
- * pool for. No I/O and no clock of its own: issue 14's rules of activation and fairness live here
+ * and its members, the drain fence's last read of the pool, and the requests this router holds for
+ * them, it decides which members' requests go to a Pod now, which wait (for a swap, a grace or the
+ * fence's read), which are answered 503 at once and why, and which member the router asks the pool
+ * for. No I/O and no clock of its own: the rules of activation, fairness and the fence live here
  * and are unit-tested as tables; the router applies the decision. */
 #ifndef MP_ROUTER_HOLD_H
 #define MP_ROUTER_HOLD_H
@@ -30,6 +31,9 @@ typedef struct rt_hold_pool {
     const char *resident;  /* status.residentMember */
     const char *pending;   /* status.pendingMember */
     const char *requested; /* the request annotation, someone's request not yet taken */
+    /* The swap (pending) waits for the resident's idle probe before its drain begins (Swapping
+     * True/AwaitingProbe, plan_awaits_probe): the resident serves all its requests meanwhile. */
+    bool awaiting_probe;
     /* This router's own request write has not shown in the cache yet: ask nothing more. */
     bool request_unseen;
     /* The pool dropped its last request because the resident's idle probe could not decide
@@ -41,21 +45,34 @@ typedef struct rt_hold_pool {
     /* How long a busy resident keeps taking new requests while another member's requests wait. */
     uint64_t grace_ms;
     uint64_t now_ms; /* the clock of first_wait_ms */
+    /* The drain fence (the router's half): a request goes to the resident only within
+     * fence_window_ms (half the operator's fence) after a read of the pool from the API server,
+     * sent at fence_read_ms, showed fence_member resident with no swap (NULL: no such read). */
+    const char *fence_member;
+    uint64_t fence_read_ms;
+    uint64_t fence_window_ms;
+    /* The API server refuses the fence's read (401/403): no request can go, none is asked for. */
+    bool fence_refused;
 } rt_hold_pool;
 
 typedef enum {
     RT_HOLD_WAIT = 0, /* hold its requests (new ones too) */
     RT_HOLD_SERVE,    /* forward its requests to its ready Pods (see serve_before_ms) */
     RT_HOLD_REJECT,   /* answer its held requests, and new ones, 503 now */
+    /* Servable as the caches say, but no read of the pool young enough for the drain fence
+     * confirms it: hold its requests until one does (fence_read). */
+    RT_HOLD_FENCE,
 } rt_hold_verdict;
 
 /* Why a REJECT: the pool is Degraded, the member cannot load (Failed, Suspended, or
- * WaitingForGPU as the swap's target), or the pool cannot swap away from its resident. */
+ * WaitingForGPU as the swap's target), the pool cannot swap away from its resident, or the API
+ * server refuses the fence's read. */
 typedef enum {
     RT_REJECT_NONE = 0,
     RT_REJECT_DEGRADED,
     RT_REJECT_MEMBER_PHASE,
-    RT_REJECT_DROPPED, /* not the resident, and the pool dropped its last request (dropped) */
+    RT_REJECT_DROPPED,       /* not the resident, and the pool dropped its last request (dropped) */
+    RT_REJECT_FENCE_REFUSED, /* fence_refused: every member */
 } rt_hold_reject;
 
 typedef struct rt_hold_decision {
@@ -70,6 +87,13 @@ typedef struct rt_hold_decision {
     uint64_t serve_before_ms;
     /* Decide again at this time even without an event (a grace ends); 0 none. */
     uint64_t wake_at_ms;
+    /* Read the pool for the drain fence now (unless a read is in flight or backs off): requests
+     * wait for it (FENCE), or the read that lets them go is half its window old, so a steady stream
+     * does not stop for the next one; and always while the read is refused, to see the right
+     * granted. */
+    bool fence_read;
+    /* A forward to the serving member must be sending by this time (the fence window's end). */
+    uint64_t send_by_ms;
 } rt_hold_decision;
 
 /* Fills verdicts[i] (and reasons[i]) for each of pool->n_members members and *out. Members

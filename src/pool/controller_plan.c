@@ -47,7 +47,8 @@ static void pc_plan_metrics(pc_run *run)
 }
 
 /* The drain fence of pool's swap (plan_snapshot.drain_after_ms), from when this replica first saw
- * it: a replica that takes over a swap waits the fence out again. now: the monotonic instant the
+ * it with its drain begun (plan_awaits_probe false): a replica that takes over a swap waits the
+ * fence out again. now: the monotonic instant the
  * snapshot was built at (its probe times were converted at it too). 0 or -ENOMEM. */
 static int pc_fence(pool_controller *pc, const char *key, const pool_obj *pool, uint64_t now,
                     plan_snapshot *s)
@@ -63,6 +64,14 @@ static int pc_fence(pool_controller *pc, const char *key, const pool_obj *pool, 
     }
     if (!st)
         return -ENOMEM;
+    if (plan_awaits_probe(&pool->status)) {
+        /* The drain has not begun (#26): the resident serves and routers forward to it while the
+         * pool shows this, so the fence counts only from when this replica sees it gone; until
+         * then it lies a whole fence ahead. */
+        st->swap_seen_ms = 0;
+        s->drain_after_ms = s->now_ms + pc->cfg.drain_fence_ms;
+        return 0;
+    }
     if (!st->swap_seen_ms)
         st->swap_seen_ms = now;
     s->drain_after_ms = s->now_ms - (int64_t)(now - st->swap_seen_ms) + pc->cfg.drain_fence_ms;
@@ -197,7 +206,10 @@ static int pc_build(pc_run *run, const pool_obj *pool, bool absence_confirmed)
     }
     if (rc == 0)
         pc_plan_metrics(run);
-    if (rc == 0 && run->plan->fenced_until_ms > snap.snap.now_ms)
+    bool awaiting = rc == 0 && plan_awaits_probe(&run->plan->status);
+    if (awaiting && (st = pc_pool_get(pc, run->key, false)) != NULL)
+        st->swap_seen_ms = 0; /* marked now: the fence starts again once the mark is gone */
+    if (rc == 0 && !awaiting && run->plan->fenced_until_ms > snap.snap.now_ms)
         pool_clocks_fenced(pc->cfg.clocks, run->key,
                            ev_now_us() +
                                (uint64_t)(run->plan->fenced_until_ms - snap.snap.now_ms) * 1000);

@@ -108,6 +108,8 @@ static void decide(plan_ctx *c, plan_want *w, int64_t budget_ms)
         ; /* drop_request wrote it, or recheck_dropped keeps it */
     else if (d.reason)
         plan_want_set(&w->deferred, "True", d.reason, "%s", plan_msg_str(&d.msg));
+    else if (c->awaiting_probe)
+        w->deferred.keep = true; /* its probe's answer went stale: asked again, not NotDeferred */
     else if (d.unknown && plan_find_cond(&s->status, "SwapDeferred"))
         /* Not known yet, so not "NotDeferred": a restarted operator (its probe results are in
          * memory only) would otherwise flip a deferred swap to NotDeferred and back, with a
@@ -215,9 +217,10 @@ int plan_build(const plan_snapshot *snap, plan_result **out)
         c.oom |= wants[i]->msg.oom;
         free(wants[i]->msg.s);
     }
-    c.oom |= c.too_many.oom || c.superseded.oom;
+    c.oom |= c.too_many.oom || c.superseded.oom || c.awaiting_why.oom;
     free(c.too_many.s);
     free(c.superseded.s);
+    free(c.awaiting_why.s);
     free(c.rel);
 
     size_t n = (write ? 1 : 0) + c.events.n + c.work.n;

@@ -59,6 +59,10 @@ typedef struct {
     bool withdrawn;      /* a router withdrew the swap's request before anything was unloaded */
     bool
         dropped; /* SwapDeferred is a dropped request's (plan_drop_request, plan_recheck_dropped) */
+    /* The swap waits for the resident's idle probe to decide before its drain begins (#26): the
+     * resident serves meanwhile (Swapping True/AwaitingProbe); the probe's error in why. */
+    bool awaiting_probe;
+    plan_msg awaiting_why;
 } plan_ctx;
 
 /* Why a swap is held up: the first deferred member sets the reason, every one is named. */
@@ -154,5 +158,6 @@ const char *plan_undecided(const plan_member *m, plan_msg *msg);
 void plan_drop_request(plan_ctx *c, plan_want *w, const plan_member *r, const char *pend,
                        const char *reason, const plan_msg *why, int64_t budget_ms, plan_defer *d);
 void plan_recheck_dropped(plan_ctx *c, plan_want *w, const plan_member *r, plan_defer *d);
+bool plan_probe_decides(plan_ctx *c, const plan_member *r, plan_defer *d);
 
 #endif

@@ -85,6 +85,13 @@ const plan_condition *plan_find_cond(const plan_status *st, const char *type)
     return NULL;
 }
 
+bool plan_awaits_probe(const plan_status *st)
+{
+    const plan_condition *sw = plan_find_cond(st, "Swapping");
+    return !is_empty(st->pending_member) && sw && str_eq(sw->status, "True") &&
+           str_eq(sw->reason, "AwaitingProbe");
+}
+
 bool plan_is_up(const plan_member *m)
 {
     return m != NULL && plan_replicas(m) >= 1;

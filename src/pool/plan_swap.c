@@ -126,6 +126,15 @@ void plan_decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *pe
             plan_defer_requeue(d,
                                (limit > s->drain_after_ms ? limit : s->drain_after_ms) - s->now_ms);
         }
+        if (reason && unload_ms == 0) {
+            /* The drain has not begun: the resident serves until its probe decides (then the
+             * drain fence starts, from the status without the mark) or the request is dropped.
+             * While the mark stands the fence lies ahead, so drain() sends no probe: this does. */
+            if (plan_awaits_probe(&s->status))
+                plan_probe_decides(c, rm, d);
+            c->awaiting_probe = true;
+            plan_msg_add(&c->awaiting_why, "%s", plan_msg_str(&why));
+        }
         c->oom |= why.oom;
         free(why.s);
     }
@@ -176,6 +185,11 @@ void plan_decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *pe
     plan_swapping(w, res, pend);
     if (loading)
         plan_want_set(&w->swapping, "True", "Loading", "loading %s", pend);
+    else if (c->awaiting_probe)
+        plan_want_set(&w->swapping, "True", "AwaitingProbe",
+                      "%s serves until its idle probe can decide (%s); the request for %s is "
+                      "dropped if it cannot within swapBudget",
+                      res, plan_msg_str(&c->awaiting_why), pend);
     else if (starting)
         plan_want_set(&w->swapping, "True", "Draining", "the slot is free; starting %s", pend);
     else if (wait.len > 0)

@@ -80,16 +80,11 @@ void plan_drop_request(plan_ctx *c, plan_want *w, const plan_member *r, const ch
     c->dropped = true;
 }
 
-/* After a dropped request (Swapping False/RequestDropped), the resident r is probed until its
- * probe decides (idle or busy on every running Pod, fresh), which ends the episode; until then the
- * conditions stay as they are. */
-void plan_recheck_dropped(plan_ctx *c, plan_want *w, const plan_member *r, plan_defer *d)
+/* Whether every running Pod of r answered its probe (idle or busy) and the answers are fresh;
+ * if not, r is probed again (stale answers) or looked at again once they go stale. Only where
+ * drain() sends no probe for r in the same plan. */
+bool plan_probe_decides(plan_ctx *c, const plan_member *r, plan_defer *d)
 {
-    const plan_condition *sw = plan_find_cond(&c->s->status, "Swapping");
-    /* Over too once the pool opts into unloading: a swap would not wedge any more. */
-    if (!sw || !str_eq(sw->status, "False") || !str_eq(sw->reason, "RequestDropped") ||
-        !plan_has_running_pod(r) || !is_empty(c->s->unload_after))
-        return;
     const int64_t now = c->s->now_ms;
     size_t running = 0, stale = 0, decided = 0;
     int64_t expires = 0;
@@ -108,14 +103,29 @@ void plan_recheck_dropped(plan_ctx *c, plan_want *w, const plan_member *r, plan_
             expires = p->probed_at_ms + PLAN_PROBE_TTL_MS;
     }
     if (decided == running && probe_supported(r->runtime, r->idle_endpoint))
-        return; /* the probe decides again: the episode is over */
-    w->swapping.keep = true;
-    w->deferred.keep = true;
-    c->dropped = true;
+        return true;
     if (!probe_supported(r->runtime, r->idle_endpoint))
-        return; /* nothing to ask: a change of the member (its annotation) re-plans */
+        return false; /* nothing to ask: a change of the member (its annotation) re-plans */
     if (stale > 0)
         plan_push_probe(c, r, plan_replicas(r), running);
     else
         plan_defer_requeue(d, expires - now);
+    return false;
+}
+
+/* After a dropped request (Swapping False/RequestDropped), the resident r is probed until its
+ * probe decides (idle or busy on every running Pod, fresh), which ends the episode; until then the
+ * conditions stay as they are. */
+void plan_recheck_dropped(plan_ctx *c, plan_want *w, const plan_member *r, plan_defer *d)
+{
+    const plan_condition *sw = plan_find_cond(&c->s->status, "Swapping");
+    /* Over too once the pool opts into unloading: a swap would not wedge any more. */
+    if (!sw || !str_eq(sw->status, "False") || !str_eq(sw->reason, "RequestDropped") ||
+        !plan_has_running_pod(r) || !is_empty(c->s->unload_after))
+        return;
+    if (plan_probe_decides(c, r, d))
+        return; /* the probe decides again: the episode is over */
+    w->swapping.keep = true;
+    w->deferred.keep = true;
+    c->dropped = true;
 }

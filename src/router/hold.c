@@ -1,7 +1,8 @@
 /* hold: which requests of a pool go now, wait or are refused, and which member the router asks
  * for. The order of service is the order of arrival: members are taken in the order their oldest
  * held request arrived (A A B B C C, never A B A B), so every member gets its turn within the
- * budget. A busy resident keeps its new requests only for grace_ms once another member waits. */
+ * budget. A busy resident keeps its new requests only for grace_ms once another member waits, and
+ * gets them only within the drain fence's window after a read of the pool confirmed it. */
 #include "router/hold.h"
 
 #include <stdio.h>
@@ -30,41 +31,70 @@ static bool cannot_load(const rt_hold_pool *p, const rt_hold_member *m)
     return str_eq(m->phase, "WaitingForGPU") && str_eq(m->name, p->pending);
 }
 
+/* The resident serves while no swap is pending, or while the pending swap has not begun to drain
+ * it (#26: its idle probe cannot decide, so the operator cannot unload it). */
 static bool servable(const rt_hold_pool *p, const rt_hold_member *m)
 {
-    return str_eq(m->name, p->resident) && is_empty(p->pending) && m->ready_pods > 0;
+    return str_eq(m->name, p->resident) && (is_empty(p->pending) || p->awaiting_probe) &&
+           m->ready_pods > 0;
+}
+
+/* A read sent less than the window ago showed m resident with no swap. */
+static bool fence_open(const rt_hold_pool *p, const rt_hold_member *m)
+{
+    return str_eq(p->fence_member, m->name) && p->now_ms - p->fence_read_ms < p->fence_window_ms;
+}
+
+/* The verdict of one member before fairness, and why when it is REJECT. */
+static rt_hold_verdict judge(const rt_hold_pool *p, const rt_hold_member *m, rt_hold_reject *why)
+{
+    *why = RT_REJECT_NONE;
+    if (p->fence_refused)
+        *why = RT_REJECT_FENCE_REFUSED;
+    else if (str_eq(p->phase, "Degraded"))
+        *why = RT_REJECT_DEGRADED;
+    else if (servable(p, m))
+        return fence_open(p, m) ? RT_HOLD_SERVE : RT_HOLD_FENCE;
+    else if (cannot_load(p, m))
+        *why = RT_REJECT_MEMBER_PHASE;
+    else if (p->dropped && is_empty(p->pending) && !str_eq(m->name, p->resident))
+        *why = RT_REJECT_DROPPED;
+    return *why == RT_REJECT_NONE ? RT_HOLD_WAIT : RT_HOLD_REJECT;
+}
+
+/* The fence's read: asked while the serving member's requests wait for it, and ahead of time
+ * once the read that lets them go is half its window old. */
+static void fence_decide(const rt_hold_pool *p, const rt_hold_verdict *verdicts,
+                         rt_hold_decision *out)
+{
+    out->fence_read = p->fence_refused;
+    out->send_by_ms = p->fence_read_ms + p->fence_window_ms;
+    for (size_t i = 0; i < p->n_members; i++) {
+        if (p->members[i].waiting == 0)
+            continue;
+        if (verdicts[i] == RT_HOLD_FENCE ||
+            (verdicts[i] == RT_HOLD_SERVE &&
+             p->now_ms - p->fence_read_ms >= p->fence_window_ms / 2))
+            out->fence_read = true;
+    }
 }
 
 void rt_hold_decide(const rt_hold_pool *p, rt_hold_verdict *verdicts, rt_hold_reject *reasons,
                     rt_hold_decision *out)
 {
     *out = (rt_hold_decision){.activate = -1, .wake_at_ms = 0};
-    bool degraded = str_eq(p->phase, "Degraded");
 
     /* The next member to bring in: the one whose oldest held request is the oldest of all. */
     ptrdiff_t head = -1;
     for (size_t i = 0; i < p->n_members; i++) {
         const rt_hold_member *m = &p->members[i];
-        reasons[i] = RT_REJECT_NONE;
-        if (degraded) {
-            verdicts[i] = RT_HOLD_REJECT;
-            reasons[i] = RT_REJECT_DEGRADED;
-        } else if (servable(p, m)) {
-            verdicts[i] = RT_HOLD_SERVE;
-        } else if (cannot_load(p, m)) {
-            verdicts[i] = RT_HOLD_REJECT;
-            reasons[i] = RT_REJECT_MEMBER_PHASE;
-        } else if (p->dropped && is_empty(p->pending) && !str_eq(m->name, p->resident)) {
-            verdicts[i] = RT_HOLD_REJECT;
-            reasons[i] = RT_REJECT_DROPPED;
-        } else {
-            verdicts[i] = RT_HOLD_WAIT;
-            /* One not known to exist is not asked for: it waits for the cache. */
-            if (m->exists && m->waiting > 0 &&
-                (head < 0 || m->first_wait_ms < p->members[head].first_wait_ms))
-                head = (ptrdiff_t)i;
-        }
+        verdicts[i] = judge(p, m, &reasons[i]);
+        /* One not known to exist is not asked for: it waits for the cache. */
+        if (verdicts[i] == RT_HOLD_WAIT && m->exists && m->waiting > 0 &&
+            (head < 0 || m->first_wait_ms < p->members[head].first_wait_ms))
+            head = (ptrdiff_t)i;
     }
+    fence_decide(p, verdicts, out);
     if (head < 0)
         return;
 
@@ -78,9 +108,12 @@ void rt_hold_decide(const rt_hold_pool *p, rt_hold_verdict *verdicts, rt_hold_re
     bool resident_busy = false;
     for (size_t i = 0; i < p->n_members; i++) {
         const rt_hold_member *m = &p->members[i];
-        if (verdicts[i] != RT_HOLD_SERVE)
+        if (verdicts[i] != RT_HOLD_SERVE && verdicts[i] != RT_HOLD_FENCE)
             continue;
-        out->serve_before_ms = grace_end;
+        /* No grace while the swap awaits the resident's probe: its drain has not begun, and
+         * holding its requests would not begin it (they would starve until the drop). */
+        if (!p->awaiting_probe)
+            out->serve_before_ms = grace_end;
         resident_busy = m->in_flight > 0 || (m->waiting > 0 && m->first_wait_ms < grace_end);
     }
 

@@ -189,11 +189,9 @@ static rt_model_status rt_model_value(rt_model_scan *s, unsigned char c)
     return RT_MODEL_MORE;
 }
 
-/* One byte; returns 1 when the byte was consumed, 0 when it must be read again in the new state
- * (the byte that ends a number). */
-static int rt_model_step(rt_model_scan *s, unsigned char c)
+/* Between tokens: the object and array structure, keys and the start of values. */
+static int rt_model_in_structure(rt_model_scan *s, unsigned char c)
 {
-    int d = c >= '0' && c <= '9';
     switch (s->state) {
     case ST_START:
         if (rt_model_ws(c))
@@ -248,10 +246,49 @@ static int rt_model_step(rt_model_scan *s, unsigned char c)
                                      : "invalid JSON: expected ',' or ']' in an array");
         return 1;
     }
-    case ST_TRAILER:
+    default: /* ST_TRAILER */
         if (!rt_model_ws(c))
             rt_model_fail(s, RT_MODEL_BAD, "invalid JSON: data after the top-level object");
         return 1;
+    }
+}
+
+/* A digit of a \uXXXX escape; the fourth decodes it (pairing surrogates). Always consumes c. */
+static int rt_model_hex(rt_model_scan *s, unsigned char c)
+{
+    int h = util_hex_digit(c);
+    if (h < 0) {
+        rt_model_fail(s, RT_MODEL_BAD, "invalid JSON: invalid \\u escape");
+        return 1;
+    }
+    s->cp = (s->cp << 4) | (uint32_t)h;
+    if (--s->hex_left > 0)
+        return 1;
+    uint32_t cp = s->cp;
+    if (s->high) {
+        if (cp < 0xdc00 || cp > 0xdfff) {
+            rt_model_fail(s, RT_MODEL_BAD, "invalid JSON: unpaired UTF-16 surrogate");
+            return 1;
+        }
+        cp = 0x10000 + ((s->high - 0xd800) << 10) + (cp - 0xdc00);
+        s->high = 0;
+    } else if (cp >= 0xd800 && cp <= 0xdbff) {
+        s->high = cp;
+        s->state = ST_LOW_BSL;
+        return 1;
+    } else if (cp >= 0xdc00 && cp <= 0xdfff) {
+        rt_model_fail(s, RT_MODEL_BAD, "invalid JSON: unpaired UTF-16 surrogate");
+        return 1;
+    }
+    s->state = ST_STR;
+    rt_model_codepoint(s, cp);
+    return 1;
+}
+
+/* Inside a string: its bytes, escapes and \u escapes. */
+static int rt_model_in_string(rt_model_scan *s, unsigned char c)
+{
+    switch (s->state) {
     case ST_STR:
         if (c == '"') {
             if (s->str_kind == SK_KEY)
@@ -284,37 +321,9 @@ static int rt_model_step(rt_model_scan *s, unsigned char c)
         }
         return 1;
     }
-    case ST_HEX: {
-        int h = util_hex_digit(c);
-        if (h < 0) {
-            rt_model_fail(s, RT_MODEL_BAD, "invalid JSON: invalid \\u escape");
-            return 1;
-        }
-        s->cp = (s->cp << 4) | (uint32_t)h;
-        if (--s->hex_left > 0)
-            return 1;
-        uint32_t cp = s->cp;
-        if (s->high) {
-            if (cp < 0xdc00 || cp > 0xdfff) {
-                rt_model_fail(s, RT_MODEL_BAD, "invalid JSON: unpaired UTF-16 surrogate");
-                return 1;
-            }
-            cp = 0x10000 + ((s->high - 0xd800) << 10) + (cp - 0xdc00);
-            s->high = 0;
-        } else if (cp >= 0xd800 && cp <= 0xdbff) {
-            s->high = cp;
-            s->state = ST_LOW_BSL;
-            return 1;
-        } else if (cp >= 0xdc00 && cp <= 0xdfff) {
-            rt_model_fail(s, RT_MODEL_BAD, "invalid JSON: unpaired UTF-16 surrogate");
-            return 1;
-        }
-        s->state = ST_STR;
-        rt_model_codepoint(s, cp);
-        return 1;
-    }
-    case ST_LOW_BSL:
-    case ST_LOW_U:
+    case ST_HEX:
+        return rt_model_hex(s, c);
+    default: /* ST_LOW_BSL, ST_LOW_U */
         if (c != (s->state == ST_LOW_BSL ? '\\' : 'u'))
             rt_model_fail(s, RT_MODEL_BAD, "invalid JSON: unpaired UTF-16 surrogate");
         else if (s->state == ST_LOW_BSL)
@@ -322,6 +331,14 @@ static int rt_model_step(rt_model_scan *s, unsigned char c)
         else
             s->state = ST_HEX, s->hex_left = 4, s->cp = 0;
         return 1;
+    }
+}
+
+/* Inside a number or a literal (true, false, null). */
+static int rt_model_in_scalar(rt_model_scan *s, unsigned char c)
+{
+    int d = c >= '0' && c <= '9';
+    switch (s->state) {
     case ST_NUM_MINUS:
         if (c == '0')
             s->state = ST_NUM_ZERO;
@@ -366,6 +383,18 @@ static int rt_model_step(rt_model_scan *s, unsigned char c)
             s->state = ST_AFTER;
         return 1;
     }
+}
+
+/* One byte; returns 1 when the byte was consumed, 0 when it must be read again in the new state
+ * (the byte that ends a number). */
+static int rt_model_step(rt_model_scan *s, unsigned char c)
+{
+    /* The state enum lists the structure's states, then a string's, then a scalar's. */
+    if (s->state >= ST_STR && s->state <= ST_LOW_U)
+        return rt_model_in_string(s, c);
+    if (s->state >= ST_NUM_MINUS)
+        return rt_model_in_scalar(s, c);
+    return rt_model_in_structure(s, c);
 }
 
 rt_model_status rt_model_feed(rt_model_scan *s, const void *data, size_t len)

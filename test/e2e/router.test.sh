@@ -96,6 +96,10 @@ wait_eq 30 Degraded pool_field broken phase "$ns"
 expect_eq "Degraded pool" 503 "$(router_post /v1/chat/completions '{"model":"m-x","messages":[]}')"
 expect_eq "503 code" pool_unavailable "$(reply_field .error.code)"
 case "$(reply_field .error.message)" in *"is Degraded"*) ;; *) fail "503 message without the pool's state: $(reply_field .error.message)" ;; esac
+# #27: with the text of the condition that says why (a spec fault: MembersValid's)
+why=$(condition_message broken MembersValid "$ns")
+[ -n "$why" ] || fail "MembersValid has no message"
+case "$(reply_field .error.message)" in *": $why") ;; *) fail "503 message without MembersValid's message ($why): $(reply_field .error.message)" ;; esac
 expect_eq "activations" 4 "$(activations)"
 
 stop_router

@@ -350,9 +350,13 @@ void case_check_safety(const plan_snapshot *s, const plan_result *p)
                 assert_true(pod->probe_sent_ms >= s->drain_after_ms);
         }
     }
-    for (size_t i = 0; i < p->n_actions; i++) /* no probe sent before the drain fence */
+    /* No probe sent before the drain fence; but the resident's while the swap awaits its probe
+     * (#26): that answer only decides whether the drain begins (the fence starts then). */
+    for (size_t i = 0; i < p->n_actions; i++)
         if (p->actions[i].kind == PLAN_PROBE &&
-            fenced(s, p->actions[i].member, p->actions[i].replicas))
+            fenced(s, p->actions[i].member, p->actions[i].replicas) &&
+            !(plan_awaits_probe(&s->status) &&
+              strcmp(p->actions[i].member, case_nz(s->status.resident_member)) == 0))
             assert_true(s->now_ms >= s->drain_after_ms);
     if (activation) { /* rule 3: the pendingMember write comes first; the only work beside it is
                        * holding the new target back (#26), never a probe or another scale */

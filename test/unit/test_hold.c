@@ -80,7 +80,11 @@ static void run(const t_case *t, size_t n)
                           .members = ms,
                           .n_members = k,
                           .grace_ms = 5000,
-                          .now_ms = T0 + t[c].now_ms};
+                          .now_ms = T0 + t[c].now_ms,
+                          /* the fence open for the resident: its own cases are test_fence's */
+                          .fence_member = t[c].resident,
+                          .fence_read_ms = T0 + t[c].now_ms,
+                          .fence_window_ms = 1000};
         rt_hold_verdict v[MAXM];
         rt_hold_reject r[MAXM];
         rt_hold_decision d;
@@ -163,6 +167,195 @@ static void test_reject(void **state)
 }
 
 // clang-format on
+/* The drain fence: a row a pool with its resident "a" ready and b stopped, the last read of the
+ * pool (the member it showed resident with no swap, how long ago it was sent: -1 none), whether
+ * the API server refuses the read; the verdicts (S serve, F wait for the read, W, R refused, D
+ * degraded, M member phase), whether a read is asked for now, and the time a forward must be
+ * sending by. The window is 1000 ms. */
+typedef struct {
+    const char *title;
+    const char *phase, *pending;
+    const char *m[MAXM];
+    const char *read_member;
+    int64_t read_age;
+    bool refused;
+    const char *want;
+    bool read;
+    int64_t send_by; /* T0 + this */
+} t_fence;
+
+static void run_fence(const t_fence *t, size_t n)
+{
+    for (size_t c = 0; c < n; c++) {
+        rt_hold_member ms[MAXM];
+        char names[MAXM][16];
+        size_t k = 0;
+        for (; k < MAXM && t[c].m[k]; k++)
+            parse_member(t[c].m[k], &ms[k], names[k]);
+        uint64_t now = T0 + 10000, read_at = t[c].read_age >= 0 ? now - t[c].read_age : 0;
+        rt_hold_pool p = {.phase = t[c].phase,
+                          .resident = "a",
+                          .pending = t[c].pending,
+                          .members = ms,
+                          .n_members = k,
+                          .grace_ms = 5000,
+                          .now_ms = now,
+                          .fence_member = t[c].read_member,
+                          .fence_read_ms = read_at,
+                          .fence_window_ms = 1000,
+                          .fence_refused = t[c].refused};
+        rt_hold_verdict v[MAXM];
+        rt_hold_reject r[MAXM];
+        rt_hold_decision d;
+        rt_hold_decide(&p, v, r, &d);
+        char got[MAXM + 1] = "";
+        for (size_t i = 0; i < k; i++)
+            got[i] = v[i] == RT_HOLD_SERVE             ? 'S'
+                     : v[i] == RT_HOLD_FENCE           ? 'F'
+                     : v[i] == RT_HOLD_WAIT            ? 'W'
+                     : r[i] == RT_REJECT_FENCE_REFUSED ? 'R'
+                     : r[i] == RT_REJECT_DEGRADED      ? 'D'
+                                                       : 'M';
+        got[k] = '\0';
+        uint64_t send_by = read_at + 1000;
+        if (strcmp(got, t[c].want) != 0 || d.fence_read != t[c].read ||
+            (t[c].send_by && d.send_by_ms != T0 + (uint64_t)t[c].send_by))
+            fail_msg("%s: verdicts %s (want %s), read %d (want %d), send by %llu (%llu)",
+                     t[c].title, got, t[c].want, d.fence_read, t[c].read,
+                     (unsigned long long)d.send_by_ms, (unsigned long long)send_by);
+        if (t[c].refused)
+            assert_int_equal(d.activate, -1);
+    }
+}
+
+// clang-format off
+static void test_fence(void **state)
+{
+    (void)state;
+    static const t_fence t[] = {
+        {"young read of a: served, no read asked", "Ready", NULL,
+         {"a:ur:2@0:0", "b::0@0:0"}, "a", 100, false, "SW", false, 9900 + 1000},
+        {"read half its window old: served, the next read asked ahead", "Ready", NULL,
+         {"a:ur:2@0:0", "b::0@0:0"}, "a", 500, false, "SW", true, 9500 + 1000},
+        {"read past its window: the resident's requests wait for a new one", "Ready", NULL,
+         {"a:ur:2@0:0", "b::0@0:0"}, "a", 1000, false, "FW", true, 0},
+        {"no read yet: they wait, one is asked", "Ready", NULL,
+         {"a:ur:1@0:0", "b::0@0:0"}, NULL, -1, false, "FW", true, 0},
+        {"the read showed another resident: wait", "Ready", NULL,
+         {"a:ur:1@0:0", "b::0@0:0"}, "b", 100, false, "FW", true, 0},
+        {"no request for the resident: no read asked", "Ready", NULL,
+         {"a:ur:0@0:0", "b::0@0:0"}, NULL, -1, false, "FW", false, 0},
+        {"the cache shows a swap: the resident waits, a young read does not open it", "Swapping",
+         "b", {"a:ur:1@0:0", "b:u:0@0:0"}, "a", 100, false, "WW", false, 0},
+        {"the read is refused: every member 503, a read asked to see the right granted", "Ready",
+         NULL, {"a:ur:1@0:0", "b::1@0:0"}, "a", 100, true, "RR", true, 0},
+        {"refused with nobody waiting: still read", "Ready", NULL,
+         {"a:ur:0@0:0", "b::0@0:0"}, NULL, -1, true, "RR", true, 0},
+        {"refused beats Degraded", "Degraded", NULL,
+         {"a:ur:1@0:0", "b::0@0:0"}, "a", 100, true, "RR", true, 0},
+        {"Degraded: 503 whatever the read", "Degraded", NULL,
+         {"a:ur:1@0:0", "b::0@0:0"}, "a", 100, false, "DD", false, 0},
+    };
+    run_fence(t, sizeof t / sizeof t[0]);
+}
+// clang-format on
+
+/* A request for another member while the resident waits for the fence's read: the resident is
+ * busy with it all the same (its requests from within the grace are served once the read comes),
+ * so b is not asked for before the grace ends. */
+static void test_fence_keeps_grace(void **state)
+{
+    (void)state;
+    char na[16], nb[16];
+    rt_hold_member ms[2];
+    parse_member("a:ur:1@100:0", &ms[0], na);
+    parse_member("b::1@0:0", &ms[1], nb);
+    rt_hold_pool p = {.phase = "Ready",
+                      .resident = "a",
+                      .members = ms,
+                      .n_members = 2,
+                      .grace_ms = 5000,
+                      .now_ms = T0 + 1000,
+                      .fence_window_ms = 1000};
+    rt_hold_verdict v[2];
+    rt_hold_reject r[2];
+    rt_hold_decision d;
+    rt_hold_decide(&p, v, r, &d);
+    assert_int_equal(v[0], RT_HOLD_FENCE);
+    assert_true(d.fence_read);
+    assert_int_equal(d.activate, -1);
+    assert_int_equal(d.wake_at_ms, T0 + 5000);
+    assert_int_equal(d.serve_before_ms, T0 + 5000);
+}
+
+/* #26: a swap whose resident's idle probe cannot decide has not begun to drain it (Swapping
+ * True/AwaitingProbe): the resident serves all its requests, through the fence's read as always,
+ * with no grace (holding them would not begin the drain), until the drain begins. The pool: a
+ * resident, b pending with a request waiting since T0 (past the grace at T0 + 10000). */
+typedef struct {
+    const char *title;
+    const char *phase;
+    bool awaiting;
+    const char *a;           /* the resident as parse_member reads it */
+    const char *read_member; /* the fence's last read, 100 ms ago */
+    const char *want;        /* verdicts of a and b */
+    uint64_t before;         /* serve_before_ms: T0 + this, 0 none */
+    bool read;
+} t_await;
+
+static void test_awaiting_probe(void **state)
+{
+    (void)state;
+    // clang-format off
+    static const t_await t[] = {
+        {"awaiting: the resident serves, no grace", "Swapping", true, "a:ur:2@8000:1", "a",
+         "SW", 0, false},
+        {"not awaiting (draining): the resident's requests wait", "Swapping", false,
+         "a:ur:2@8000:1", "a", "WW", 0, false},
+        {"awaiting, no young read: they wait for one", "Swapping", true, "a:ur:2@8000:0", NULL,
+         "FW", 0, true},
+        {"awaiting, the resident has no ready Pod: wait", "Swapping", true, "a:u:2@8000:0", "a",
+         "WW", 0, false},
+        {"awaiting but Degraded: 503", "Degraded", true, "a:ur:2@8000:0", "a", "DD", 0, false},
+    };
+    // clang-format on
+    for (size_t c = 0; c < sizeof t / sizeof t[0]; c++) {
+        char na[16], nb[16];
+        rt_hold_member ms[2];
+        parse_member(t[c].a, &ms[0], na);
+        parse_member("b:u:1@0:0", &ms[1], nb);
+        uint64_t now = T0 + 10000;
+        rt_hold_pool p = {.phase = t[c].phase,
+                          .resident = "a",
+                          .pending = "b",
+                          .awaiting_probe = t[c].awaiting,
+                          .members = ms,
+                          .n_members = 2,
+                          .grace_ms = 5000,
+                          .now_ms = now,
+                          .fence_member = t[c].read_member,
+                          .fence_read_ms = now - 100,
+                          .fence_window_ms = 1000};
+        rt_hold_verdict v[2];
+        rt_hold_reject r[2];
+        rt_hold_decision d;
+        rt_hold_decide(&p, v, r, &d);
+        char got[3] = "";
+        for (size_t i = 0; i < 2; i++)
+            got[i] = v[i] == RT_HOLD_SERVE        ? 'S'
+                     : v[i] == RT_HOLD_FENCE      ? 'F'
+                     : v[i] == RT_HOLD_WAIT       ? 'W'
+                     : r[i] == RT_REJECT_DEGRADED ? 'D'
+                                                  : 'M';
+        uint64_t before = t[c].before ? T0 + t[c].before : 0;
+        if (strcmp(got, t[c].want) != 0 || d.serve_before_ms != before ||
+            d.fence_read != t[c].read || d.activate != -1)
+            fail_msg("%s: verdicts %s (want %s), before %llu, read %d, activate %td", t[c].title,
+                     got, t[c].want, (unsigned long long)d.serve_before_ms, d.fence_read,
+                     d.activate);
+    }
+}
+
 /* The pool dropped its last request (its resident cannot be probed): the resident serves, every
  * other member's requests are refused, nothing is asked; a new swap (pending set) ends that. */
 static void test_dropped(void **state)
@@ -179,7 +372,10 @@ static void test_dropped(void **state)
                       .members = ms,
                       .n_members = 3,
                       .grace_ms = 5000,
-                      .now_ms = T0 + 10000};
+                      .now_ms = T0 + 10000,
+                      .fence_member = "a",
+                      .fence_read_ms = T0 + 10000,
+                      .fence_window_ms = 1000};
     rt_hold_verdict v[3];
     rt_hold_reject r[3];
     rt_hold_decision d;
@@ -257,7 +453,10 @@ static void test_no_starvation(void **state)
                           .members = ms,
                           .n_members = 3,
                           .grace_ms = 1000,
-                          .now_ms = now};
+                          .now_ms = now,
+                          .fence_member = resident,
+                          .fence_read_ms = now,
+                          .fence_window_ms = 1000};
         rt_hold_verdict v[3];
         rt_hold_reject r[3];
         rt_hold_decision d;
@@ -331,6 +530,7 @@ static void test_fence_refused(void **state)
 }
 
 TEST_MAIN(cmocka_unit_test(test_serve_and_activate), cmocka_unit_test(test_reject),
-          cmocka_unit_test(test_dropped), cmocka_unit_test(test_order),
-          cmocka_unit_test(test_no_starvation), cmocka_unit_test(test_retry_after),
-          cmocka_unit_test(test_fence_refused))
+          cmocka_unit_test(test_fence), cmocka_unit_test(test_fence_keeps_grace),
+          cmocka_unit_test(test_awaiting_probe), cmocka_unit_test(test_dropped),
+          cmocka_unit_test(test_order), cmocka_unit_test(test_no_starvation),
+          cmocka_unit_test(test_retry_after), cmocka_unit_test(test_fence_refused))
