@@ -44,6 +44,7 @@ expect_eq "the first request answered by" "$pod" "$(answered_by "$MP_STATE_DIR/f
 log "m-a's replacement gets no address for now; the router's links freeze; m-a's Pod $pod ($ip) is deleted"
 kubectl_admin -n "$ns" annotate --overwrite inferenceservice m-a sim.modelpool.test/load-ms=600000 >/dev/null
 kill -USR1 "$freeze_pid"
+wait_for 10 grep -q "^frozen" "$MP_STATE_DIR/freeze.log"
 kubectl_admin -n "$ns" delete pod "$pod" --grace-period=0 --force >/dev/null 2>&1
 log "a Pod of $other/m-other takes $ip"
 kubectl_admin -n "$other" scale inferenceservice m-other --replicas=1 >/dev/null
@@ -71,6 +72,7 @@ grep -q "member Pod's address is not confirmed" "$MP_STATE_DIR/router.log" ||
 
 log "the links thaw; m-a's new Pod gets an address; m-a is served by it"
 kill -USR2 "$freeze_pid"
+wait_for 10 grep -q "^thawed" "$MP_STATE_DIR/freeze.log"
 kubectl_admin -n "$ns" annotate --overwrite inferenceservice m-a sim.modelpool.test/load-ms=0 >/dev/null
 served() {
 	[ "$(ask "$MP_STATE_DIR/third.json")" = 200 ] && case "$(answered_by "$MP_STATE_DIR/third.json")" in m-a-*) true ;; *) false ;; esac

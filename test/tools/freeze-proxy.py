@@ -5,7 +5,9 @@ For a test that needs a client's long-lived streams (watches) to stop delivering
 requests still reach the server. SIGUSR1 freezes every connection open now: nothing more goes from
 the server to the client on it (the bytes wait in the kernel), and one the client sends on (a new
 request on a kept-alive connection) is closed, so the client opens a new one. SIGUSR2 thaws them.
-Connections opened after the freeze are never frozen. The listening port goes to --port-file.
+Connections opened after the freeze are never frozen. Each freeze and thaw, once done, prints a
+line to stdout ("frozen N", "thawed N"): a test waits for it, since the signal only sets a flag
+that the loop acts on when its select returns. The listening port goes to --port-file.
 """
 import argparse
 import os
@@ -80,11 +82,13 @@ while True:
         for p in list(pairs):
             p.frozen = True
             p.watch()
+        print("frozen", len(pairs), flush=True)
     if flag["thaw"]:
         flag["thaw"] = False
         for p in list(pairs):
             p.frozen = False
             p.watch()
+        print("thawed", len(pairs), flush=True)
     for key, _ in events:
         if key.data is None:
             try:
@@ -102,7 +106,7 @@ while True:
             sel.register(s, selectors.EVENT_READ, (p, "s"))
             continue
         p, side = key.data
-        if p.closed:
+        if p.closed or (side == "s" and p.frozen):  # frozen in this round, after its select
             continue
         src, dst = (p.c, p.s) if side == "c" else (p.s, p.c)
         try:
