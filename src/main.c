@@ -10,12 +10,12 @@
 #include <unistd.h>
 
 #include "app/boot.h"
-#include "app/log.h"
 #include "app/options.h"
 #include "app/telemetry.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "leader/leader.h"
+#include "log/log.h"
 #include "loop/ev.h"
 #include "pool/manager.h"
 

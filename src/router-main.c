@@ -9,11 +9,11 @@
 #include <unistd.h>
 
 #include "app/boot.h"
-#include "app/log.h"
 #include "app/options.h"
 #include "app/telemetry.h"
 #include "kube/client.h"
 #include "kube/config.h"
+#include "log/log.h"
 #include "loop/ev.h"
 #include "router/router.h"
 

@@ -28,9 +28,7 @@ typedef struct app_options {
     const char *health_addr; /* --health-probe-bind-address: /healthz, /readyz; "0" off; :8081 */
     int max_concurrent_reconciles; /* --max-concurrent-reconciles N: pools reconciled at once; 4 */
     long probe_timeout_ms;         /* --probe-timeout DURATION: each idle probe request; 2s */
-    /* --drain-fence DURATION, both programs': the operator unloads a swap's resident only on an
-     * idle probe sent this long after the swap began; the router forwards only on a read of the
-     * pool younger than half of it. 2s */
+    /* --drain-fence DURATION, both programs': the rule both keep is api/fence.h's. 2s */
     long drain_fence_ms;
     /* The router's own. */
     const char *bind_addr;       /* --bind-address: the OpenAI endpoint; :8080 */

@@ -8,9 +8,9 @@
 
 #include <stdint.h>
 
+#include "api/records.h"
 #include "informer/store.h"
 #include "pool/pool_metrics.h"
-#include "pool/records.h"
 
 typedef struct pool_clocks pool_clocks;
 
@@ -24,7 +24,7 @@ void pool_clocks_free(pool_clocks *c);
 /* A pool changed from was to now: a request annotation that appears or changes starts path a,
  * unless no scale-down will answer it (a name that is no member, the target already, the settled
  * resident, or a Degraded pool), so that no stale clock is left to time a later swap. */
-void pool_clocks_pool_updated(pool_clocks *c, const pool_obj *was, const pool_obj *now,
+void pool_clocks_pool_updated(pool_clocks *c, const api_pool *was, const api_pool *now,
                               uint64_t now_us);
 /* Member ns/member was scaled up from 0: path a for every pool in pools listing it. */
 void pool_clocks_member_up(pool_clocks *c, const store *pools, const char *ns, const char *member,

@@ -22,7 +22,7 @@ typedef struct pool_controller pool_controller;
 typedef struct pool_controller_config {
     ev_loop *loop;
     kube_client *client;
-    /* The caches it plans from (pool/records.h codecs and indexes), read only. */
+    /* The caches it plans from (api/records.h codecs and indexes), read only. */
     const store *pools, *isvcs, *pods;
     /* The InferenceService informer, for its resourceVersion: a member absent from its cache is
      * missing only once it has caught up with the pool (or a GET says so). NULL: never caught up,
@@ -32,8 +32,8 @@ typedef struct pool_controller_config {
     pool_clocks *clocks;   /* reaction clocks the reconcile stops; NULL: none */
     const char *instance;  /* who we are, for Events (copied) */
     long probe_timeout_ms; /* each idle probe request; 0: 2000 */
-    /* A swap unloads its resident only on an idle probe sent this long after this replica first
-     * saw the swap (plan_snapshot.drain_after_ms); 0: 2000. */
+    /* The drain fence, the operator's side of api/fence.h (plan_snapshot.drain_after_ms); 0: its
+     * default. */
     long drain_fence_ms;
     unsigned max_concurrent; /* pools reconciled at once; 0: 4 */
     uint64_t resync_ms;      /* backstop re-reconcile of every pool; 0: 300000 */

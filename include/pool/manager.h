@@ -18,7 +18,7 @@ typedef struct pool_manager_opts {
     const char *namespace_;  /* watch one namespace; NULL: all */
     const char *instance;    /* who we are, for Events (e.g. the Pod name); NULL: hostname */
     long probe_timeout_ms;   /* each idle probe request; 0: 2000 */
-    long drain_fence_ms;     /* pool_controller_config.drain_fence_ms; 0: 2000 */
+    long drain_fence_ms;     /* pool_controller_config.drain_fence_ms; 0: the default */
     unsigned max_concurrent; /* pools reconciled at once (never one pool twice); 0: 4 */
     uint64_t resync_ms;      /* backstop re-reconcile of every pool; 0: 300000 */
     uint64_t expect_ms;      /* how long to wait for the cache to show our own write; 0: 5000 */

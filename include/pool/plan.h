@@ -8,24 +8,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "api/defaults.h"
+#include "api/status.h"
+
 /* A probe result justifies a scale-down for this long only: a member idle a minute ago may be busy
  * now. Older results are probed again; a busy or failed result is re-probed once it is this old. */
 #define PLAN_PROBE_TTL_MS 2000
-/* swapBudget when the spec leaves it out (the seed schema's default). */
-#define PLAN_DEFAULT_SWAP_BUDGET_MS 300000
-/* plan_member.replicas when spec.replicas is absent; the InferenceService then runs 1 replica. */
-#define PLAN_REPLICAS_UNSET (-1)
 
 /* ---- Input: a snapshot the controller fills from its informer cache. Every pointer is
  * borrowed: the plan copies what it keeps. NULL and "" are the same (absent) for strings. ---- */
-
-typedef enum {
-    PLAN_POD_PENDING = 0,
-    PLAN_POD_RUNNING,
-    PLAN_POD_SUCCEEDED, /* terminal: no longer holds the GPU */
-    PLAN_POD_FAILED,    /* terminal: no longer holds the GPU */
-    PLAN_POD_UNKNOWN,
-} plan_pod_phase;
 
 typedef enum {
     PLAN_PROBE_NONE = 0, /* not probed yet */
@@ -37,7 +28,7 @@ typedef enum {
 
 typedef struct {
     const char *name;
-    plan_pod_phase phase;
+    api_pod_phase phase;
     bool terminating;       /* metadata.deletionTimestamp is set (still holds the GPU) */
     bool container_running; /* some container is in state running */
     bool ready;             /* status.conditions has Ready=True */
@@ -60,7 +51,7 @@ typedef struct {
      * with its members): neither synced past the pool's resourceVersion nor confirmed absent by a
      * GET. The plan then decides nothing (no status write, no Event, no replica change). */
     bool absence_unconfirmed;
-    int32_t replicas;          /* spec.replicas, or PLAN_REPLICAS_UNSET */
+    int32_t replicas;          /* spec.replicas, or API_REPLICAS_UNSET */
     const char *phase;         /* status.phase */
     const char *runtime;       /* spec.runtime; absent means llamacpp */
     const char *idle_endpoint; /* annotation inference.llmkube.dev/idle-endpoint */
@@ -70,39 +61,6 @@ typedef struct {
     const plan_pod *pods;      /* Pods labelled inference.llmkube.dev/service=<name> */
     size_t n_pods;
 } plan_member;
-
-/* metav1.Condition. Times are ms since the Unix epoch; the plan only ever stamps whole seconds,
- * which is what the API server keeps, so a written status reads back equal. */
-typedef struct {
-    char *type;
-    char *status; /* "True", "False", "Unknown" */
-    char *reason;
-    char *message;
-    int64_t last_transition_ms;
-} plan_condition;
-
-typedef struct {
-    char *name;
-    char *phase; /* mirrors the member's status.phase; NULL when it has none or is missing */
-    bool resident;
-    /* The pool is bringing this member to 0 (a previous resident or target, a member up when the
-     * pool first saw it, a request that lost to another): its replicas are not a request. Cleared
-     * once the member is at 0; scaling it up after that is a request. */
-    bool releasing;
-} plan_member_status;
-
-/* ModelPool status. In a snapshot it is borrowed (so a plan's status can be fed back as is); in a
- * plan_result it is owned by the plan. */
-typedef struct {
-    char *phase; /* Pending | Ready | Swapping | Degraded */
-    char *resident_member;
-    char *pending_member;
-    int64_t observed_generation;
-    plan_member_status *members;
-    size_t n_members;
-    plan_condition *conditions;
-    size_t n_conditions;
-} plan_status;
 
 /* A replica write the API server refused for a reason other than a failed precondition
  * (admission denial, RBAC, an invalid value), as the controller remembers it for this pool until a
@@ -134,7 +92,7 @@ typedef struct {
      * resident cannot be probed (no idle probe, or its probe fails) unloads it once the swap has
      * waited this long, instead of dropping the request after swapBudget. NULL: not set. */
     const char *unload_after;
-    plan_status status;   /* the pool's current status (zeroed if it has none) */
+    api_status status;    /* the pool's current status (zeroed if it has none) */
     plan_refusal refused; /* zeroed when no write was refused */
     /* A request through the pool (annotation modelpool-operator.dev/request): a member name,
      * taken as the newest request and then cleared; NULL when there is none. */
@@ -143,20 +101,12 @@ typedef struct {
      * to it is cancelled while nothing has been unloaded for it (the resident still up, the target
      * not started), then the annotation is cleared; NULL when there is none. */
     const char *withdrawn;
-    /* The drain fence of a swap (pendingMember set): a member is unloaded on an idle probe sent at
-     * or after this time only, same clock as now_ms; 0 when there is none. Routers stop forwarding
-     * to the resident once they see pendingMember, and forward only on a read of the pool newer
-     * than half the fence, so a request on its way when the probe is sent has reached the Pod. */
+    /* The drain fence of a swap (pendingMember set; the rule is api/fence.h's): a member is
+     * unloaded on an idle probe sent at or after this time only, same clock as now_ms; 0 when
+     * there is none. */
     int64_t drain_after_ms;
     int64_t now_ms; /* wall clock, ms since the Unix epoch */
 } plan_snapshot;
-
-/* The swap's drain has not begun (#26): pendingMember is set and Swapping is True/AwaitingProbe,
- * because the resident's idle probe cannot decide (no probe for its runtime, or it fails) and the
- * pool does not opt into unloading it. The resident serves meanwhile: routers forward to it while a
- * read shows this, and the operator's drain fence counts from when it first sees the pool without
- * it. */
-bool plan_awaits_probe(const plan_status *st);
 
 /* ---- Output: actions in the order the controller must apply them. It stops at the first that
  * fails and re-plans; the status write is always first, so intent is persisted before acting. */
@@ -204,7 +154,7 @@ typedef struct {
 } plan_action;
 
 typedef struct {
-    plan_status status; /* the full desired status; written only if a PLAN_WRITE_STATUS is listed */
+    api_status status; /* the full desired status; written only if a PLAN_WRITE_STATUS is listed */
     plan_action *actions;
     size_t n_actions;
     int64_t requeue_after_ms; /* > 0: re-plan after this long even without an event */
@@ -228,11 +178,7 @@ void plan_free(plan_result *p);
  * write the controller saw refused is still wanted. */
 bool plan_wants_scale(const plan_result *p, const char *member, int32_t replicas);
 
-/* Parses a Go duration ("300s", "5m", "1h30m", "1.5h", "250ms"; a leading '-' is rejected) into
- * milliseconds, rounded down. 0 or -EINVAL. */
-int plan_parse_duration_ms(const char *s, int64_t *out_ms);
-
 /* Field-by-field equality of two statuses (NULL and "" alike): the test for "status changed". */
-bool plan_status_equal(const plan_status *a, const plan_status *b);
+bool plan_status_equal(const api_status *a, const api_status *b);
 
 #endif

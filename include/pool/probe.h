@@ -7,25 +7,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "api/runtime.h"
+
 typedef enum {
     PROBE_IDLE,
     PROBE_BUSY,
     PROBE_ERROR,       /* no answer, or one we cannot read: not idle */
     PROBE_UNSUPPORTED, /* this runtime has no idle check we know: not idle */
 } probe_verdict;
-
-/* One runtime the operator knows: the one table of runtimes (the plan asks it whether a member
- * can be probed and on which port; the prober, what to ask and how to judge the answer). */
-typedef struct probe_runtime {
-    const char *name;
-    const char *path;   /* NULL: no fixed path (generic: the annotation's; the others: no probe) */
-    const char *metric; /* NULL: not a Prometheus probe */
-    int port;           /* the port its server listens on by default */
-    bool generic;       /* the path is the member's idle-endpoint annotation */
-} probe_runtime;
-
-/* The runtime called name (NULL or "" mean llamacpp, the default); NULL for one we do not know. */
-const probe_runtime *probe_runtime_find(const char *name);
 
 /* Whether a member of this runtime, with that idle-endpoint annotation (or NULL), has an idle
  * check: a known path, or generic with a non-empty annotation. Everything else fails closed. */
@@ -39,11 +28,6 @@ bool probe_supported(const char *runtime, const char *idle_endpoint);
 int probe_path(const char *runtime, const char *idle_endpoint, const char **path);
 /* What a probe_path error means, for the member's status (static text). */
 const char *probe_path_error(int rc);
-
-/* The port to probe, where the member controller makes the server listen: spec.containerPort,
- * else spec.endpoint.port, else the runtime's default (8080 llama.cpp and others, 8000 vLLM, 80
- * TGI, 30000 SGLang). 0 means "not set". */
-int probe_port(const char *runtime, int endpoint_port, int container_port);
 
 /* Judges one answer. http_code 0 means no answer (transport error; body then holds the error text).
  * Writes a one-line explanation to msg. */

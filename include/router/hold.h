@@ -32,7 +32,8 @@ typedef struct rt_hold_pool {
     const char *pending;   /* status.pendingMember */
     const char *requested; /* the request annotation, someone's request not yet taken */
     /* The swap (pending) waits for the resident's idle probe before its drain begins (Swapping
-     * True/AwaitingProbe, plan_awaits_probe): the resident serves all its requests meanwhile. */
+     * True/AwaitingProbe, api_status_awaits_probe): the resident serves all its requests meanwhile.
+     */
     bool awaiting_probe;
     /* This router's own request write has not shown in the cache yet: ask nothing more. */
     bool request_unseen;

@@ -8,9 +8,9 @@
 
 #include <stdbool.h>
 
+#include "api/records.h"
 #include "informer/store.h"
 #include "kube/client.h"
-#include "pool/records.h"
 
 typedef enum {
     RT_POD_SAME,    /* the Pod the cache named holds the address: send */
@@ -20,7 +20,7 @@ typedef enum {
 
 /* Pure: what a read of the Pod (HTTP status code, 0 for none; read its decoded body, NULL when
  * none) says of the cached one with uid at ip. *why, for people, is set when not RT_POD_SAME. */
-rt_pod_verdict rt_podcheck_judge(long code, const pool_pod *read, const char *uid, const char *ip,
+rt_pod_verdict rt_podcheck_judge(long code, const api_pod *read, const char *uid, const char *ip,
                                  const char **why);
 
 /* What a request was sent to: copies of the cached Pod's fields. */
@@ -28,7 +28,7 @@ typedef struct rt_podref {
     char *ns, *name, *uid, *ip;
 } rt_podref;
 /* 0, or -1 out of memory (r then cleared). */
-int rt_podref_set(rt_podref *r, const pool_pod *pod);
+int rt_podref_set(rt_podref *r, const api_pod *pod);
 void rt_podref_clear(rt_podref *r);
 
 typedef struct rt_podcheck rt_podcheck;
@@ -50,6 +50,6 @@ rt_podcheck_call *rt_podcheck_start(rt_podcheck *pc, const rt_podref *pod, rt_po
 void rt_podcheck_cancel(rt_podcheck_call *c);
 
 /* A read refuted this cached Pod (its UID at its address). */
-bool rt_podcheck_refuted(const rt_podcheck *pc, const pool_pod *pod);
+bool rt_podcheck_refuted(const rt_podcheck *pc, const api_pod *pod);
 
 #endif

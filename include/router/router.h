@@ -33,8 +33,8 @@ typedef struct rt_router_opts {
     long resident_grace_ms; /* see rt_hold_pool.grace_ms */
     long upstream_timeout_ms; /* the longest a member may send nothing once the request is sent
                                * (fwd_config.idle_timeout_ms); 0 none */
-    /* The drain fence (the operator's --drain-fence): a request goes to the resident only within
-     * half of this after a read of the pool from the API server showed it resident; 0: 2000. */
+    /* The drain fence (the operator's --drain-fence), the router's side of api/fence.h; 0: its
+     * default. */
     long drain_fence_ms;
     /* The endpoint's connection limits (httpd_config's): open at once, from one client IP (0 no
      * cap), and the time for a whole request head (ms). */

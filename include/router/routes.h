@@ -22,7 +22,7 @@ typedef struct rt_route {
     const char *name;   /* the name asked without its namespace: a suffix of the lookup's model */
 } rt_route;
 
-/* pools and isvcs: caches of pool_obj and pool_isvc records, borrowed; home: the namespace whose
+/* pools and isvcs: caches of api_pool and api_isvc records, borrowed; home: the namespace whose
  * names need no qualifier (copied, not empty). NULL: out of memory. */
 rt_routes *rt_routes_new(const store *pools, const store *isvcs, const char *home);
 void rt_routes_free(rt_routes *r);

@@ -11,8 +11,8 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "app/log.h"
 #include "kube/error.h"
+#include "log/log.h"
 
 /* The soft open-files limit is often 1024 while the hard one is far higher: a server with a few
  * thousand clients would run out of fds, for its own outbound sockets too. */

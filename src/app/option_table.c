@@ -5,6 +5,8 @@
 
 #include "app/options.h"
 
+#include "api/fence.h"
+
 #define APP_AT(field) .offset = offsetof(app_options, field)
 /* The longest duration flag: a day (a longer idle probe or timeout is surely a typo). */
 #define APP_DAY_MS 86400000LL
@@ -135,7 +137,7 @@ static const app_flag app_operator_flags[] = {
      .kind = APP_FLAG_DURATION,
      .arg = "DURATION",
      .value = "2s",
-     .min = 100,
+     .min = API_DRAIN_FENCE_MIN_MS,
      .max = APP_DAY_MS,
      APP_AT(drain_fence_ms),
      .help = "in a swap, the resident is unloaded only on an idle probe sent this long after the "
@@ -246,7 +248,7 @@ static const app_flag app_router_flags[] = {
      .kind = APP_FLAG_DURATION,
      .arg = "DURATION",
      .value = "2s",
-     .min = 100,
+     .min = API_DRAIN_FENCE_MIN_MS,
      .max = APP_DAY_MS,
      APP_AT(drain_fence_ms),
      .help = "forward to a resident only on a read of its pool from the API server (not the "

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "httpd/httpd.h"
-#include "pool/plan.h"
+#include "util/duration.h"
 
 /* The router's inbound connections: open files kept for everything else (the probe and metrics
  * servers' connections, the API server's, listeners, the loop), and the most it takes by default.
@@ -107,7 +107,7 @@ static int app_flag_read(const app_flag *f, app_options *o, const char *val)
             *(unsigned *)p = (unsigned)n;
         return 0;
     case APP_FLAG_DURATION:
-        if (plan_parse_duration_ms(val, &ms) < 0 || ms < f->min || ms > f->max)
+        if (duration_parse_ms(val, &ms) < 0 || ms < f->min || ms > f->max)
             return -1;
         *(long *)p = (long)ms;
         return 0;

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "app/log.h"
 #include "httpd/tls.h"
 #include "kube/access.h"
+#include "log/log.h"
 
 /* The probe server's limits: kubelet opens a fresh connection for each probe and sends at once, so
  * a connection still without a whole request after a couple of seconds is not a probe. At the

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "app/log.h"
 #include "leader/lease.h"
+#include "log/log.h"
 #include "util/rng.h"
 
 struct leader {

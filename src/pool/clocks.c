@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/status.h"
 #include "util/strmap.h"
 
 typedef struct clock_entry {
@@ -96,7 +97,7 @@ static void clock_request(pool_clocks *c, const char *key, const char *member, u
 }
 
 /* The cache key of a pool record (store_key_of's form), malloc'd; NULL when out of memory. */
-static char *clock_pool_key(const pool_obj *pool)
+static char *clock_pool_key(const api_pool *pool)
 {
     char *key = NULL;
     if (!pool->ns || !*pool->ns)
@@ -104,15 +105,15 @@ static char *clock_pool_key(const pool_obj *pool)
     return asprintf(&key, "%s/%s", pool->ns, pool->name) < 0 ? NULL : key;
 }
 
-void pool_clocks_pool_updated(pool_clocks *c, const pool_obj *was, const pool_obj *now,
+void pool_clocks_pool_updated(pool_clocks *c, const api_pool *was, const api_pool *now,
                               uint64_t now_us)
 {
     const char *rq = now->requested, *before = was->requested;
     if (!c || !rq || !*rq || (before && strcmp(before, rq) == 0))
         return;
-    const plan_status *st = &now->status;
+    const api_status *st = &now->status;
     const char *phase = st->phase, *res = st->resident_member, *pend = st->pending_member;
-    if ((phase && strcmp(phase, "Degraded") == 0) ||
+    if ((phase && strcmp(phase, API_PHASE_DEGRADED) == 0) ||
         (pend && *pend ? strcmp(pend, rq) == 0 : res && strcmp(res, rq) == 0))
         return;
     bool member = false;
@@ -140,7 +141,7 @@ static bool clock_start_one(const char *key, const void *rec, void *ud)
         return true;
     }
     /* Only the incumbent's Pods, during a swap: the target waits for them. */
-    const char *pending = ((const pool_obj *)rec)->status.pending_member;
+    const char *pending = ((const api_pool *)rec)->status.pending_member;
     if (!pending || !*pending || strcmp(pending, s->member) == 0)
         return true;
     clock_entry *e = clock_make(s->c, key);
@@ -158,7 +159,7 @@ static void clock_member(pool_clocks *c, const store *pools, const char *ns, con
     if (asprintf(&v, "%s/%s", ns ? ns : "", member) < 0)
         return;
     clock_start s = {.c = c, .member = member, .pod_gone = pod_gone, .now_us = now_us};
-    store_index_each(pools, POOL_INDEX_MEMBER, v, clock_start_one, &s);
+    store_index_each(pools, API_INDEX_MEMBER, v, clock_start_one, &s);
     free(v);
 }
 

@@ -9,15 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/fence.h"
+#include "api/records.h"
 #include "controller_internal.h"
-#include "pool/records.h"
 
 /* ---- probe memory (kept by the prober) ---- */
 
 /* For the prober's sweep: the cache still has this Pod (not one replaced under its name). */
 static bool pc_pod_alive(void *ud, const char *pod_key, const char *uid)
 {
-    const pool_pod *pod = store_get(((pool_controller *)ud)->cfg.pods, pod_key);
+    const api_pod *pod = store_get(((pool_controller *)ud)->cfg.pods, pod_key);
     return pod && pod->uid && strcmp(pod->uid, uid) == 0;
 }
 
@@ -169,8 +170,7 @@ pool_controller *pool_controller_new(const pool_controller_config *cfg)
     pc->cfg = *cfg;
     if (!pc->cfg.probe_timeout_ms)
         pc->cfg.probe_timeout_ms = 2000;
-    if (!pc->cfg.drain_fence_ms)
-        pc->cfg.drain_fence_ms = 2000;
+    pc->cfg.drain_fence_ms = api_fence_ms(pc->cfg.drain_fence_ms);
     if (!pc->cfg.resync_ms)
         pc->cfg.resync_ms = 300000;
     if (!pc->cfg.expect_ms)

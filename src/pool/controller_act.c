@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/records.h"
 #include "controller_internal.h"
 #include "kube/event.h"
-#include "pool/records.h"
 #include "pool/write_fault.h"
 
 #define PC_COMPONENT "modelpool-operator"
@@ -42,7 +42,7 @@ static void pc_on_event(void *ud, const kube_error *err, long code, const cJSON 
 static void pc_post_event(pc_run *run, bool warning, const char *reason, const char *message)
 {
     pool_controller *pc = run->pc;
-    kube_object_ref about = {.api_version = POOL_GROUP "/" POOL_VERSION,
+    kube_object_ref about = {.api_version = API_GROUP "/" API_VERSION,
                              .kind = "ModelPool",
                              .namespace_ = run->ns,
                              .name = run->name,
@@ -126,7 +126,7 @@ static void pc_on_write(void *ud, const kube_error *err, long code, const cJSON 
     }
     /* Met by the write's own resourceVersion (or a later one) in the cache, not by any change. */
     if (expects_add(pc->expects, run->key, run->write_cache, run->write_key, run->write_rv,
-                    pool_answer_version(body), ev_now_ms()) < 0)
+                    api_answer_version(body), ev_now_ms()) < 0)
         log_kv(LOG_DEBUG, "write not remembered (out of memory)", "pool", run->key, NULL);
     pc_pool *st = pc_pool_get(pc, run->key, false);
     if (st && run->writing == PC_WRITE_STATUS && st->status_refused) {
@@ -166,8 +166,8 @@ static int pc_send(pc_run *run, const kube_request *req, pc_write w, const store
 static int pc_write_status(pc_run *run, kube_error *err)
 {
     pool_controller *pc = run->pc;
-    char *body = pool_status_patch(&run->plan->status, run->rv);
-    char *path = kube_path(POOL_GROUP, POOL_VERSION, run->ns, "modelpools", run->name, "status");
+    char *body = api_status_patch(&run->plan->status, run->rv);
+    char *path = kube_path(API_GROUP, API_VERSION, run->ns, "modelpools", run->name, "status");
     int rc = -1;
     if (!body || !path) {
         kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
@@ -194,8 +194,8 @@ static int pc_clear_request(pc_run *run, const plan_action *a, kube_error *err)
     pool_controller *pc = run->pc;
     bool withdraw = a->kind == PLAN_CLEAR_WITHDRAW;
     char *body =
-        withdraw ? pool_withdraw_clear_patch(a->member) : pool_request_clear_patch(a->member);
-    char *path = kube_path(POOL_GROUP, POOL_VERSION, run->ns, "modelpools", run->name, NULL);
+        withdraw ? api_withdraw_clear_patch(a->member) : api_request_clear_patch(a->member);
+    char *path = kube_path(API_GROUP, API_VERSION, run->ns, "modelpools", run->name, NULL);
     int rc = -1;
     if (!body || !path) {
         kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
@@ -205,7 +205,7 @@ static int pc_clear_request(pc_run *run, const plan_action *a, kube_error *err)
         log_kv(LOG_INFO, withdraw ? "withdrawal taken" : "request taken", "pool", run->key,
                "member", a->member, NULL);
         run->tested = true;
-        const pool_obj *pool = store_get(pc->cfg.pools, run->key);
+        const api_pool *pool = store_get(pc->cfg.pools, run->key);
         rc = pc_send(run, &req, PC_WRITE_REQUEST, pc->cfg.pools, run->key,
                      pool ? pool->rv : run->rv, err);
     }
@@ -238,7 +238,7 @@ static int pc_scale(pc_run *run, const plan_action *a, kube_error *err)
         kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
         return -1;
     }
-    const pool_isvc *isvc = store_get(pc->cfg.isvcs, key);
+    const api_isvc *isvc = store_get(pc->cfg.isvcs, key);
     const char *rv = isvc ? isvc->rv : NULL;
     if (rv && isvc->replicas_exact && isvc->replicas == a->replicas) {
         log_kv(LOG_DEBUG, "already scaled", "pool", run->key, "member", a->member, NULL);
@@ -247,10 +247,10 @@ static int pc_scale(pc_run *run, const plan_action *a, kube_error *err)
         return 1;
     }
     bool json_patch = false;
-    path = kube_path(POOL_GROUP, POOL_VERSION, run->ns, "inferenceservices", a->member, NULL);
+    path = kube_path(API_GROUP, API_VERSION, run->ns, "inferenceservices", a->member, NULL);
     if (!rv) {
         kube_error_set(err, KUBE_ERR_CONFIG, "member %s is not in the cache", key);
-    } else if (!path || !(body = pool_scale_patch(isvc, a->replicas, &json_patch))) {
+    } else if (!path || !(body = api_scale_patch(isvc, a->replicas, &json_patch))) {
         kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
     } else {
         /* A scale-up is sent once, never retried by the client: the check that the slot is free
@@ -282,8 +282,8 @@ static bool pc_starts(const pc_run *run, const plan_action *a)
 {
     char key[512];
     snprintf(key, sizeof(key), "%s/%s", run->ns, a->member);
-    const pool_isvc *isvc = store_get(run->pc->cfg.isvcs, key);
-    return a->replicas >= 1 && (!isvc || pool_isvc_replicas(isvc) < a->replicas);
+    const api_isvc *isvc = store_get(run->pc->cfg.isvcs, key);
+    return a->replicas >= 1 && (!isvc || api_isvc_replicas(isvc) < a->replicas);
 }
 
 /* A stop the plan makes without an idle probe because the cache shows no running Pod. */
@@ -358,7 +358,7 @@ static void pc_on_slot_read(void *ud, const kube_error *err, long code, const cJ
 static int pc_read_slot(pc_run *run, kube_error *err)
 {
     pool_controller *pc = run->pc;
-    const pool_obj *pool = store_get(pc->cfg.pools, run->key);
+    const api_pool *pool = store_get(pc->cfg.pools, run->key);
     if (!pool)
         return kube_error_set(err, KUBE_ERR_CONFIG, "the pool left the cache");
     /* "<label> in (a,b,c)": every member's Pods, the target's own old ones included; for a stop
@@ -368,13 +368,13 @@ static int pc_read_slot(pc_run *run, kube_error *err)
     size_t sel_len = 0;
     FILE *f = open_memstream(&sel, &sel_len);
     if (f && pc_unprobed_stop(a)) {
-        fprintf(f, POOL_SERVICE_LABEL "=%s", a->member);
+        fprintf(f, API_SERVICE_LABEL "=%s", a->member);
         if (fclose(f) != 0) {
             free(sel);
             sel = NULL;
         }
     } else if (f) {
-        fputs(POOL_SERVICE_LABEL " in (", f);
+        fputs(API_SERVICE_LABEL " in (", f);
         bool first = true;
         for (size_t i = 0; i < pool->n_members; i++) {
             if (!pool->members[i])
@@ -383,8 +383,8 @@ static int pc_read_slot(pc_run *run, kube_error *err)
             first = false;
         }
         /* and those of members removed from the spec that the status still records (rule 1) */
-        const char **removed = calloc(POOL_REMOVED_MAX(pool), sizeof(*removed));
-        size_t n_removed = removed ? pool_removed_names(pool, removed) : 0;
+        const char **removed = calloc(API_REMOVED_MAX(pool), sizeof(*removed));
+        size_t n_removed = removed ? api_removed_names(pool, removed) : 0;
         for (size_t i = 0; i < n_removed; i++) {
             fprintf(f, "%s%s", first ? "" : ",", removed[i]);
             first = false;
@@ -440,7 +440,7 @@ static void pc_on_probed(void *ud, const prober_verdict *results, size_t n)
         char *key = NULL;
         if (asprintf(&key, "%.*s/%s", (int)nsl, st->key, results[i].pod) < 0)
             continue;
-        const pool_pod *pod = store_get(pc->cfg.pods, key);
+        const api_pod *pod = store_get(pc->cfg.pods, key);
         const char *uid = pod ? pod->uid : NULL;
         log_kv(LOG_DEBUG, "probed", "pool", st->key, "pod", key, "verdict",
                probe_verdict_name(results[i].verdict), "message", results[i].message, NULL);

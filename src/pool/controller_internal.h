@@ -7,8 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "app/log.h"
 #include "informer/expect.h"
+#include "log/log.h"
 #include "pool/controller.h"
 #include "pool/plan.h"
 #include "pool/prober.h"

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/records.h"
 #include "controller_internal.h"
-#include "pool/records.h"
 #include "pool/snapshot.h"
 
 /* A member absent from a cache that has not caught up with its pool is read from the API server
@@ -34,7 +34,7 @@ static const prober_memo *pc_memo_lookup(void *ud, const char *uid)
 static void pc_plan_metrics(pc_run *run)
 {
     pool_controller *pc = run->pc;
-    const plan_status *st = &run->plan->status;
+    const api_status *st = &run->plan->status;
     if (!pc->cfg.pm)
         return;
     const char **names = calloc(st->n_members ? st->n_members : 1, sizeof(*names));
@@ -47,10 +47,10 @@ static void pc_plan_metrics(pc_run *run)
 }
 
 /* The drain fence of pool's swap (plan_snapshot.drain_after_ms), from when this replica first saw
- * it with its drain begun (plan_awaits_probe false): a replica that takes over a swap waits the
- * fence out again. now: the monotonic instant the
- * snapshot was built at (its probe times were converted at it too). 0 or -ENOMEM. */
-static int pc_fence(pool_controller *pc, const char *key, const pool_obj *pool, uint64_t now,
+ * it with its drain begun (api_status_awaits_probe false): a replica that takes over a swap waits
+ * the fence out again. now: the monotonic instant the snapshot was built at (its probe times were
+ * converted at it too). 0 or -ENOMEM. */
+static int pc_fence(pool_controller *pc, const char *key, const api_pool *pool, uint64_t now,
                     plan_snapshot *s)
 {
     bool swapping = pool->status.pending_member && *pool->status.pending_member;
@@ -64,7 +64,7 @@ static int pc_fence(pool_controller *pc, const char *key, const pool_obj *pool, 
     }
     if (!st)
         return -ENOMEM;
-    if (plan_awaits_probe(&pool->status)) {
+    if (api_status_awaits_probe(&pool->status)) {
         /* The drain has not begun (#26): the resident serves and routers forward to it while the
          * pool shows this, so the fence counts only from when this replica sees it gone; until
          * then it lies a whole fence ahead. */
@@ -81,7 +81,7 @@ static int pc_fence(pool_controller *pc, const char *key, const pool_obj *pool, 
 /* ---- members absent from the cache (#26) ---- */
 
 /* Whether the cache holds member name of pool (out of memory: not known, so not held). */
-static bool pc_member_cached(const pool_controller *pc, const pool_obj *pool, const char *name)
+static bool pc_member_cached(const pool_controller *pc, const api_pool *pool, const char *name)
 {
     char *key = NULL;
     if (asprintf(&key, "%s/%s", pool->ns ? pool->ns : "", name) < 0)
@@ -91,7 +91,7 @@ static bool pc_member_cached(const pool_controller *pc, const pool_obj *pool, co
     return cached;
 }
 
-static bool pc_any_absent(const pool_controller *pc, const pool_obj *pool)
+static bool pc_any_absent(const pool_controller *pc, const api_pool *pool)
 {
     for (size_t i = 0; i < pool->n_members; i++)
         if (pool->members[i] && *pool->members[i] && !pc_member_cached(pc, pool, pool->members[i]))
@@ -102,7 +102,7 @@ static bool pc_any_absent(const pool_controller *pc, const pool_obj *pool)
 /* The cache's lack of a member counts as its absence: the cache has caught up with the pool's
  * resourceVersion (a pool applied with its members is seen before them), or a read of the API
  * server made at this version of the pool found none of the members the cache lacks. */
-static bool pc_absence_known(const pool_controller *pc, const pc_pool *st, const pool_obj *pool)
+static bool pc_absence_known(const pool_controller *pc, const pc_pool *st, const api_pool *pool)
 {
     if (pc->cfg.isvc_informer &&
         expect_rv_at_least(informer_resource_version(pc->cfg.isvc_informer), pool->rv))
@@ -116,7 +116,7 @@ static void pc_on_absent_read(void *ud, const kube_error *err, long code, const 
     pc_run *run = ud;
     pool_controller *pc = run->pc;
     run->call = NULL;
-    const pool_obj *pool = store_get(pc->cfg.pools, run->key);
+    const api_pool *pool = store_get(pc->cfg.pools, run->key);
     pc_pool *st = pc_pool_get(pc, run->key, false);
     if (err->kind != KUBE_OK) {
         pc_fail(run, LOG_ERROR, "could not read the members the cache lacks, will retry", err);
@@ -152,7 +152,7 @@ static void pc_on_absent_read(void *ud, const kube_error *err, long code, const 
  * learn whether the members the cache lacks exist. 0 (started), or -1 with err set. */
 static int pc_read_absent(pc_run *run, kube_error *err)
 {
-    char *path = kube_path(POOL_GROUP, POOL_VERSION, run->ns, "inferenceservices", NULL, NULL);
+    char *path = kube_path(API_GROUP, API_VERSION, run->ns, "inferenceservices", NULL, NULL);
     if (!path)
         return kube_error_set(err, KUBE_ERR_NOMEM, "out of memory");
     kube_request req = {.method = KUBE_GET,
@@ -166,7 +166,7 @@ static int pc_read_absent(pc_run *run, kube_error *err)
 }
 
 /* Builds run's plan from the cache and the pool's memory. 0 or -errno. */
-static int pc_build(pc_run *run, const pool_obj *pool, bool absence_confirmed)
+static int pc_build(pc_run *run, const api_pool *pool, bool absence_confirmed)
 {
     pool_controller *pc = run->pc;
     plan_free(run->plan);
@@ -206,7 +206,7 @@ static int pc_build(pc_run *run, const pool_obj *pool, bool absence_confirmed)
     }
     if (rc == 0)
         pc_plan_metrics(run);
-    bool awaiting = rc == 0 && plan_awaits_probe(&run->plan->status);
+    bool awaiting = rc == 0 && api_status_awaits_probe(&run->plan->status);
     if (awaiting && (st = pc_pool_get(pc, run->key, false)) != NULL)
         st->swap_seen_ms = 0; /* marked now: the fence starts again once the mark is gone */
     if (rc == 0 && !awaiting && run->plan->fenced_until_ms > snap.snap.now_ms)
@@ -220,7 +220,7 @@ static int pc_build(pc_run *run, const pool_obj *pool, bool absence_confirmed)
 void pc_plan(pc_run *run)
 {
     pool_controller *pc = run->pc;
-    const pool_obj *pool = store_get(pc->cfg.pools, run->key);
+    const api_pool *pool = store_get(pc->cfg.pools, run->key);
     if (!pool) {
         /* Deleted: its series, clocks, refusals and expectations go with it. */
         size_t nl = strcspn(run->key, "/");

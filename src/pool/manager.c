@@ -9,18 +9,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "app/log.h"
+#include "api/caches.h"
+#include "api/records.h"
 #include "informer/informer.h"
+#include "log/log.h"
 #include "pool/clocks.h"
 #include "pool/controller.h"
 #include "pool/pool_metrics.h"
-#include "pool/records.h"
 
 struct pool_manager {
     ev_loop *loop;
     kube_client *client;
-    char *namespace_, *instance;
-    informer *pools, *isvcs, *pods;
+    char *instance;
+    api_caches caches;
     pool_controller *ctl;
     pool_metrics *pm;
     pool_clocks *clocks;
@@ -45,7 +46,7 @@ static bool pm_active(const pool_manager *m)
 
 static const store *pm_pools(const pool_manager *m)
 {
-    return informer_store(m->pools);
+    return informer_store(m->caches.pools);
 }
 
 /* ---- informer events -> queue ---- */
@@ -65,8 +66,8 @@ static void pm_enqueue_member(pool_manager *m, const char *ns, const char *name)
     char *v = NULL;
     if (asprintf(&v, "%s/%s", ns ? ns : "", name) < 0)
         return;
-    store_index_each(pm_pools(m), POOL_INDEX_MEMBER, v, pm_enqueue_each, m->ctl);
-    store_index_each(pm_pools(m), POOL_INDEX_REMOVED, v, pm_enqueue_each, m->ctl);
+    store_index_each(pm_pools(m), API_INDEX_MEMBER, v, pm_enqueue_each, m->ctl);
+    store_index_each(pm_pools(m), API_INDEX_REMOVED, v, pm_enqueue_each, m->ctl);
     free(v);
 }
 
@@ -78,8 +79,7 @@ static void pm_enqueue_all(pool_manager *m)
 static void pm_on_synced(void *ud)
 {
     pool_manager *m = ud;
-    if (m->synced || !informer_synced(m->pools) || !informer_synced(m->isvcs) ||
-        !informer_synced(m->pods))
+    if (m->synced || !api_caches_synced(&m->caches))
         return;
     m->synced = true;
     /* The list pages are freed by now; hand their pages back instead of keeping the high-water
@@ -121,7 +121,7 @@ static void pm_listed_pods(void *ud)
 static void pm_pool_changed(void *ud, const void *rec)
 {
     pool_manager *m = ud;
-    const pool_obj *pool = rec;
+    const api_pool *pool = rec;
     if (!pm_active(m))
         return;
     char *key = NULL;
@@ -137,7 +137,7 @@ static void pm_pool_changed(void *ud, const void *rec)
 static void pm_pool_updated(void *ud, const void *old_rec, const void *new_rec)
 {
     pool_manager *m = ud;
-    const pool_obj *old_obj = old_rec;
+    const api_pool *old_obj = old_rec;
     if (pm_active(m))
         pool_clocks_pool_updated(m->clocks, old_obj, new_rec, ev_now_us());
     /* Members dropped from a pool's spec may now be free for another pool that claimed them. */
@@ -153,22 +153,22 @@ static void pm_pool_deleted(void *ud, const void *rec)
 
 static void pm_isvc_changed(void *ud, const void *rec)
 {
-    const pool_isvc *isvc = rec;
+    const api_isvc *isvc = rec;
     pm_enqueue_member(ud, isvc->ns, isvc->name);
 }
 
 static void pm_isvc_updated(void *ud, const void *old_rec, const void *new_rec)
 {
     pool_manager *m = ud;
-    const pool_isvc *was = old_rec, *now = new_rec;
-    if (pm_active(m) && pool_isvc_replicas(was) < 1 && pool_isvc_replicas(now) >= 1)
+    const api_isvc *was = old_rec, *now = new_rec;
+    if (pm_active(m) && api_isvc_replicas(was) < 1 && api_isvc_replicas(now) >= 1)
         pool_clocks_member_up(m->clocks, pm_pools(m), now->ns, now->name, ev_now_us());
     pm_isvc_changed(ud, new_rec);
 }
 
 static void pm_pod_changed(void *ud, const void *rec)
 {
-    const pool_pod *pod = rec;
+    const api_pod *pod = rec;
     pm_enqueue_member(ud, pod->ns, pod->member);
 }
 
@@ -176,8 +176,8 @@ static void pm_pod_updated(void *ud, const void *old_rec, const void *new_rec)
 {
     /* A Pod replaced under the same name (seen as an update after a relist): its old probe
      * result is of another process. */
-    const char *old_uid = ((const pool_pod *)old_rec)->uid;
-    const char *new_uid = ((const pool_pod *)new_rec)->uid;
+    const char *old_uid = ((const api_pod *)old_rec)->uid;
+    const char *new_uid = ((const api_pod *)new_rec)->uid;
     if (old_uid && (!new_uid || strcmp(old_uid, new_uid) != 0))
         pool_controller_pod_gone(((pool_manager *)ud)->ctl, old_uid);
     pm_pod_changed(ud, new_rec);
@@ -186,7 +186,7 @@ static void pm_pod_updated(void *ud, const void *old_rec, const void *new_rec)
 static void pm_pod_deleted(void *ud, const void *rec)
 {
     pool_manager *m = ud;
-    const pool_pod *pod = rec;
+    const api_pod *pod = rec;
     if (pod->uid)
         pool_controller_pod_gone(m->ctl, pod->uid);
     if (pm_active(m))
@@ -203,19 +203,6 @@ static void pm_on_error(void *ud, const kube_error *err)
 
 /* ---- lifecycle ---- */
 
-static informer *pm_informer(pool_manager *m, const char *group, const char *resource,
-                             const char *selector, const store_codec *codec,
-                             const informer_handlers *h)
-{
-    informer_config cfg = {.group = group,
-                           .version = *group ? POOL_VERSION : "v1",
-                           .resource = resource,
-                           .namespace_ = m->namespace_,
-                           .label_selector = selector,
-                           .codec = codec};
-    return informer_new(m->loop, m->client, &cfg, h);
-}
-
 /* Before a scrape: counters the queue and the informers keep themselves. */
 static void pm_collect(void *ud)
 {
@@ -224,11 +211,11 @@ static void pm_collect(void *ud)
     pool_controller_queue_stats(m->ctl, &q);
     pool_metrics_queue(m->pm, &q);
     informer_stats st;
-    informer_stats_get(m->pools, &st);
+    informer_stats_get(m->caches.pools, &st);
     pool_metrics_informer(m->pm, "modelpools", &st);
-    informer_stats_get(m->isvcs, &st);
+    informer_stats_get(m->caches.isvcs, &st);
     pool_metrics_informer(m->pm, "inferenceservices", &st);
-    informer_stats_get(m->pods, &st);
+    informer_stats_get(m->caches.pods, &st);
     pool_metrics_informer(m->pm, "pods", &st);
 }
 
@@ -242,33 +229,28 @@ pool_manager *pool_manager_new(ev_loop *loop, kube_client *client, const pool_ma
     char host[256] = "";
     if (!opts->instance)
         gethostname(host, sizeof(host) - 1);
-    if ((opts->namespace_ && !(m->namespace_ = strdup(opts->namespace_))) ||
-        !(m->instance = strdup(opts->instance ? opts->instance : host)))
+    if (!(m->instance = strdup(opts->instance ? opts->instance : host)))
         goto fail;
 
-    informer_handlers hp = {pm_pool_changed, pm_pool_updated, pm_pool_deleted,
-                            pm_on_synced,    pm_on_error,     m,
-                            pm_listed_pools};
-    informer_handlers hi = {pm_isvc_changed, pm_isvc_updated, pm_isvc_changed,
-                            pm_on_synced,    pm_on_error,     m,
-                            pm_listed_isvcs};
-    informer_handlers hd = {pm_pod_changed, pm_pod_updated, pm_pod_deleted,
-                            pm_on_synced,   pm_on_error,    m,
-                            pm_listed_pods};
-    m->pools = pm_informer(m, POOL_GROUP, "modelpools", NULL, &pool_obj_codec, &hp);
-    m->isvcs = pm_informer(m, POOL_GROUP, "inferenceservices", NULL, &pool_isvc_codec, &hi);
-    m->pods = pm_informer(m, "", "pods", POOL_SERVICE_LABEL, &pool_pod_codec, &hd);
-    if (!m->pools || !m->isvcs || !m->pods)
+    api_caches_config ac = {.namespace_ = opts->namespace_,
+                            .index_removed = true,
+                            .pools = {pm_pool_changed, pm_pool_updated, pm_pool_deleted,
+                                      pm_on_synced, pm_on_error, m, pm_listed_pools},
+                            .isvcs = {pm_isvc_changed, pm_isvc_updated, pm_isvc_changed,
+                                      pm_on_synced, pm_on_error, m, pm_listed_isvcs},
+                            .pods = {pm_pod_changed, pm_pod_updated, pm_pod_deleted, pm_on_synced,
+                                     pm_on_error, m, pm_listed_pods}};
+    if (api_caches_init(&m->caches, loop, client, &ac) < 0)
         goto fail;
     if (opts->metrics &&
         (!(m->pm = pool_metrics_new(opts->metrics)) || !(m->clocks = pool_clocks_new(m->pm))))
         goto fail;
     pool_controller_config cc = {.loop = loop,
                                  .client = client,
-                                 .pools = informer_store(m->pools),
-                                 .isvcs = informer_store(m->isvcs),
-                                 .isvc_informer = m->isvcs,
-                                 .pods = informer_store(m->pods),
+                                 .pools = informer_store(m->caches.pools),
+                                 .isvcs = informer_store(m->caches.isvcs),
+                                 .isvc_informer = m->caches.isvcs,
+                                 .pods = informer_store(m->caches.pods),
                                  .pm = m->pm,
                                  .clocks = m->clocks,
                                  .instance = m->instance,
@@ -281,13 +263,6 @@ pool_manager *pool_manager_new(ev_loop *loop, kube_client *client, const pool_ma
                                  .may_write_ud = opts->may_write_ud};
     if (!(m->ctl = pool_controller_new(&cc)))
         goto fail;
-    if (store_add_index(informer_store(m->pools), POOL_INDEX_MEMBER, pool_index_pool_members,
-                        NULL) < 0 ||
-        store_add_index(informer_store(m->pools), POOL_INDEX_REMOVED, pool_index_pool_removed,
-                        NULL) < 0 ||
-        store_add_index(informer_store(m->pods), POOL_INDEX_SERVICE, pool_index_pod_service, NULL) <
-            0)
-        goto fail;
     /* Last: once registered, the collector must find a whole manager. */
     if (opts->metrics && metrics_on_collect(opts->metrics, pm_collect, m) < 0)
         goto fail;
@@ -299,12 +274,7 @@ fail:
 
 int pool_manager_start(pool_manager *m)
 {
-    int rc = informer_start(m->pools);
-    if (rc == 0)
-        rc = informer_start(m->isvcs);
-    if (rc == 0)
-        rc = informer_start(m->pods);
-    return rc;
+    return api_caches_start(&m->caches);
 }
 
 bool pool_manager_synced(const pool_manager *m)
@@ -314,8 +284,7 @@ bool pool_manager_synced(const pool_manager *m)
 
 void pool_manager_waiting(const pool_manager *m, char *buf, size_t len)
 {
-    const informer *const all[] = {m->pools, m->isvcs, m->pods};
-    informer_waiting(all, sizeof(all) / sizeof(all[0]), buf, len);
+    api_caches_waiting(&m->caches, buf, len);
 }
 
 void pool_manager_lead(pool_manager *m)
@@ -326,7 +295,7 @@ void pool_manager_lead(pool_manager *m)
     /* A standby queued nothing. Its caches are warm but may lag the last leader's writes: every
      * pool is reconciled once all three are listed again (pm_listed). */
     m->listed = 0;
-    informer *const all[] = {m->pools, m->isvcs, m->pods};
+    informer *const all[] = {m->caches.pools, m->caches.isvcs, m->caches.pods};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
         informer_stop(all[i]);
         if (informer_start(all[i]) < 0)
@@ -338,9 +307,7 @@ void pool_manager_lead(pool_manager *m)
 static void pm_drained(void *ud)
 {
     pool_manager *m = ud;
-    informer_stop(m->pools);
-    informer_stop(m->isvcs);
-    informer_stop(m->pods);
+    api_caches_stop(&m->caches);
     if (m->shutdown_done)
         m->shutdown_done(m->shutdown_ud);
 }
@@ -358,12 +325,9 @@ void pool_manager_free(pool_manager *m)
         return;
     /* The controller first: its runs and probes read the caches. */
     pool_controller_free(m->ctl);
-    informer_free(m->pools);
-    informer_free(m->isvcs);
-    informer_free(m->pods);
+    api_caches_free(&m->caches);
     pool_clocks_free(m->clocks);
     pool_metrics_free(m->pm);
-    free(m->namespace_);
     free(m->instance);
     free(m);
 }

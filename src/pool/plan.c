@@ -27,7 +27,7 @@ static void decide_cold(plan_ctx *c, plan_want *w)
         owner = plan_first_request(c, NULL, NULL);
 
     if (owner == NULL) {
-        w->phase = "Pending";
+        w->phase = API_PHASE_PENDING;
         plan_want_set(&w->slot, "False", "NoResident", "no member requested and no default");
     } else if (plan_is_serving(owner) && plan_others_clear(s, owner->name)) {
         plan_settle(w, owner);
@@ -110,7 +110,7 @@ static void decide(plan_ctx *c, plan_want *w, int64_t budget_ms)
         plan_want_set(&w->deferred, "True", d.reason, "%s", plan_msg_str(&d.msg));
     else if (c->awaiting_probe)
         w->deferred.keep = true; /* its probe's answer went stale: asked again, not NotDeferred */
-    else if (d.unknown && plan_find_cond(&s->status, "SwapDeferred"))
+    else if (d.unknown && plan_find_cond(&s->status, API_COND_SWAP_DEFERRED))
         /* Not known yet, so not "NotDeferred": a restarted operator (its probe results are in
          * memory only) would otherwise flip a deferred swap to NotDeferred and back, with a
          * second SwapDeferred Event, before its first probe answers. */
@@ -144,7 +144,7 @@ void plan_free(plan_result *p)
 {
     if (p == NULL)
         return;
-    plan_status *st = &p->status;
+    api_status *st = &p->status;
     free(st->phase);
     free(st->resident_member);
     free(st->pending_member);
@@ -198,7 +198,7 @@ int plan_build(const plan_snapshot *snap, plan_result **out)
         c.unsure = true;
     } else if (bad) {
         /* Rule 5: report, keep the intent in status as it is, change no replicas. */
-        w.phase = "Degraded";
+        w.phase = API_PHASE_DEGRADED;
         w.resident = or_null(snap->status.resident_member);
         w.pending = or_null(snap->status.pending_member);
         plan_want_set(&w.valid, "False", bad, "%s", plan_msg_str(&faults));

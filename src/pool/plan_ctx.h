@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "pool/plan.h"
+#include "util/duration.h"
 
 #define FMT(a, b) __attribute__((format(printf, a, b)))
 
@@ -82,7 +83,7 @@ typedef struct {
     bool absent; /* not written: TargetReady while no started target loads */
 } plan_cond_want;
 
-#define PLAN_N_CONDS 5 /* valid, slot, deferred, swapping, target: plan_status.c writes them */
+#define PLAN_N_CONDS 5 /* valid, slot, deferred, swapping, target: api_status.c writes them */
 
 typedef struct {
     const char *phase, *resident, *pending;
@@ -121,7 +122,7 @@ bool plan_first_of_name(const plan_snapshot *s, size_t i);
 bool plan_removed_holds(const plan_member *m);
 bool plan_others_clear(const plan_snapshot *s, const char *target);
 bool plan_was_releasing(const plan_snapshot *s, const char *name);
-const plan_condition *plan_find_cond(const plan_status *st, const char *type);
+const api_condition *plan_find_cond(const api_status *st, const char *type);
 bool plan_was_loading(const plan_ctx *c);
 
 /* ---- plan_drain.c: rules 2 and 3, members brought down ---- */
@@ -130,7 +131,7 @@ void plan_release_others(plan_ctx *c, const char *keep, int64_t not_before, plan
 void plan_limit_to_one(plan_ctx *c, const plan_member *m, plan_defer *d);
 void plan_hold_back(plan_ctx *c, const plan_member *target, const char *res, plan_defer *d);
 
-/* ---- plan_status.c: the status written and its Events ---- */
+/* ---- api_status.c: the status written and its Events ---- */
 void plan_fill_status(plan_ctx *c, const plan_want *w);
 void plan_emit_events(plan_ctx *c, const plan_want *w);
 

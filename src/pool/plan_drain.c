@@ -17,8 +17,8 @@ void plan_push_probe(plan_ctx *c, const plan_member *m, int32_t to, size_t n_pod
     a->replicas = to;
     a->runtime = plan_copy(c, is_empty(m->runtime) ? "llamacpp" : m->runtime);
     /* Where its member controller makes the server listen (pool/probe.h, the runtime table). */
-    a->port = probe_port(m->runtime, m->endpoint_port, m->container_port);
-    const probe_runtime *rt = probe_runtime_find(m->runtime);
+    a->port = api_runtime_port(m->runtime, m->endpoint_port, m->container_port);
+    const api_runtime *rt = api_runtime_find(m->runtime);
     a->idle_path = plan_copy(c, rt && rt->generic ? m->idle_endpoint : NULL);
     a->pods = calloc(n_pods, sizeof *a->pods);
     if (a->pods == NULL) {

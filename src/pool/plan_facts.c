@@ -11,7 +11,7 @@ int32_t plan_replicas(const plan_member *m)
  */
 bool plan_pod_live(const plan_pod *p)
 {
-    return p->phase != PLAN_POD_SUCCEEDED && p->phase != PLAN_POD_FAILED;
+    return p->phase != API_POD_SUCCEEDED && p->phase != API_POD_FAILED;
 }
 
 /* A Pod that may be serving a request right now, so it must be probed before an unload. */
@@ -77,19 +77,12 @@ bool plan_others_clear(const plan_snapshot *s, const char *target)
     return true;
 }
 
-const plan_condition *plan_find_cond(const plan_status *st, const char *type)
+const api_condition *plan_find_cond(const api_status *st, const char *type)
 {
     for (size_t i = 0; i < st->n_conditions; i++)
         if (str_eq(st->conditions[i].type, type))
             return &st->conditions[i];
     return NULL;
-}
-
-bool plan_awaits_probe(const plan_status *st)
-{
-    const plan_condition *sw = plan_find_cond(st, "Swapping");
-    return !is_empty(st->pending_member) && sw && str_eq(sw->status, "True") &&
-           str_eq(sw->reason, "AwaitingProbe");
 }
 
 bool plan_is_up(const plan_member *m)
@@ -124,7 +117,7 @@ bool plan_was_releasing(const plan_snapshot *s, const char *name)
 /* The swap was at Loading: its target was started (only then is Loading written). */
 bool plan_was_loading(const plan_ctx *c)
 {
-    const plan_condition *sw = plan_find_cond(&c->s->status, "Swapping");
+    const api_condition *sw = plan_find_cond(&c->s->status, API_COND_SWAPPING);
     return sw && str_eq(sw->status, "True") && str_eq(sw->reason, "Loading");
 }
 

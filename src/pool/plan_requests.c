@@ -58,7 +58,7 @@ const plan_member *plan_pick_request(plan_ctx *c, const char *res, const char *p
  */
 void plan_swapping(plan_want *w, const char *from, const char *to)
 {
-    w->phase = "Swapping";
+    w->phase = API_PHASE_SWAPPING;
     w->resident = from;
     w->pending = to;
     if (str_eq(from, to))
@@ -83,7 +83,7 @@ void plan_start_swap(plan_ctx *c, plan_want *w, const char *from, const char *to
 
 void plan_settle(plan_want *w, const plan_member *m)
 {
-    w->phase = "Ready";
+    w->phase = API_PHASE_READY;
     w->resident = m->name;
     w->pending = NULL;
     if (plan_is_up(m))

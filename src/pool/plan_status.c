@@ -1,16 +1,17 @@
-/* plan_status: the status a plan writes (members[], the five conditions, their times) and the
+/* api_status: the status a plan writes (members[], the five conditions, their times) and the
  * Events that mark its transitions, so re-planning an applied plan repeats none. */
 #include "plan_ctx.h"
 
 #include <stdlib.h>
 
 static const char *const plan_cond_types[PLAN_N_CONDS] = {
-    "MembersValid", "SlotAllocated", "SwapDeferred", "Swapping", "TargetReady"};
+    API_COND_MEMBERS_VALID, API_COND_SLOT_ALLOCATED, API_COND_SWAP_DEFERRED, API_COND_SWAPPING,
+    API_COND_TARGET_READY};
 
 void plan_fill_status(plan_ctx *c, const plan_want *w)
 {
     const plan_snapshot *s = c->s;
-    plan_status *st = &c->p->status;
+    api_status *st = &c->p->status;
 
     st->phase = plan_copy(c, w->phase);
     st->resident_member = plan_copy(c, or_null(w->resident));
@@ -26,17 +27,17 @@ void plan_fill_status(plan_ctx *c, const plan_want *w)
         return;
     }
     for (size_t i = 0; c->unsure && i < s->status.n_members; i++) {
-        const plan_member_status *cur = &s->status.members[i];
-        st->members[st->n_members++] = (plan_member_status){.name = plan_copy(c, cur->name),
-                                                            .phase = plan_copy(c, cur->phase),
-                                                            .resident = cur->resident,
-                                                            .releasing = cur->releasing};
+        const api_member_status *cur = &s->status.members[i];
+        st->members[st->n_members++] = (api_member_status){.name = plan_copy(c, cur->name),
+                                                           .phase = plan_copy(c, cur->phase),
+                                                           .resident = cur->resident,
+                                                           .releasing = cur->releasing};
     }
     for (size_t i = 0; !c->unsure && i < s->n_members; i++) {
         const plan_member *m = &s->members[i];
         if (!plan_first_of_name(s, i))
             continue;
-        plan_member_status *ms = &st->members[st->n_members++];
+        api_member_status *ms = &st->members[st->n_members++];
         ms->name = plan_copy(c, m->name);
         ms->phase = plan_copy(c, m->exists ? or_null(m->phase) : NULL);
         ms->resident = str_eq(m->name, w->resident);
@@ -48,7 +49,7 @@ void plan_fill_status(plan_ctx *c, const plan_want *w)
         const plan_member *m = &s->removed[i];
         if (is_empty(m->name) || !plan_removed_holds(m))
             continue;
-        plan_member_status *ms = &st->members[st->n_members++];
+        api_member_status *ms = &st->members[st->n_members++];
         ms->name = plan_copy(c, m->name);
         ms->phase = plan_copy(c, m->exists ? or_null(m->phase) : NULL);
         ms->resident = str_eq(m->name, w->resident);
@@ -64,11 +65,11 @@ void plan_fill_status(plan_ctx *c, const plan_want *w)
         return;
     }
     for (size_t i = 0; i < PLAN_N_CONDS; i++) {
-        const plan_condition *cur = plan_find_cond(&s->status, plan_cond_types[i]);
+        const api_condition *cur = plan_find_cond(&s->status, plan_cond_types[i]);
         const plan_cond_want *cw = wants[i];
         if ((cw->keep && cur == NULL) || (!cw->keep && cw->absent))
             continue;
-        plan_condition *nc = &st->conditions[st->n_conditions++];
+        api_condition *nc = &st->conditions[st->n_conditions++];
         nc->type = plan_copy(c, plan_cond_types[i]);
         if (cw->keep) {
             nc->status = plan_copy(c, cur->status);
@@ -90,11 +91,11 @@ void plan_fill_status(plan_ctx *c, const plan_want *w)
 /* Events mark transitions of the status, so re-planning an applied plan repeats none of them. */
 void plan_emit_events(plan_ctx *c, const plan_want *w)
 {
-    const plan_status *cur = &c->s->status;
+    const api_status *cur = &c->s->status;
     const char *cur_res = or_null(cur->resident_member), *cur_pend = or_null(cur->pending_member);
     const char *res = or_null(w->resident), *pend = or_null(w->pending);
 
-    const plan_condition *cv = plan_find_cond(cur, "MembersValid");
+    const api_condition *cv = plan_find_cond(cur, API_COND_MEMBERS_VALID);
     if (!w->valid.keep && str_eq(w->valid.status, "False") &&
         (cv == NULL || !str_eq(cv->status, "False") || !str_eq(cv->reason, w->valid.reason) ||
          !str_eq(cv->message, plan_msg_str(&w->valid.msg))))
@@ -133,10 +134,11 @@ void plan_emit_events(plan_ctx *c, const plan_want *w)
                         cur_pend, res);
     if (!cur_res && !cur_pend && res && !pend)
         plan_push_event(c, false, "Adopted", "%s was already serving and is now resident", res);
-    if (cur_pend && !pend && !w->swapping.keep && str_eq(w->swapping.reason, "RequestDropped"))
-        plan_push_event(c, true, "RequestDropped", "%s", plan_msg_str(&w->deferred.msg));
+    if (cur_pend && !pend && !w->swapping.keep &&
+        str_eq(w->swapping.reason, API_REASON_REQUEST_DROPPED))
+        plan_push_event(c, true, API_REASON_REQUEST_DROPPED, "%s", plan_msg_str(&w->deferred.msg));
 
-    const plan_condition *cd = plan_find_cond(cur, "SwapDeferred");
+    const api_condition *cd = plan_find_cond(cur, API_COND_SWAP_DEFERRED);
     if (!w->deferred.keep && str_eq(w->deferred.status, "True") &&
         (cd == NULL || !str_eq(cd->status, "True") || !str_eq(cd->reason, w->deferred.reason))) {
         if (str_eq(w->deferred.reason, "WriteRefused"))
@@ -146,7 +148,7 @@ void plan_emit_events(plan_ctx *c, const plan_want *w)
                            w->deferred.reason, plan_msg_str(&w->deferred.msg));
     }
 
-    const plan_condition *cs = plan_find_cond(cur, "SlotAllocated");
+    const api_condition *cs = plan_find_cond(cur, API_COND_SLOT_ALLOCATED);
     const char *r = w->slot.reason;
     if (!w->slot.keep && str_eq(w->slot.status, "False") &&
         (str_eq(r, "TargetFailed") || str_eq(r, "TargetSuspended") ||
@@ -160,7 +162,7 @@ void plan_emit_events(plan_ctx *c, const plan_want *w)
         plan_push_event(c, true, "TooManyReplicas", "%s", plan_msg_str(&c->too_many));
 }
 
-bool plan_status_equal(const plan_status *a, const plan_status *b)
+bool plan_status_equal(const api_status *a, const api_status *b)
 {
     if (!str_eq(a->phase, b->phase) || !str_eq(a->resident_member, b->resident_member) ||
         !str_eq(a->pending_member, b->pending_member) ||
@@ -168,13 +170,13 @@ bool plan_status_equal(const plan_status *a, const plan_status *b)
         a->n_conditions != b->n_conditions)
         return false;
     for (size_t i = 0; i < a->n_members; i++) {
-        const plan_member_status *x = &a->members[i], *y = &b->members[i];
+        const api_member_status *x = &a->members[i], *y = &b->members[i];
         if (!str_eq(x->name, y->name) || !str_eq(x->phase, y->phase) ||
             x->resident != y->resident || x->releasing != y->releasing)
             return false;
     }
     for (size_t i = 0; i < a->n_conditions; i++) {
-        const plan_condition *x = &a->conditions[i], *y = &b->conditions[i];
+        const api_condition *x = &a->conditions[i], *y = &b->conditions[i];
         if (!str_eq(x->type, y->type) || !str_eq(x->status, y->status) ||
             !str_eq(x->reason, y->reason) || !str_eq(x->message, y->message) ||
             x->last_transition_ms != y->last_transition_ms)

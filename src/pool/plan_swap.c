@@ -21,7 +21,7 @@ static bool judge_target(plan_want *w, const plan_member *t, int64_t swap_start_
     }
     if (reason == NULL)
         return false;
-    w->phase = "Degraded";
+    w->phase = API_PHASE_DEGRADED;
     if (strcmp(reason, "TargetWaitingForGPU") == 0)
         plan_want_set(&w->slot, "False", reason,
                       "target %s is WaitingForGPU longer than swapBudget (%lld ms)", t->name,
@@ -31,18 +31,18 @@ static bool judge_target(plan_want *w, const plan_member *t, int64_t swap_start_
     return true;
 }
 
-static const char *pod_phase_name(plan_pod_phase p)
+static const char *pod_phase_name(api_pod_phase p)
 {
     switch (p) {
-    case PLAN_POD_PENDING:
+    case API_POD_PENDING:
         return "Pending";
-    case PLAN_POD_RUNNING:
+    case API_POD_RUNNING:
         return "Running";
-    case PLAN_POD_SUCCEEDED:
+    case API_POD_SUCCEEDED:
         return "Succeeded";
-    case PLAN_POD_FAILED:
+    case API_POD_FAILED:
         return "Failed";
-    case PLAN_POD_UNKNOWN:
+    case API_POD_UNKNOWN:
         break;
     }
     return "Unknown";
@@ -57,7 +57,7 @@ static const char *pod_phase_name(plan_pod_phase p)
 static void judge_load(plan_ctx *c, plan_want *w, const plan_member *t, int64_t budget_ms,
                        bool judged, plan_defer *d)
 {
-    const plan_condition *cur = plan_find_cond(&c->s->status, "TargetReady");
+    const api_condition *cur = plan_find_cond(&c->s->status, "TargetReady");
     int64_t since = cur && str_eq(cur->status, "False") ? cur->last_transition_ms : c->stamp_ms;
     if (!judged || c->s->now_ms - since < budget_ms) {
         plan_want_set(&w->target, "False", "Loading",
@@ -79,15 +79,15 @@ static void judge_load(plan_ctx *c, plan_want *w, const plan_member *t, int64_t 
                      pod_phase_name(p->phase), is_empty(p->waiting) ? "" : " (",
                      is_empty(p->waiting) ? "" : p->waiting, is_empty(p->waiting) ? "" : ")",
                      p->terminating ? ", terminating" : "",
-                     p->phase != PLAN_POD_RUNNING ? ""
-                     : !p->container_running      ? ", no container running"
-                     : p->ready                   ? ", ready"
-                                                  : ", not ready");
+                     p->phase != API_POD_RUNNING ? ""
+                     : !p->container_running     ? ", no container running"
+                     : p->ready                  ? ", ready"
+                                                 : ", not ready");
     }
     if (live == 0)
         plan_msg_add(&why, "; no pod");
     c->oom |= why.oom;
-    w->phase = "Degraded";
+    w->phase = API_PHASE_DEGRADED;
     plan_want_set(&w->slot, "False", "TargetNotReady", "%s", plan_msg_str(&why));
     plan_want_set(&w->target, "False", "TargetNotReady", "%s", plan_msg_str(&why));
     free(why.s);
@@ -99,7 +99,7 @@ void plan_decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *pe
 {
     const plan_snapshot *s = c->s;
     const plan_member *target = plan_member_named(s, pend);
-    const plan_condition *sw = plan_find_cond(&s->status, "Swapping");
+    const api_condition *sw = plan_find_cond(&s->status, API_COND_SWAPPING);
     int64_t swap_start = sw && str_eq(sw->status, "True") ? sw->last_transition_ms : c->stamp_ms;
     /* Loading is written only once the cache showed the target up with the slot clear, so a
      * target at 0 after it is someone's cancellation, not our write still on its way. */
@@ -113,7 +113,7 @@ void plan_decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *pe
         const char *reason = plan_undecided(rm, &why);
         int64_t unload_ms = 0;
         if (!is_empty(s->unload_after))
-            plan_parse_duration_ms(s->unload_after, &unload_ms); /* validated */
+            duration_parse_ms(s->unload_after, &unload_ms); /* validated */
         int64_t limit = swap_start + (unload_ms > 0 ? unload_ms : budget_ms);
         if (reason && unload_ms > 0 && s->now_ms >= limit && s->now_ms >= s->drain_after_ms) {
             plan_push_scale(c, res, 0, "UnprobeableUnload"); /* the pool's opt-in */
@@ -130,7 +130,7 @@ void plan_decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *pe
             /* The drain has not begun: the resident serves until its probe decides (then the
              * drain fence starts, from the status without the mark) or the request is dropped.
              * While the mark stands the fence lies ahead, so drain() sends no probe: this does. */
-            if (plan_awaits_probe(&s->status))
+            if (api_status_awaits_probe(&s->status))
                 plan_probe_decides(c, rm, d);
             c->awaiting_probe = true;
             plan_msg_add(&c->awaiting_why, "%s", plan_msg_str(&why));
@@ -186,7 +186,7 @@ void plan_decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *pe
     if (loading)
         plan_want_set(&w->swapping, "True", "Loading", "loading %s", pend);
     else if (c->awaiting_probe)
-        plan_want_set(&w->swapping, "True", "AwaitingProbe",
+        plan_want_set(&w->swapping, "True", API_REASON_AWAITING_PROBE,
                       "%s serves until its idle probe can decide (%s); the request for %s is "
                       "dropped if it cannot within swapBudget",
                       res, plan_msg_str(&c->awaiting_why), pend);

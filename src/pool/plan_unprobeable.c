@@ -68,7 +68,7 @@ void plan_drop_request(plan_ctx *c, plan_want *w, const plan_member *r, const ch
     plan_settle(w, r);
     plan_release_others(c, r->name, s->drain_after_ms, d);
     plan_want_set(
-        &w->swapping, "False", "RequestDropped",
+        &w->swapping, "False", API_REASON_REQUEST_DROPPED,
         "the request for %s was dropped: resident %s could not be probed within swapBudget "
         "(%lld ms); it serves again",
         pend, r->name, (long long)budget_ms);
@@ -118,9 +118,9 @@ bool plan_probe_decides(plan_ctx *c, const plan_member *r, plan_defer *d)
  * conditions stay as they are. */
 void plan_recheck_dropped(plan_ctx *c, plan_want *w, const plan_member *r, plan_defer *d)
 {
-    const plan_condition *sw = plan_find_cond(&c->s->status, "Swapping");
+    const api_condition *sw = plan_find_cond(&c->s->status, API_COND_SWAPPING);
     /* Over too once the pool opts into unloading: a swap would not wedge any more. */
-    if (!sw || !str_eq(sw->status, "False") || !str_eq(sw->reason, "RequestDropped") ||
+    if (!sw || !str_eq(sw->status, "False") || !str_eq(sw->reason, API_REASON_REQUEST_DROPPED) ||
         !plan_has_running_pod(r) || !is_empty(c->s->unload_after))
         return;
     if (plan_probe_decides(c, r, d))

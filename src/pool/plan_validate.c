@@ -39,14 +39,14 @@ const char *plan_validate(const plan_snapshot *s, int64_t *budget_ms, plan_msg *
     if (!is_empty(s->default_member) && plan_member_named(s, s->default_member) == NULL)
         fault(&reason, msg, "DefaultNotMember", "default %s is not in spec.members",
               s->default_member);
-    *budget_ms = PLAN_DEFAULT_SWAP_BUDGET_MS;
+    *budget_ms = API_SWAP_BUDGET_DEFAULT_MS;
     if (!is_empty(s->swap_budget) &&
-        (plan_parse_duration_ms(s->swap_budget, budget_ms) != 0 || *budget_ms <= 0))
+        (duration_parse_ms(s->swap_budget, budget_ms) != 0 || *budget_ms <= 0))
         fault(&reason, msg, "InvalidSwapBudget",
               "swapBudget \"%s\" is not a positive duration such as 300s or 5m", s->swap_budget);
     int64_t unload_ms = 0;
     if (!is_empty(s->unload_after) &&
-        (plan_parse_duration_ms(s->unload_after, &unload_ms) != 0 || unload_ms <= 0))
+        (duration_parse_ms(s->unload_after, &unload_ms) != 0 || unload_ms <= 0))
         fault(&reason, msg, "InvalidUnloadAfter",
               "annotation modelpool-operator.dev/unprobeable-unload-after \"%s\" is not a "
               "positive duration such as 10m",
@@ -84,59 +84,4 @@ bool plan_unsure_of_members(const plan_snapshot *s)
             s->members[i].absence_unconfirmed)
             return true;
     return false;
-}
-
-int plan_parse_duration_ms(const char *s, int64_t *out_ms)
-{
-    static const struct {
-        const char *unit;
-        double ms;
-    } units[] = {{"ns", 1e-6}, {"us", 1e-3}, {"\xc2\xb5s", 1e-3}, {"\xce\xbcs", 1e-3},
-                 {"ms", 1},    {"s", 1e3},   {"m", 6e4},          {"h", 3.6e6}};
-    if (s == NULL || out_ms == NULL)
-        return -EINVAL;
-    if (*s == '+')
-        s++;
-    if (strcmp(s, "0") == 0) {
-        *out_ms = 0;
-        return 0;
-    }
-    if (*s == '\0')
-        return -EINVAL;
-    double total = 0;
-    while (*s) {
-        double v = 0, scale = 1;
-        bool digits = false, frac = false;
-        for (; (*s >= '0' && *s <= '9') || (*s == '.' && !frac); s++) {
-            if (*s == '.') {
-                frac = true;
-                continue;
-            }
-            digits = true;
-            if (frac)
-                v += (*s - '0') * (scale /= 10);
-            else
-                v = v * 10 + (*s - '0');
-            if (v > 1e15)
-                return -EINVAL;
-        }
-        if (!digits)
-            return -EINVAL;
-        size_t u = 0, ulen = 0;
-        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-            size_t l = strlen(units[i].unit);
-            if (strncmp(s, units[i].unit, l) == 0 && l > ulen) {
-                u = i;
-                ulen = l;
-            }
-        }
-        if (ulen == 0)
-            return -EINVAL;
-        s += ulen;
-        total += v * units[u].ms;
-        if (total > 1e15)
-            return -EINVAL;
-    }
-    *out_ms = (int64_t)total;
-    return 0;
 }

@@ -1,6 +1,6 @@
-/* probe: runtime table plus two answer readers: llama.cpp's /slots JSON array, and the sum of one
- * Prometheus metric over all its series for vLLM, TGI and SGLang. Everything unreadable is an
- * error, never idle. */
+/* probe: the idle check over the runtime table (api/runtime.h), with two answer readers:
+ * llama.cpp's /slots JSON array, and the sum of one Prometheus metric over all its series for
+ * vLLM, TGI and SGLang. Everything unreadable is an error, never idle. */
 #include "pool/probe.h"
 
 #include <cjson/cJSON.h>
@@ -10,35 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const probe_runtime probe_table[] = {
-    {"llamacpp", "/slots", NULL, 8080, false},
-    {"llamacpp-router", "/slots", NULL, 8080, false},
-    {"vllm", "/metrics", "vllm:num_requests_running", 8000, false},
-    {"tgi", "/metrics", "tgi_batch_current_size", 80, false},
-    {"sglang", "/metrics", "sglang:num_running_reqs", 30000, false},
-    {"personaplex", NULL, NULL, 8080, false},
-    {"generic", NULL, NULL, 8080, true},
-};
-
-const probe_runtime *probe_runtime_find(const char *name)
-{
-    if (!name || !*name)
-        name = "llamacpp";
-    for (size_t i = 0; i < sizeof(probe_table) / sizeof(probe_table[0]); i++)
-        if (strcmp(probe_table[i].name, name) == 0)
-            return &probe_table[i];
-    return NULL;
-}
-
 bool probe_supported(const char *runtime, const char *idle_endpoint)
 {
-    const probe_runtime *r = probe_runtime_find(runtime);
+    const api_runtime *r = api_runtime_find(runtime);
     return r && (r->path || (r->generic && idle_endpoint && *idle_endpoint));
 }
 
 int probe_path(const char *runtime, const char *idle_endpoint, const char **path)
 {
-    const probe_runtime *r = probe_runtime_find(runtime);
+    const api_runtime *r = api_runtime_find(runtime);
     if (!r)
         return -ENOENT;
     if (r->generic) {
@@ -67,16 +47,6 @@ const char *probe_path_error(int rc)
     default:
         return "runtime has no idle check";
     }
-}
-
-int probe_port(const char *runtime, int endpoint_port, int container_port)
-{
-    if (container_port > 0)
-        return container_port;
-    if (endpoint_port > 0)
-        return endpoint_port;
-    const probe_runtime *r = probe_runtime_find(runtime);
-    return r ? r->port : 8080;
 }
 
 static probe_verdict probe_slots(const char *body, size_t len, char *msg, size_t msglen)
@@ -156,7 +126,7 @@ bad:
 probe_verdict probe_judge(const char *runtime, long http_code, const char *body, size_t len,
                           char *msg, size_t msglen)
 {
-    const probe_runtime *r = probe_runtime_find(runtime);
+    const api_runtime *r = api_runtime_find(runtime);
     if (!r || (!r->path && !r->generic)) {
         snprintf(msg, msglen, "runtime %s has no idle check", runtime ? runtime : "");
         return PROBE_UNSUPPORTED;

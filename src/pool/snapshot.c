@@ -1,6 +1,6 @@
 /* snapshot: the cached records of a pool, its members (and the members its status recorded that
  * the spec no longer lists) and their Pods, gathered into plan_snapshot. The records hold what was
- * decoded (pool/records.c); the plan decides what absence means (for replicas: 1, as the member
+ * decoded (api/records.c); the plan decides what absence means (for replicas: 1, as the member
  * controller does). */
 #include "pool/snapshot.h"
 
@@ -34,7 +34,7 @@ static plan_probe_result snap_probe_result(probe_verdict v)
 
 static bool snap_add_pod(const char *key, const void *rec, void *ud)
 {
-    const pool_pod *pod = rec;
+    const api_pod *pod = rec;
     (void)key;
     snap_pod_walk *w = ud;
     if (w->n == w->cap) {
@@ -77,7 +77,7 @@ static bool snap_find_claim(const char *key, const void *rec, void *ud)
 {
     (void)key;
     snap_claim_walk *w = ud;
-    const char *name = ((const pool_obj *)rec)->name;
+    const char *name = ((const api_pool *)rec)->name;
     if (name && strcmp(name, w->self) != 0 && (!w->first || strcmp(name, w->first) < 0))
         w->first = name;
     return true;
@@ -92,7 +92,7 @@ static int snap_member(const pool_sources *src, const char *ns, const char *self
     char *key = NULL;
     if (asprintf(&key, "%s/%s", ns, m->name) < 0)
         return -ENOMEM;
-    const pool_isvc *isvc = store_get(src->isvcs, key);
+    const api_isvc *isvc = store_get(src->isvcs, key);
     if (isvc) {
         m->exists = true;
         m->replicas = isvc->replicas;
@@ -105,7 +105,7 @@ static int snap_member(const pool_sources *src, const char *ns, const char *self
         m->absence_unconfirmed = !src->absence_confirmed;
     }
     snap_pod_walk pw = {.src = src, .now_ms = out->snap.now_ms, .now_mono_ms = now_mono_ms};
-    store_index_each(src->pods, POOL_INDEX_SERVICE, key, snap_add_pod, &pw);
+    store_index_each(src->pods, API_INDEX_SERVICE, key, snap_add_pod, &pw);
     out->pods[i] = pw.pods;
     m->pods = pw.pods;
     m->n_pods = pw.n;
@@ -114,7 +114,7 @@ static int snap_member(const pool_sources *src, const char *ns, const char *self
         return pw.rc;
     }
     snap_claim_walk cw = {.self = self};
-    store_index_each(src->pools, POOL_INDEX_MEMBER, key, snap_find_claim, &cw);
+    store_index_each(src->pools, API_INDEX_MEMBER, key, snap_find_claim, &cw);
     free(key);
     if (pw.rc < 0)
         return pw.rc;
@@ -126,7 +126,7 @@ static int snap_member(const pool_sources *src, const char *ns, const char *self
     return 0;
 }
 
-int pool_snapshot_build(const pool_obj *pool, const pool_sources *src, int64_t now_ms,
+int pool_snapshot_build(const api_pool *pool, const pool_sources *src, int64_t now_ms,
                         int64_t now_mono_ms, pool_snapshot *out)
 {
     *out = (pool_snapshot){0};
@@ -145,10 +145,10 @@ int pool_snapshot_build(const pool_obj *pool, const pool_sources *src, int64_t n
     s->status = pool->status;
 
     size_t n = pool->n_members;
-    const char **removed = calloc(POOL_REMOVED_MAX(pool), sizeof(*removed));
+    const char **removed = calloc(API_REMOVED_MAX(pool), sizeof(*removed));
     if (!removed)
         return -ENOMEM;
-    size_t n_removed = pool_removed_names(pool, removed);
+    size_t n_removed = api_removed_names(pool, removed);
     out->n_all = n + n_removed;
     if (out->n_all) {
         out->members = calloc(out->n_all, sizeof(*out->members));
@@ -163,7 +163,7 @@ int pool_snapshot_build(const pool_obj *pool, const pool_sources *src, int64_t n
     s->n_removed = n_removed;
     for (size_t i = 0; i < out->n_all; i++) {
         out->members[i].name = i < n ? pool->members[i] : removed[i - n];
-        out->members[i].replicas = PLAN_REPLICAS_UNSET;
+        out->members[i].replicas = API_REPLICAS_UNSET;
         if (snap_member(src, s->ns ? s->ns : "", i < n ? (s->name ? s->name : "") : NULL, i,
                         now_mono_ms, out) < 0)
             goto nomem;

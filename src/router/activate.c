@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/log.h"
+#include "log/log.h"
 #include "rt_state.h"
 
 /* The request write: short, and not retried by the client (the decision retries it). */
@@ -29,7 +29,7 @@ static void rt_patch_done(void *ud, const kube_error *err, long code, const cJSO
         /* 409: the pool changed since this router's cache saw it (another replica asked, the
          * operator wrote its status): nothing is asked until the cache has caught up, and then
          * only if it still needs asking. */
-        const char *rv = err->kind == KUBE_OK ? pool_answer_version(body) : NULL;
+        const char *rv = err->kind == KUBE_OK ? api_answer_version(body) : NULL;
         p->request_rv = rv ? strdup(rv) : NULL;
         p->awaiting = true;
         p->patch_failures = 0;
@@ -61,7 +61,7 @@ static void rt_patch_done(void *ud, const kube_error *err, long code, const cJSO
  * start (why in err, or out of memory with err empty). */
 static kube_call *rt_pool_patch(rt_pool *p, char *body, kube_done_fn done, kube_error *err)
 {
-    char *path = kube_path(POOL_GROUP, POOL_VERSION, p->ns, "modelpools", p->name, NULL);
+    char *path = kube_path(API_GROUP, API_VERSION, p->ns, "modelpools", p->name, NULL);
     kube_request req = {.method = KUBE_PATCH_MERGE,
                         .path = path,
                         .body = body,
@@ -73,14 +73,14 @@ static kube_call *rt_pool_patch(rt_pool *p, char *body, kube_done_fn done, kube_
     return c;
 }
 
-void rt_activate(rt_pool *p, const pool_obj *o, const char *member)
+void rt_activate(rt_pool *p, const api_pool *o, const char *member)
 {
     free(p->patch_member);
     p->patch_member = strdup(member);
     free(p->request_old_rv);
     p->request_old_rv = o->rv ? strdup(o->rv) : NULL;
     kube_error err = {0};
-    char *body = p->patch_member ? pool_request_set_patch(member, o->rv) : NULL;
+    char *body = p->patch_member ? api_request_set_patch(member, o->rv) : NULL;
     p->patch = rt_pool_patch(p, body, rt_patch_done, &err);
     if (!p->patch) {
         log_kv(LOG_ERROR, "cannot request member through the pool", "pool", p->key, "member",
@@ -129,7 +129,7 @@ rt_withdraw_step rt_activate_withdrawal(const rt_withdraw_view *v)
 /* This router's request, once no client waits for its member here any more (one of them left):
  * withdrawn, with the pool's resourceVersion as the precondition, so only the request or swap
  * this cache shows as this router's is withdrawn. Forgotten once the pool shows neither. */
-void rt_withdraw_check(rt_pool *p, const pool_obj *o, const rt_mq *mq)
+void rt_withdraw_check(rt_pool *p, const api_pool *o, const rt_mq *mq)
 {
     if (!p->asked || p->withdraw || p->patch || p->awaiting)
         return;
@@ -153,7 +153,7 @@ void rt_withdraw_check(rt_pool *p, const pool_obj *o, const rt_mq *mq)
     p->withdraw_rv = o->rv ? strdup(o->rv) : NULL;
     kube_error err = {0};
     char *body =
-        p->withdraw_rv ? pool_withdraw_patch(p->asked, step == RT_WITHDRAW_UNTAKEN, o->rv) : NULL;
+        p->withdraw_rv ? api_withdraw_patch(p->asked, step == RT_WITHDRAW_UNTAKEN, o->rv) : NULL;
     p->withdraw = rt_pool_patch(p, body, rt_withdraw_done, &err);
     kube_error_clear(&err);
 }

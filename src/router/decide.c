@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/status.h"
 #include "informer/expect.h"
-#include "pool/plan.h"
 #include "router/hold.h"
 #include "router/view.h"
 #include "rt_state.h"
@@ -27,7 +27,7 @@ static void rt_reject_all(rt_mq *m, rt_oai_err err, const char *msg, const char 
 }
 
 /* Learns how long this pool's swaps take, from its status as seen here. */
-static void rt_swap_clock(rt_pool *p, const pool_obj *o)
+static void rt_swap_clock(rt_pool *p, const api_pool *o)
 {
     bool swapping = o && o->status.pending_member && *o->status.pending_member;
     uint64_t now = ev_now_ms();
@@ -59,7 +59,7 @@ static void rt_pool_gone(rt_pool *p)
 
 /* Queues of names no longer in the pool: their model is gone (while the fence's read is refused,
  * every request gets that refusal). */
-static void rt_reject_unlisted(rt_pool *p, const pool_obj *o)
+static void rt_reject_unlisted(rt_pool *p, const api_pool *o)
 {
     for (size_t i = 0; i < p->nmq; i++) {
         bool listed = false;
@@ -93,7 +93,7 @@ static void rt_pass_free(rt_pass *x)
 }
 
 /* Reads the pool and decides. -ENOMEM. */
-static int rt_pass_run(rt_pass *x, rt_pool *p, const pool_obj *o, uint64_t now)
+static int rt_pass_run(rt_pass *x, rt_pool *p, const api_pool *o, uint64_t now)
 {
     rt_router *rt = p->rt;
     size_t n = x->n = o->n_members;
@@ -105,8 +105,9 @@ static int rt_pass_run(rt_pass *x, rt_pool *p, const pool_obj *o, uint64_t now)
         return -ENOMEM;
     for (size_t i = 0; i < n; i++) {
         const char *name = o->members[i] ? o->members[i] : "";
-        x->hm[i] = rt_view_member(informer_store(rt->isvcs), informer_store(rt->pods), rt->podcheck,
-                                  informer_resource_version(rt->isvcs), o, name);
+        x->hm[i] =
+            rt_view_member(informer_store(rt->caches.isvcs), informer_store(rt->caches.pods),
+                           rt->podcheck, informer_resource_version(rt->caches.isvcs), o, name);
         for (size_t k = 0; k < p->nmq; k++)
             if (strcmp(p->mqs[k]->member, name) == 0)
                 x->mq[i] = p->mqs[k];
@@ -121,7 +122,7 @@ static int rt_pass_run(rt_pass *x, rt_pool *p, const pool_obj *o, uint64_t now)
                        .resident = o->status.resident_member,
                        .pending = o->status.pending_member,
                        .requested = o->requested,
-                       .awaiting_probe = plan_awaits_probe(&o->status),
+                       .awaiting_probe = api_status_awaits_probe(&o->status),
                        .request_unseen =
                            p->patch != NULL || p->awaiting || now < p->patch_not_before,
                        .members = x->hm,
@@ -155,7 +156,7 @@ static uint64_t rt_serve(rt_mq *m, uint64_t before, uint64_t send_by, uint64_t n
 }
 
 /* Answers member i's held requests 503 with why rt_hold refused them. */
-static void rt_reject_member(rt_pool *p, const pool_obj *o, const rt_pass *x, size_t i)
+static void rt_reject_member(rt_pool *p, const api_pool *o, const rt_pass *x, size_t i)
 {
     char msg[768];
     rt_hold_reject why = x->why[i];
@@ -172,7 +173,7 @@ static void rt_reject_member(rt_pool *p, const pool_obj *o, const rt_pass *x, si
 void rt_decide(rt_pool *p)
 {
     rt_router *rt = p->rt;
-    const pool_obj *o = rt_pool_rec(p);
+    const api_pool *o = rt_pool_rec(p);
     if (!o) {
         rt_pool_gone(p);
         return;
@@ -228,15 +229,15 @@ void rt_budget_over(ev_loop *loop, void *ud)
     rt_req *q = ud;
     q->budget_timer = 0;
     rt_pool *p = q->pool;
-    const pool_obj *o = rt_pool_rec(p);
+    const api_pool *o = rt_pool_rec(p);
     uint64_t budget = rt_view_budget_ms(o);
     rt_mq_unlink(q);
     uint32_t retry =
         rt_hold_retry_after_s(p->swap_estimate_ms, p->swap_seen_ms, ev_now_ms(), budget);
     /* Resident in this cache all along: what it lacked was the drain fence's read. */
-    bool unconfirmed = rt_view_unconfirmed(informer_store(p->rt->isvcs),
-                                           informer_store(p->rt->pods), p->rt->podcheck, o,
-                                           q->mq->member);
+    bool unconfirmed =
+        rt_view_unconfirmed(informer_store(p->rt->caches.isvcs), informer_store(p->rt->caches.pods),
+                            p->rt->podcheck, o, q->mq->member);
     char msg[512];
     snprintf(msg, sizeof(msg),
              unconfirmed ? "model %s (member %s of pool %s) could not be confirmed resident with "

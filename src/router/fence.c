@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/log.h"
-#include "pool/plan.h"
+#include "api/fence.h"
+#include "api/status.h"
+#include "log/log.h"
 #include "router/hold.h"
 #include "rt_state.h"
 
@@ -17,9 +18,10 @@
 #define RT_VERIFY_BACKOFF_MS 250
 #define RT_VERIFY_BACKOFF_MAX_MS 4000
 
+/* How long after a read of the pool requests may go to the resident it showed (api/fence.h). */
 uint64_t rt_fence_window_ms(const rt_router *rt)
 {
-    return (uint64_t)rt->o.drain_fence_ms / 2;
+    return (uint64_t)api_fence_window_ms(rt->o.drain_fence_ms);
 }
 
 static void rt_verify_done(void *ud, const kube_error *err, long code, const cJSON *body)
@@ -27,13 +29,13 @@ static void rt_verify_done(void *ud, const kube_error *err, long code, const cJS
     rt_pool *p = ud;
     p->verify = NULL;
     int derr = 0;
-    pool_obj *o = err->kind == KUBE_OK ? pool_obj_decode(body, &derr) : NULL;
+    api_pool *o = err->kind == KUBE_OK ? api_pool_decode(body, &derr) : NULL;
     const char *res = o ? o->status.resident_member : NULL;
     const char *pend = o ? o->status.pending_member : NULL;
     /* Settled: a resident whose drain has not begun (no swap, or one awaiting its probe). */
     bool decoded = o != NULL, swapping = pend && *pend,
-         settled = res && *res && (!swapping || plan_awaits_probe(&o->status));
-    const pool_obj *cached = rt_pool_rec(p);
+         settled = res && *res && (!swapping || api_status_awaits_probe(&o->status));
+    const api_pool *cached = rt_pool_rec(p);
     bool agrees = settled && cached && rt_str_eq(cached->status.resident_member, res);
     rt_metrics_fence_read(&p->rt->m, p->ns, p->name,
                           !o       ? "failed"
@@ -96,7 +98,7 @@ void rt_verify(rt_pool *p, uint64_t now)
         rt_wake_at(p, p->verify_not_before);
         return;
     }
-    char *path = kube_path(POOL_GROUP, POOL_VERSION, p->ns, "modelpools", p->name, NULL);
+    char *path = kube_path(API_GROUP, API_VERSION, p->ns, "modelpools", p->name, NULL);
     /* An answer later than the window is of no use; the client does not retry (the decision
      * does, with its backoff). */
     kube_request req = {.method = KUBE_GET,

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api/status.h"
+
 static bool str_eq(const char *a, const char *b)
 {
     if (a == NULL || *a == '\0' || b == NULL || *b == '\0')
@@ -51,7 +53,7 @@ static rt_hold_verdict judge(const rt_hold_pool *p, const rt_hold_member *m, rt_
     *why = RT_REJECT_NONE;
     if (p->fence_refused)
         *why = RT_REJECT_FENCE_REFUSED;
-    else if (str_eq(p->phase, "Degraded"))
+    else if (str_eq(p->phase, API_PHASE_DEGRADED))
         *why = RT_REJECT_DEGRADED;
     else if (servable(p, m))
         return fence_open(p, m) ? RT_HOLD_SERVE : RT_HOLD_FENCE;

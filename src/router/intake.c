@@ -166,7 +166,7 @@ static void rt_enqueue(rt_req *q)
         rt_answer(q, RT_OAI_BAD_GATEWAY, "out of memory", 0);
         return;
     }
-    const pool_obj *o = rt_pool_rec(p);
+    const api_pool *o = rt_pool_rec(p);
     q->pool = p;
     q->mq = m;
     q->state = RQ_HELD;

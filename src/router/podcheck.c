@@ -35,7 +35,7 @@ static bool rt_pc_eq(const char *a, const char *b)
     return a && b && strcmp(a, b) == 0;
 }
 
-rt_pod_verdict rt_podcheck_judge(long code, const pool_pod *read, const char *uid, const char *ip,
+rt_pod_verdict rt_podcheck_judge(long code, const api_pod *read, const char *uid, const char *ip,
                                  const char **why)
 {
     const char *w = NULL;
@@ -49,7 +49,7 @@ rt_pod_verdict rt_podcheck_judge(long code, const pool_pod *read, const char *ui
         w = "the member's Pod was replaced by another of the same name";
     else if (read->terminating)
         w = "the member's Pod is terminating";
-    else if (read->phase == PLAN_POD_FAILED || read->phase == PLAN_POD_SUCCEEDED)
+    else if (read->phase == API_POD_FAILED || read->phase == API_POD_SUCCEEDED)
         w = "the member's Pod has ended";
     else if (!rt_pc_eq(read->ip, ip))
         w = "the member's Pod no longer has that address";
@@ -60,7 +60,7 @@ rt_pod_verdict rt_podcheck_judge(long code, const pool_pod *read, const char *ui
     return v;
 }
 
-int rt_podref_set(rt_podref *r, const pool_pod *pod)
+int rt_podref_set(rt_podref *r, const api_pod *pod)
 {
     rt_podref_clear(r);
     r->ns = strdup(pod->ns ? pod->ns : "");
@@ -102,14 +102,14 @@ void rt_podcheck_free(rt_podcheck *pc)
     free(pc);
 }
 
-static const pool_pod *rt_pc_cached(const rt_podcheck *pc, const rt_podref *r)
+static const api_pod *rt_pc_cached(const rt_podcheck *pc, const rt_podref *r)
 {
     char key[512];
     snprintf(key, sizeof(key), "%s/%s", r->ns, r->name);
     return store_get(pc->pods, key);
 }
 
-bool rt_podcheck_refuted(const rt_podcheck *pc, const pool_pod *pod)
+bool rt_podcheck_refuted(const rt_podcheck *pc, const api_pod *pod)
 {
     for (size_t i = 0; i < pc->nrefuted; i++)
         if (rt_pc_eq(pc->refuted[i].uid, pod->uid) && rt_pc_eq(pc->refuted[i].ip, pod->ip))
@@ -124,7 +124,7 @@ static void rt_pc_refute(rt_podcheck *pc, const rt_podref *r)
 {
     size_t n = 0;
     for (size_t i = 0; i < pc->nrefuted; i++) {
-        const pool_pod *c = rt_pc_cached(pc, &pc->refuted[i]);
+        const api_pod *c = rt_pc_cached(pc, &pc->refuted[i]);
         if (c && rt_pc_eq(c->uid, pc->refuted[i].uid) && rt_pc_eq(c->ip, pc->refuted[i].ip))
             pc->refuted[n++] = pc->refuted[i];
         else
@@ -136,7 +136,7 @@ static void rt_pc_refute(rt_podcheck *pc, const rt_podref *r)
         memmove(&pc->refuted[0], &pc->refuted[1], (pc->nrefuted - 1) * sizeof(pc->refuted[0]));
         pc->nrefuted--;
     }
-    pool_pod p = {.ns = r->ns, .name = r->name, .uid = r->uid, .ip = r->ip};
+    api_pod p = {.ns = r->ns, .name = r->name, .uid = r->uid, .ip = r->ip};
     if (rt_podref_set(&pc->refuted[pc->nrefuted], &p) == 0)
         pc->nrefuted++;
 }
@@ -146,7 +146,7 @@ static void rt_pc_done(void *ud, const kube_error *err, long code, const cJSON *
     rt_podcheck_call *c = ud;
     (void)err;
     int derr = 0;
-    pool_pod *read = code >= 200 && code <= 299 && body ? pool_pod_decode(body, &derr) : NULL;
+    api_pod *read = code >= 200 && code <= 299 && body ? api_pod_decode(body, &derr) : NULL;
     const char *why = NULL;
     rt_pod_verdict v = rt_podcheck_judge(code, read, c->pod.uid, c->pod.ip, &why);
     free(read);
@@ -166,7 +166,7 @@ rt_podcheck_call *rt_podcheck_start(rt_podcheck *pc, const rt_podref *pod, rt_po
     rt_podcheck_call *c = calloc(1, sizeof(*c));
     if (!c)
         return NULL;
-    pool_pod p = {.ns = pod->ns, .name = pod->name, .uid = pod->uid, .ip = pod->ip};
+    api_pod p = {.ns = pod->ns, .name = pod->name, .uid = pod->uid, .ip = pod->ip};
     char *path = kube_path("", "v1", pod->ns, "pods", pod->name, NULL);
     if (!path || rt_podref_set(&c->pod, &p) < 0) {
         free(path);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/log.h"
+#include "log/log.h"
 #include "router/view.h"
 #include "rt_state.h"
 
@@ -194,8 +194,8 @@ void rt_forward(rt_req *q, uint64_t send_by_ms)
 {
     rt_router *rt = q->rt;
     rt_view_targets t;
-    rt_view_ready_pods(informer_store(rt->isvcs), informer_store(rt->pods), rt->podcheck,
-                       q->pool->ns, q->mq->member, &t);
+    rt_view_ready_pods(informer_store(rt->caches.isvcs), informer_store(rt->caches.pods),
+                       rt->podcheck, q->pool->ns, q->mq->member, &t);
     if (t.n == 0) { /* the decision saw one; the cache cannot have changed since, but be sure */
         rt_answer(q, RT_OAI_BAD_GATEWAY, "no ready Pod of the member", 0);
         return;
@@ -204,7 +204,7 @@ void rt_forward(rt_req *q, uint64_t send_by_ms)
     fwd_target tg[RT_MAX_TARGETS];
     size_t nt = t.n < RT_MAX_TARGETS ? t.n : RT_MAX_TARGETS;
     for (size_t i = 0; i < nt; i++) {
-        const pool_pod *pod = t.pods[(q->mq->rr + i) % t.n];
+        const api_pod *pod = t.pods[(q->mq->rr + i) % t.n];
         if (rt_podref_set(&q->to[i], pod) < 0) {
             rt_answer(q, RT_OAI_BAD_GATEWAY, "out of memory", 0);
             return;

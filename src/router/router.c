@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/log.h"
+#include "api/caches.h"
+#include "api/fence.h"
+#include "log/log.h"
 #include "rt_state.h"
 #include "util/backoff.h"
 #include "util/rng.h"
@@ -33,9 +35,9 @@ static bool rt_same(const char *a, const char *b)
     return (!a && !b) || rt_str_eq(a, b);
 }
 
-const pool_obj *rt_pool_rec(const rt_pool *p)
+const api_pool *rt_pool_rec(const rt_pool *p)
 {
-    return store_get(informer_store(p->rt->pools), p->key);
+    return store_get(informer_store(p->rt->caches.pools), p->key);
 }
 
 /* ---- pools and their member queues ---- */
@@ -269,7 +271,7 @@ static bool rt_mark_pool_rec(const char *key, const void *rec, void *ud)
 {
     (void)key;
     rt_mark_ctx *c = ud;
-    const pool_obj *o = rec;
+    const api_pool *o = rec;
     rt_mark_key(c->rt, o->ns, o->name);
     return true;
 }
@@ -282,13 +284,13 @@ static void rt_mark_member(rt_router *rt, const char *ns, const char *name)
     char key[512];
     snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", name);
     rt_mark_ctx c = {rt};
-    store_index_each(informer_store(rt->pools), POOL_INDEX_MEMBER, key, rt_mark_pool_rec, &c);
+    store_index_each(informer_store(rt->caches.pools), API_INDEX_MEMBER, key, rt_mark_pool_rec, &c);
 }
 
 static void rt_pool_changed(void *ud, const void *old_rec, const void *rec)
 {
     rt_router *rt = ud;
-    const pool_obj *o = rec ? rec : old_rec;
+    const api_pool *o = rec ? rec : old_rec;
     rt_routes_invalidate(rt->routes);
     rt_pool *p = rt_pool_find_named(rt, o->ns, o->name);
     if (!p)
@@ -307,7 +309,7 @@ static void rt_pool_added(void *ud, const void *rec)
 static void rt_pool_deleted(void *ud, const void *rec)
 {
     rt_router *rt = ud;
-    const pool_obj *o = rec;
+    const api_pool *o = rec;
     rt_routes_invalidate(rt->routes);
     rt_mark_key(rt, o->ns, o->name);
     rt_metrics_forget_pool(rt->o.metrics, o->ns ? o->ns : "", o->name);
@@ -316,7 +318,7 @@ static void rt_pool_deleted(void *ud, const void *rec)
 static void rt_isvc_changed(void *ud, const void *old_rec, const void *rec)
 {
     rt_router *rt = ud;
-    const pool_isvc *a = old_rec, *b = rec ? rec : old_rec;
+    const api_isvc *a = old_rec, *b = rec ? rec : old_rec;
     if (!a || !rec || !rt_same(a->served_model, b->served_model) ||
         !rt_same(a->aliases, b->aliases))
         rt_routes_invalidate(rt->routes);
@@ -336,7 +338,7 @@ static void rt_isvc_deleted(void *ud, const void *rec)
 static void rt_pod_changed(void *ud, const void *old_rec, const void *rec)
 {
     rt_router *rt = ud;
-    const pool_pod *p = rec ? rec : old_rec;
+    const api_pod *p = rec ? rec : old_rec;
     rt_mark_member(rt, p->ns, p->member);
 }
 
@@ -356,19 +358,6 @@ static void rt_cache_error(void *ud, const kube_error *err)
     log_kv(LOG_ERROR, "watch failed, retrying", "error", err->message ? err->message : "", NULL);
 }
 
-static informer *rt_informer(rt_router *rt, const char *group, const char *resource,
-                             const char *selector, const store_codec *codec,
-                             const informer_handlers *h)
-{
-    informer_config cfg = {.group = group,
-                           .version = *group ? POOL_VERSION : "v1",
-                           .resource = resource,
-                           .namespace_ = rt->ns_copy,
-                           .label_selector = selector,
-                           .codec = codec};
-    return informer_new(rt->loop, rt->client, &cfg, h);
-}
-
 rt_router *rt_router_new(ev_loop *loop, kube_client *client, const rt_router_opts *o, char *err,
                          size_t errlen)
 {
@@ -378,8 +367,7 @@ rt_router *rt_router_new(ev_loop *loop, kube_client *client, const rt_router_opt
     rt->loop = loop;
     rt->client = client;
     rt->o = *o;
-    if (rt->o.drain_fence_ms <= 0)
-        rt->o.drain_fence_ms = 2000;
+    rt->o.drain_fence_ms = api_fence_ms(rt->o.drain_fence_ms);
     if (rt->o.body_budget_bytes <= 0)
         rt->o.body_budget_bytes = 128LL << 20;
     if (rt->o.body_idle_ms <= 0)
@@ -394,38 +382,30 @@ rt_router *rt_router_new(ev_loop *loop, kube_client *client, const rt_router_opt
     if (!(rt->home_copy = strdup(o->home_namespace)))
         goto oom;
     rt->o.home_namespace = rt->home_copy;
-    if ((o->namespace_ && !(rt->ns_copy = strdup(o->namespace_))) ||
-        (o->label_selector && !(rt->selector_copy = strdup(o->label_selector))))
+    api_caches_config ac = {.namespace_ = o->namespace_,
+                            .pool_selector = o->label_selector,
+                            .pools = {.on_add = rt_pool_added,
+                                      .on_update = rt_pool_changed,
+                                      .on_delete = rt_pool_deleted,
+                                      .on_error = rt_cache_error,
+                                      .ud = rt},
+                            .isvcs = {.on_add = rt_isvc_added,
+                                      .on_update = rt_isvc_changed,
+                                      .on_delete = rt_isvc_deleted,
+                                      .on_error = rt_cache_error,
+                                      .ud = rt},
+                            .pods = {.on_add = rt_pod_added,
+                                     .on_update = rt_pod_changed,
+                                     .on_delete = rt_pod_deleted,
+                                     .on_error = rt_cache_error,
+                                     .ud = rt}};
+    if (api_caches_init(&rt->caches, loop, client, &ac) < 0)
         goto oom;
-    informer_handlers hp = {.on_add = rt_pool_added,
-                            .on_update = rt_pool_changed,
-                            .on_delete = rt_pool_deleted,
-                            .on_error = rt_cache_error,
-                            .ud = rt};
-    informer_handlers hi = {.on_add = rt_isvc_added,
-                            .on_update = rt_isvc_changed,
-                            .on_delete = rt_isvc_deleted,
-                            .on_error = rt_cache_error,
-                            .ud = rt};
-    informer_handlers hd = {.on_add = rt_pod_added,
-                            .on_update = rt_pod_changed,
-                            .on_delete = rt_pod_deleted,
-                            .on_error = rt_cache_error,
-                            .ud = rt};
-    rt->pools = rt_informer(rt, POOL_GROUP, "modelpools", rt->selector_copy, &pool_obj_codec, &hp);
-    rt->isvcs = rt_informer(rt, POOL_GROUP, "inferenceservices", NULL, &pool_isvc_codec, &hi);
-    rt->pods = rt_informer(rt, "", "pods", POOL_SERVICE_LABEL, &pool_pod_codec, &hd);
-    if (!rt->pools || !rt->isvcs || !rt->pods ||
-        store_add_index(informer_store(rt->pools), POOL_INDEX_MEMBER, pool_index_pool_members,
-                        NULL) < 0 ||
-        store_add_index(informer_store(rt->pods), POOL_INDEX_SERVICE, pool_index_pod_service,
-                        NULL) < 0)
-        goto oom;
-    if (!(rt->routes =
-              rt_routes_new(informer_store(rt->pools), informer_store(rt->isvcs), rt->home_copy)) ||
+    if (!(rt->routes = rt_routes_new(informer_store(rt->caches.pools),
+                                     informer_store(rt->caches.isvcs), rt->home_copy)) ||
         !(rt->fwd = fwd_new(loop, &(fwd_config){.idle_timeout_ms = o->upstream_timeout_ms})) ||
-        !(rt->podcheck =
-              rt_podcheck_new(rt->client, informer_store(rt->pods), RT_PODCHECK_TIMEOUT_MS)) ||
+        !(rt->podcheck = rt_podcheck_new(rt->client, informer_store(rt->caches.pods),
+                                         RT_PODCHECK_TIMEOUT_MS)) ||
         rt_metrics_init(&rt->m, o->metrics) < 0)
         goto oom;
     rt_metrics_buffered(&rt->m, 0);
@@ -447,8 +427,7 @@ int rt_router_start(rt_router *rt, char *err, size_t errlen)
                        .idle_timeout_s = 300};
     if (!(rt->front = httpd_start_config(rt->loop, &hc, err, errlen)))
         return -1;
-    if (informer_start(rt->pools) < 0 || informer_start(rt->isvcs) < 0 ||
-        informer_start(rt->pods) < 0) {
+    if (api_caches_start(&rt->caches) < 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -467,7 +446,7 @@ const httpd *rt_router_front(const rt_router *rt)
 
 bool rt_router_synced(const rt_router *rt)
 {
-    return informer_synced(rt->pools) && informer_synced(rt->isvcs) && informer_synced(rt->pods);
+    return api_caches_synced(&rt->caches);
 }
 
 bool rt_router_refused(const rt_router *rt, char *buf, size_t len)
@@ -488,8 +467,7 @@ bool rt_router_refused(const rt_router *rt, char *buf, size_t len)
 
 void rt_router_waiting(const rt_router *rt, char *buf, size_t len)
 {
-    const informer *v[] = {rt->pools, rt->isvcs, rt->pods};
-    informer_waiting(v, 3, buf, len);
+    api_caches_waiting(&rt->caches, buf, len);
 }
 
 static void rt_stop_check(ev_loop *loop, void *ud)
@@ -546,12 +524,8 @@ void rt_router_free(rt_router *rt)
     if (rt->stop_timer)
         ev_timer_cancel(rt->loop, rt->stop_timer);
     rt_routes_free(rt->routes);
-    informer_free(rt->pools);
-    informer_free(rt->isvcs);
-    informer_free(rt->pods);
+    api_caches_free(&rt->caches);
     strmap_fini(&rt->pool_map);
-    free(rt->ns_copy);
-    free(rt->selector_copy);
     free(rt->home_copy);
     free(rt);
 }

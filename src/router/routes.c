@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pool/records.h"
+#include "api/records.h"
 #include "util/strmap.h"
 
 typedef struct rt_member {
@@ -153,14 +153,14 @@ typedef struct rt_build {
     int rc;
 } rt_build;
 
-static int rt_add_member(rt_routes *r, const pool_obj *p, const char *member)
+static int rt_add_member(rt_routes *r, const api_pool *p, const char *member)
 {
     if (rt_grow((void **)&r->members, &r->cap_members, r->nmembers, sizeof(*r->members)) < 0)
         return -ENOMEM;
     char key[512];
     const char *ns = p->ns ? p->ns : "";
     int kl = snprintf(key, sizeof(key), "%s/%s", ns, member);
-    const pool_isvc *isvc = kl > 0 && (size_t)kl < sizeof(key) ? store_get(r->isvcs, key) : NULL;
+    const api_isvc *isvc = kl > 0 && (size_t)kl < sizeof(key) ? store_get(r->isvcs, key) : NULL;
     rt_member *m = &r->members[r->nmembers];
     *m = (rt_member){.ns = strdup(ns),
                      .pool = strdup(p->name),
@@ -204,7 +204,7 @@ static bool rt_build_pool(const char *key, const void *rec, void *ud)
 {
     (void)key;
     rt_build *b = ud;
-    const pool_obj *p = rec;
+    const api_pool *p = rec;
     for (size_t i = 0; b->rc == 0 && i < p->n_members; i++) {
         if (!p->members[i] || !*p->members[i])
             continue;

@@ -10,11 +10,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "api/caches.h"
+#include "api/records.h"
 #include "httpd/httpd.h"
 #include "informer/informer.h"
 #include "kube/client.h"
 #include "loop/ev.h"
-#include "pool/records.h"
 #include "router/forward.h"
 #include "router/model.h"
 #include "router/oai.h"
@@ -122,8 +123,8 @@ struct rt_router {
     ev_loop *loop;
     kube_client *client;
     rt_router_opts o;
-    char *ns_copy, *selector_copy, *home_copy;
-    informer *pools, *isvcs, *pods;
+    char *home_copy;
+    api_caches caches; /* the pools, members and their Pods (api/caches.h) */
     rt_routes *routes;
     fwd *fwd;
     rt_podcheck *podcheck;
@@ -143,7 +144,7 @@ struct rt_router {
 
 /* router.c: pools, queues, when to decide again; decide.c: the decision. */
 bool rt_str_eq(const char *a, const char *b);
-const pool_obj *rt_pool_rec(const rt_pool *p);
+const api_pool *rt_pool_rec(const rt_pool *p);
 rt_pool *rt_pool_get(rt_router *rt, const char *ns, const char *name);
 rt_mq *rt_mq_get(rt_pool *p, const char *member);
 /* Queues q in its member's queue by arrival (new requests go last; one put back goes where it
@@ -180,8 +181,8 @@ void rt_forward_abort(rt_req *q, rt_oai_err err, const char *msg);
 void rt_forward_cancel(rt_req *q);
 
 /* activate.c: this router's writes to a pool (a request, a withdrawal). */
-void rt_activate(rt_pool *p, const pool_obj *o, const char *member);
-void rt_withdraw_check(rt_pool *p, const pool_obj *o, const rt_mq *mq);
+void rt_activate(rt_pool *p, const api_pool *o, const char *member);
+void rt_withdraw_check(rt_pool *p, const api_pool *o, const rt_mq *mq);
 
 /* fence.c: the drain fence's read of a pool. */
 /* How long after a read of the pool requests may go to the resident it showed: half the fence. */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pool/records.h"
+#include "api/records.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -37,18 +37,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!obj)
         return 0;
     int err = 0;
-    pool_pod *pod = pool_pod_decode(obj, &err);
+    api_pod *pod = api_pod_decode(obj, &err);
     if (pod && pod->name && strlen(pod->name) == (size_t)-1)
         abort(); /* reads every byte of the copy */
     free(pod);
-    pool_isvc *isvc = pool_isvc_decode(obj, &err);
+    api_isvc *isvc = api_isvc_decode(obj, &err);
     if (isvc) {
         bool jp = false;
-        free(pool_scale_patch(isvc, 1, &jp));
-        (void)pool_isvc_replicas(isvc);
+        free(api_scale_patch(isvc, 1, &jp));
+        (void)api_isvc_replicas(isvc);
     }
     free(isvc);
-    pool_obj *pool = pool_obj_decode(obj, &err);
+    api_pool *pool = api_pool_decode(obj, &err);
     if (pool) {
         size_t total = 0;
         for (size_t i = 0; i < pool->n_members; i++)
@@ -61,8 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
     }
     free(pool);
-    fuzz_index(&pool_pod_codec, POOL_INDEX_SERVICE, pool_index_pod_service,
-               cJSON_Duplicate(obj, 1));
-    fuzz_index(&pool_obj_codec, POOL_INDEX_MEMBER, pool_index_pool_members, obj);
+    fuzz_index(&api_pod_codec, API_INDEX_SERVICE, api_index_pod_service, cJSON_Duplicate(obj, 1));
+    fuzz_index(&api_pool_codec, API_INDEX_MEMBER, api_index_pool_members, obj);
     return 0;
 }

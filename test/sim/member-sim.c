@@ -10,9 +10,9 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "app/log.h"
 #include "kube/client.h"
 #include "kube/config.h"
+#include "log/log.h"
 #include "loop/ev.h"
 #include "sim.h"
 

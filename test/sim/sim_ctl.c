@@ -12,15 +12,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "app/log.h"
 #include "httpd/httpd.h"
 #include "informer/informer.h"
 #include "informer/workqueue.h"
-#include "util/strmap.h"
+#include "log/log.h"
 #include "sim_hang.h"
 #include "sim_isvc.h"
 #include "sim_llama.h"
 #include "sim_oai.h"
+#include "util/strmap.h"
 
 #define SIM_INDEX_MEMBER "member"
 /* A Pod serves its probes and the OpenAI requests of several clients at once (a router's held

@@ -27,25 +27,25 @@ static void fix_pods(t_fix *f, size_t mi, const char *member, const char *dsl)
         p->ip = f->pod_ips[mi][n];
         switch (*c++) {
         case 'R':
-            p->phase = PLAN_POD_RUNNING, p->container_running = true;
+            p->phase = API_POD_RUNNING, p->container_running = true;
             break;
         case 'N':
-            p->phase = PLAN_POD_RUNNING;
+            p->phase = API_POD_RUNNING;
             break;
         case 'P':
-            p->phase = PLAN_POD_PENDING;
+            p->phase = API_POD_PENDING;
             break;
         case 'T':
-            p->phase = PLAN_POD_RUNNING, p->container_running = p->terminating = true;
+            p->phase = API_POD_RUNNING, p->container_running = p->terminating = true;
             break;
         case 't':
-            p->phase = PLAN_POD_RUNNING, p->terminating = true;
+            p->phase = API_POD_RUNNING, p->terminating = true;
             break;
         case 'S':
-            p->phase = PLAN_POD_SUCCEEDED;
+            p->phase = API_POD_SUCCEEDED;
             break;
         case 'F':
-            p->phase = PLAN_POD_FAILED;
+            p->phase = API_POD_FAILED;
             break;
         default:
             fail_msg("bad pod token in \"%s\"", dsl);
@@ -124,15 +124,15 @@ void case_build(t_fix *f, const t_case *tc)
     f->s.status.pending_member = (char *)tc->pending;
     f->s.status.conditions = f->conds;
     if (tc->stage)
-        f->conds[f->s.status.n_conditions++] = (plan_condition){
+        f->conds[f->s.status.n_conditions++] = (api_condition){
             "Swapping", "True", (char *)tc->stage, "", NOW - tc->stage_age_s * 1000};
     if (tc->dropped)
         f->conds[f->s.status.n_conditions++] =
-            (plan_condition){"Swapping", "False", "RequestDropped", "", NOW - 1000};
+            (api_condition){"Swapping", "False", "RequestDropped", "", NOW - 1000};
     f->s.unload_after = tc->unload_after;
     if (tc->load_age_s)
         f->conds[f->s.status.n_conditions++] =
-            (plan_condition){"TargetReady", "False", "Loading", "", NOW - tc->load_age_s * 1000};
+            (api_condition){"TargetReady", "False", "Loading", "", NOW - tc->load_age_s * 1000};
     const char *rel = tc->releasing;
     if (rel == NULL && tc->pending && tc->resident) {
         for (size_t i = 0; i < n; i++)
@@ -143,15 +143,15 @@ void case_build(t_fix *f, const t_case *tc)
     f->s.status.members = f->mstat;
     for (char *save = NULL, *tok = strtok_r(f->rel_names, " ", &save); tok;
          tok = strtok_r(NULL, " ", &save))
-        f->mstat[f->s.status.n_members++] = (plan_member_status){.name = tok, .releasing = true};
+        f->mstat[f->s.status.n_members++] = (api_member_status){.name = tok, .releasing = true};
     if (tc->deferred) {
-        plan_condition *c = &f->conds[f->s.status.n_conditions++];
+        api_condition *c = &f->conds[f->s.status.n_conditions++];
         snprintf(f->deferred, sizeof f->deferred, "%s", tc->deferred);
         char *sl = strchr(f->deferred, '/');
         assert_non_null(sl);
         *sl = '\0';
-        *c = (plan_condition){"SwapDeferred", f->deferred, sl + 1, "from the last probe",
-                              NOW - 5000};
+        *c =
+            (api_condition){"SwapDeferred", f->deferred, sl + 1, "from the last probe", NOW - 5000};
     }
 }
 
@@ -207,7 +207,7 @@ void case_render(const plan_result *p, char *buf, size_t cap)
 #undef OUT
 }
 
-const plan_condition *case_cond(const plan_status *st, const char *type)
+const api_condition *case_cond(const api_status *st, const char *type)
 {
     for (size_t i = 0; i < st->n_conditions; i++)
         if (strcmp(st->conditions[i].type, type) == 0)
@@ -215,9 +215,9 @@ const plan_condition *case_cond(const plan_status *st, const char *type)
     return NULL;
 }
 
-bool case_cond_is(const plan_status *st, const char *type, const char *status, const char *reason)
+bool case_cond_is(const api_status *st, const char *type, const char *status, const char *reason)
 {
-    const plan_condition *c = case_cond(st, type);
+    const api_condition *c = case_cond(st, type);
     return c && strcmp(c->status, status) == 0 && (!reason || strcmp(c->reason, reason) == 0);
 }
 
@@ -239,7 +239,7 @@ static const plan_member *snap_member(const plan_snapshot *s, const char *name)
 
 bool case_pod_live(const plan_pod *p)
 {
-    return p->phase != PLAN_POD_SUCCEEDED && p->phase != PLAN_POD_FAILED;
+    return p->phase != API_POD_SUCCEEDED && p->phase != API_POD_FAILED;
 }
 
 /* ---- the rules every plan keeps, whatever the snapshot ---- */
@@ -268,7 +268,7 @@ static bool loading_stage(const plan_snapshot *s)
 
 void case_check_safety(const plan_snapshot *s, const plan_result *p)
 {
-    const plan_status *st = &p->status;
+    const api_status *st = &p->status;
     bool valid = case_cond_is(st, "MembersValid", "True", NULL);
     bool activation = st->pending_member && *st->pending_member &&
                       strcmp(st->pending_member, case_nz(s->status.pending_member)) != 0;
@@ -355,7 +355,7 @@ void case_check_safety(const plan_snapshot *s, const plan_result *p)
     for (size_t i = 0; i < p->n_actions; i++)
         if (p->actions[i].kind == PLAN_PROBE &&
             fenced(s, p->actions[i].member, p->actions[i].replicas) &&
-            !(plan_awaits_probe(&s->status) &&
+            !(api_status_awaits_probe(&s->status) &&
               strcmp(p->actions[i].member, case_nz(s->status.resident_member)) == 0))
             assert_true(s->now_ms >= s->drain_after_ms);
     if (activation) { /* rule 3: the pendingMember write comes first; the only work beside it is

@@ -17,7 +17,7 @@
 #endif
 
 #define NOW 1700000000000LL /* whole seconds, like every status timestamp */
-#define U PLAN_REPLICAS_UNSET
+#define U API_REPLICAS_UNSET
 #define MAXM 8
 #define MAXP 8
 
@@ -46,9 +46,9 @@ typedef struct {
     plan_pod pods[MAXM][MAXP];
     char pod_names[MAXM][MAXP][32];
     char pod_ips[MAXM][MAXP][32];
-    plan_condition conds[4];
+    api_condition conds[4];
     char deferred[64];
-    plan_member_status mstat[MAXM];
+    api_member_status mstat[MAXM];
     char rel_names[128];
     plan_snapshot s;
 } t_fix;
@@ -106,8 +106,8 @@ void case_check_safety(const plan_snapshot *s, const plan_result *p);
  * rounds, after which no status write and no Event comes again and the rest repeats exactly. */
 void case_check_converges(const plan_snapshot *s0, plan_result *first);
 
-const plan_condition *case_cond(const plan_status *st, const char *type);
-bool case_cond_is(const plan_status *st, const char *type, const char *status, const char *reason);
+const api_condition *case_cond(const api_status *st, const char *type);
+bool case_cond_is(const api_status *st, const char *type, const char *status, const char *reason);
 bool case_has_kind(const plan_result *p, plan_action_kind k);
 const char *case_nz(const char *s);          /* s, or "" for NULL */
 int32_t case_replicas(const plan_member *m); /* replicas, unset counted as 1 */

@@ -45,7 +45,7 @@ static int check_index_service(const void *pod, store_index_out *out, void *ud)
     const char *ns = check_str(pod, "metadata", "namespace");
     const cJSON *labels = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "labels");
-    const cJSON *svc = cJSON_GetObjectItemCaseSensitive(labels, POOL_SERVICE_LABEL);
+    const cJSON *svc = cJSON_GetObjectItemCaseSensitive(labels, API_SERVICE_LABEL);
     if (!cJSON_IsString(svc))
         return 0;
     char v[600];
@@ -106,7 +106,7 @@ static void check_member(check *c, const char *ns, const char *name, check_holde
     snprintf(mkey, sizeof(mkey), "%s/%s", ns ? ns : "", name);
     holders->member = name;
     holders->member_live = false;
-    store_index_each(informer_store(c->pods), POOL_INDEX_SERVICE, mkey, check_live, holders);
+    store_index_each(informer_store(c->pods), API_INDEX_SERVICE, mkey, check_live, holders);
     const cJSON *isvc = store_get(informer_store(c->isvcs), mkey);
     const char *phase = isvc ? check_str(isvc, "status", "phase") : NULL;
     if (!phase || strcmp(phase, "Ready") != 0)
@@ -237,7 +237,7 @@ static informer *check_informer(check *c, kube_client *client, const char *group
                                 const char *resource, const char *selector)
 {
     informer_config cfg = {.group = group,
-                           .version = *group ? POOL_VERSION : "v1",
+                           .version = *group ? API_VERSION : "v1",
                            .resource = resource,
                            .label_selector = selector,
                            .codec = &store_codec_json_trimmed};
@@ -269,11 +269,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "slot-check: %s\n", err.message);
         return 2;
     }
-    c.pools = check_informer(&c, client, POOL_GROUP, "modelpools", NULL);
-    c.isvcs = check_informer(&c, client, POOL_GROUP, "inferenceservices", NULL);
-    c.pods = check_informer(&c, client, "", "pods", POOL_SERVICE_LABEL);
+    c.pools = check_informer(&c, client, API_GROUP, "modelpools", NULL);
+    c.isvcs = check_informer(&c, client, API_GROUP, "inferenceservices", NULL);
+    c.pods = check_informer(&c, client, "", "pods", API_SERVICE_LABEL);
     if (!c.pools || !c.isvcs || !c.pods ||
-        store_add_index(informer_store(c.pods), POOL_INDEX_SERVICE, check_index_service, NULL) < 0)
+        store_add_index(informer_store(c.pods), API_INDEX_SERVICE, check_index_service, NULL) < 0)
         return 2;
     sigset_t set;
     sigemptyset(&set);

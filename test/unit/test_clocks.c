@@ -14,11 +14,11 @@
 
 #include "test_main.h"
 
+#include "api/records.h"
 #include "informer/store.h"
 #include "metrics/metrics.h"
 #include "pool/clocks.h"
 #include "pool/pool_metrics.h"
-#include "pool/records.h"
 
 typedef struct fixture {
     metrics *reg;
@@ -29,13 +29,13 @@ typedef struct fixture {
 
 /* A pool record of ns/p with members a, b, c; status and request annotation as given (NULL: none).
  */
-static pool_obj *pool_of(const char *resident, const char *pending, const char *phase,
+static api_pool *pool_of(const char *resident, const char *pending, const char *phase,
                          const char *request)
 {
     char doc[1024];
     char ann[128] = "";
     if (request)
-        snprintf(ann, sizeof(ann), ",\"annotations\":{\"%s\":\"%s\"}", POOL_REQUEST_ANNOTATION,
+        snprintf(ann, sizeof(ann), ",\"annotations\":{\"%s\":\"%s\"}", API_REQUEST_ANNOTATION,
                  request);
     snprintf(
         doc, sizeof(doc),
@@ -47,7 +47,7 @@ static pool_obj *pool_of(const char *resident, const char *pending, const char *
     cJSON *obj = cJSON_Parse(doc);
     assert_non_null(obj);
     int err = 0;
-    pool_obj *p = pool_obj_decode(obj, &err);
+    api_pool *p = api_pool_decode(obj, &err);
     cJSON_Delete(obj);
     assert_non_null(p);
     return p;
@@ -73,10 +73,9 @@ static int setup(void **state)
     f->reg = metrics_new();
     f->pm = pool_metrics_new(f->reg);
     f->clocks = pool_clocks_new(f->pm);
-    f->pools = store_new(&pool_obj_codec);
+    f->pools = store_new(&api_pool_codec);
     assert_non_null(f->clocks);
-    assert_int_equal(store_add_index(f->pools, POOL_INDEX_MEMBER, pool_index_pool_members, NULL),
-                     0);
+    assert_int_equal(store_add_index(f->pools, API_INDEX_MEMBER, api_index_pool_members, NULL), 0);
     *state = f;
     return 0;
 }
@@ -115,12 +114,12 @@ static double samples(const fixture *f, const char *path)
 static void test_request_annotation(void **state)
 {
     fixture *f = *state;
-    pool_obj *none = pool_of("a", NULL, NULL, NULL);
-    pool_obj *req_b = pool_of("a", NULL, NULL, "b");
-    pool_obj *req_x = pool_of("a", NULL, NULL, "x");
-    pool_obj *req_a = pool_of("a", NULL, NULL, "a");
-    pool_obj *degraded = pool_of("a", NULL, "Degraded", "b");
-    pool_obj *pending_b = pool_of("a", "b", "Swapping", "b");
+    api_pool *none = pool_of("a", NULL, NULL, NULL);
+    api_pool *req_b = pool_of("a", NULL, NULL, "b");
+    api_pool *req_x = pool_of("a", NULL, NULL, "x");
+    api_pool *req_a = pool_of("a", NULL, NULL, "a");
+    api_pool *degraded = pool_of("a", NULL, "Degraded", "b");
+    api_pool *pending_b = pool_of("a", "b", "Swapping", "b");
 
     /* No clock for a name that is no member, the settled resident, a Degraded pool, or the
      * target already pending: no scale-down would answer them. */

@@ -11,7 +11,7 @@
 
 #include "test_main.h"
 
-#include "app/log.h"
+#include "log/log.h"
 
 static char *test_capture(log_format fmt, log_level max, log_level at)
 {

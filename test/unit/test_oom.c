@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/records.h"
 #include "informer/expect.h"
 #include "informer/informer.h"
 #include "informer/store.h"
@@ -31,7 +32,6 @@
 #include "pool/plan.h"
 #include "pool/pool_metrics.h"
 #include "pool/probe.h"
-#include "pool/records.h"
 #include "pool/snapshot.h"
 #include "router/model.h"
 #include "router/oai.h"
@@ -181,12 +181,12 @@ typedef struct {
 static int plan_in(const plan_world *w, char **out)
 {
     store *pools = NULL, *isvcs = NULL, *pods = NULL;
-    int rc = fill(&pools, &pool_obj_codec, POOL_INDEX_MEMBER, pool_index_pool_members, w->pools,
+    int rc = fill(&pools, &api_pool_codec, API_INDEX_MEMBER, api_index_pool_members, w->pools,
                   w->npools);
     if (rc == 0)
-        rc = fill(&isvcs, &pool_isvc_codec, NULL, NULL, w->isvcs, w->nisvcs);
+        rc = fill(&isvcs, &api_isvc_codec, NULL, NULL, w->isvcs, w->nisvcs);
     if (rc == 0)
-        rc = fill(&pods, &pool_pod_codec, POOL_INDEX_SERVICE, pool_index_pod_service, w->pods,
+        rc = fill(&pods, &api_pod_codec, API_INDEX_SERVICE, api_index_pod_service, w->pods,
                   w->npods);
     pool_snapshot snap;
     if (rc == 0) {
@@ -196,7 +196,7 @@ static int plan_in(const plan_world *w, char **out)
     if (rc == 0) {
         plan_result *p = NULL;
         rc = plan_build(&snap.snap, &p);
-        char *patch = rc == 0 ? pool_status_patch(&p->status, "5") : NULL;
+        char *patch = rc == 0 ? api_status_patch(&p->status, "5") : NULL;
         if (rc == 0 && !patch)
             rc = -ENOMEM;
         if (rc == 0) {
@@ -264,9 +264,9 @@ static int sc_records(char **out)
         docs[i] = cJSON_Parse(texts[i]);
     int rc = docs[0] && docs[1] && docs[2] ? 0 : -ENOMEM;
     int err = 0;
-    pool_pod *pod = rc == 0 ? pool_pod_decode(docs[0], &err) : NULL;
-    pool_isvc *isvc = rc == 0 ? pool_isvc_decode(docs[1], &err) : NULL;
-    pool_obj *pool = rc == 0 ? pool_obj_decode(docs[2], &err) : NULL;
+    api_pod *pod = rc == 0 ? api_pod_decode(docs[0], &err) : NULL;
+    api_isvc *isvc = rc == 0 ? api_isvc_decode(docs[1], &err) : NULL;
+    api_pool *pool = rc == 0 ? api_pool_decode(docs[2], &err) : NULL;
     if (rc == 0 && (!pod || !isvc || !pool))
         rc = err ? err : -ENOMEM;
     if (rc == 0) {
@@ -277,7 +277,7 @@ static int sc_records(char **out)
             members = more;
         }
         const char *removed[16];
-        size_t nremoved = pool_removed_names(pool, removed);
+        size_t nremoved = api_removed_names(pool, removed);
         *out =
             answer("%s %s %s %s %s %d %d %d %d %s|%s %s %s %s %d|%s %s%s %zu %zu %zu", pod->name,
                    pod->ns, pod->member ? pod->member : "-", pod->ip ? pod->ip : "-", pod->rv,
@@ -304,16 +304,16 @@ static int sc_patches(char **out)
     if (!o)
         return -ENOMEM;
     int err = 0;
-    pool_isvc *isvc = pool_isvc_decode(o, &err);
+    api_isvc *isvc = api_isvc_decode(o, &err);
     cJSON_Delete(o);
     if (!isvc)
         return err ? err : -ENOMEM;
     bool jp = false;
-    char *scale = pool_scale_patch(isvc, 0, &jp);
-    char *req = pool_request_set_patch("a", "5");
-    char *clr = pool_request_clear_patch("a");
-    char *wd = pool_withdraw_patch("a", true, "6");
-    char *wdc = pool_withdraw_clear_patch("a");
+    char *scale = api_scale_patch(isvc, 0, &jp);
+    char *req = api_request_set_patch("a", "5");
+    char *clr = api_request_clear_patch("a");
+    char *wd = api_withdraw_patch("a", true, "6");
+    char *wdc = api_withdraw_clear_patch("a");
     int rc = scale && req && clr && wd && wdc ? 0 : -ENOMEM;
     if (rc == 0)
         *out = answer("%s %d\n%s\n%s\n%s\n%s", scale, jp, req, clr, wd, wdc);
@@ -775,9 +775,9 @@ static const char *const routes_isvcs[] = {
 static int sc_routes(char **out)
 {
     store *pools = NULL, *isvcs = NULL;
-    int rc = fill(&pools, &pool_obj_codec, NULL, NULL, routes_pools, 2);
+    int rc = fill(&pools, &api_pool_codec, NULL, NULL, routes_pools, 2);
     if (rc == 0)
-        rc = fill(&isvcs, &pool_isvc_codec, NULL, NULL, routes_isvcs, 3);
+        rc = fill(&isvcs, &api_isvc_codec, NULL, NULL, routes_isvcs, 3);
     rt_routes *r = rc == 0 ? rt_routes_new(pools, isvcs, "home") : NULL;
     if (rc == 0 && !r)
         rc = -ENOMEM;

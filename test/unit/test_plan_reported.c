@@ -1,7 +1,7 @@
 /* test_plan_reported: what is reported rather than acted on: a swap's target loading, failed, stuck
  * or waiting for a GPU (rule 7), and a bad spec, a clear status and never a replica change (rule
  * 5), with the way back once it is fixed; the status mirrored and re-planned to nothing new; the
- * duration parser and bad arguments (src/pool/plan_swap.c, plan_validate.c, plan_status.c). Every
+ * duration parser and bad arguments (src/pool/plan_swap.c, plan_validate.c, api_status.c). Every
  * plan also passes the safety rules (test/support/plan_case). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -209,7 +209,7 @@ static void test_target_waiting(void **state)
     f->pods[1][0].waiting = "ImagePullBackOff";
     plan_result *p = NULL;
     p = case_plan(&f->s);
-    const plan_condition *c = case_cond(&p->status, "TargetReady");
+    const api_condition *c = case_cond(&p->status, "TargetReady");
     assert_non_null(c);
     assert_string_equal(c->message, "target b is not Ready within swapBudget (300000 ms) of its "
                                     "start: phase Creating; pod b-0 Pending (ImagePullBackOff)");
@@ -350,7 +350,7 @@ static void test_recovery(void **state)
     t_case bad = {.m = {{"a", 1, "Ready", "R"}, {"b", 0, NULL, NULL, NULL, NULL, 0, true}},
                   .resident = "a"};
     t_fix *f = case_fix_new(&bad);
-    plan_condition stale = {"Ready", "True", "Old", "from an older operator", NOW - 5000};
+    api_condition stale = {"Ready", "True", "Old", "from an older operator", NOW - 5000};
     f->s.status.conditions = &stale;
     f->s.status.n_conditions = 1;
     plan_result *p1 = NULL, *p2 = NULL;
@@ -454,35 +454,6 @@ static void test_idempotence(void **state)
 
 /* The port a Pod's spec names beats what the member's spec implies (#19). */
 
-static void test_parse_duration(void **state)
-{
-    (void)state;
-    static const struct {
-        const char *in;
-        int rc;
-        int64_t ms;
-    } t[] = {
-        {"300s", 0, 300000},   {"5m", 0, 300000},
-        {"1h30m", 0, 5400000}, {"1.5h", 0, 5400000},
-        {"250ms", 0, 250},     {"+2s", 0, 2000},
-        {"0", 0, 0},           {"1m0.5s", 0, 60500},
-        {"1500us", 0, 1},      {".5s", 0, 500},
-        {"2.s", 0, 2000},      {"10", -EINVAL, 0},
-        {"", -EINVAL, 0},      {"-5s", -EINVAL, 0},
-        {"s", -EINVAL, 0},     {"5x", -EINVAL, 0},
-        {"5 s", -EINVAL, 0},   {"1e3s", -EINVAL, 0},
-        {".s", -EINVAL, 0},    {"99999999999999999h", -EINVAL, 0},
-    };
-    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-        int64_t ms = -1;
-        int rc = plan_parse_duration_ms(t[i].in, &ms);
-        if (rc != t[i].rc || (rc == 0 && ms != t[i].ms))
-            fail_msg("\"%s\": rc %d ms %lld", t[i].in, rc, (long long)ms);
-    }
-    int64_t ms;
-    assert_int_equal(plan_parse_duration_ms(NULL, &ms), -EINVAL);
-}
-
 static void test_bad_args(void **state)
 {
     (void)state;
@@ -497,4 +468,4 @@ static void test_bad_args(void **state)
 TEST_MAIN(cmocka_unit_test(test_target), cmocka_unit_test(test_target_waiting),
           cmocka_unit_test(test_invalid), cmocka_unit_test(test_recovery),
           cmocka_unit_test(test_status_mirror), cmocka_unit_test(test_idempotence),
-          cmocka_unit_test(test_parse_duration), cmocka_unit_test(test_bad_args))
+          cmocka_unit_test(test_bad_args))

@@ -112,7 +112,7 @@ static void sim_members_act(sim *w)
             plan_pod *p = &m->pods[j];
             if (p->terminating || m->fail_phase)
                 continue;
-            p->phase = PLAN_POD_RUNNING, p->container_running = true;
+            p->phase = API_POD_RUNNING, p->container_running = true;
             ready = true;
         }
         for (; (int32_t)live_n < want && m->n_pods < MAXP; live_n++) {
@@ -121,7 +121,7 @@ static void sim_members_act(sim *w)
             snprintf(m->names[m->n_pods], sizeof m->names[0], "%s-%d", m->name, m->pod_seq++);
             p->name = m->names[m->n_pods];
             p->ip = "127.0.0.1";
-            p->phase = PLAN_POD_PENDING;
+            p->phase = API_POD_PENDING;
             m->n_pods++;
         }
         m->phase = m->fail_phase && want > 0 ? m->fail_phase
@@ -193,7 +193,7 @@ static const char *sim_status(sim *w, int which)
 {
     if (!w->cur)
         return "";
-    plan_status *st = &w->cur->status;
+    api_status *st = &w->cur->status;
     return case_nz(which == 0 ? st->phase : which == 1 ? st->resident_member : st->pending_member);
 }
 
@@ -428,7 +428,7 @@ static void random_snapshot(t_fix *f)
             snprintf(f->pod_names[i][j], sizeof f->pod_names[i][j], "%s-%zu", m->name, j);
             p->name = f->pod_names[i][j];
             p->ip = "127.0.0.1";
-            p->phase = (plan_pod_phase)rnd(5);
+            p->phase = (api_pod_phase)rnd(5);
             p->terminating = rnd(4) == 0;
             p->container_running = rnd(3) != 0;
             p->probe = (plan_probe_result)rnd(5);
@@ -458,25 +458,25 @@ static void random_snapshot(t_fix *f)
     size_t nc = 0;
     if (rnd(3))
         f->conds[nc++] =
-            (plan_condition){"Swapping", (char *)ANY("True", "False"),
-                             (char *)ANY("Loading", "Draining", "NotSwapping", "RequestDropped"),
-                             "", NOW - (int64_t)rnd(600) * 1000};
+            (api_condition){"Swapping", (char *)ANY("True", "False"),
+                            (char *)ANY("Loading", "Draining", "NotSwapping", "RequestDropped"), "",
+                            NOW - (int64_t)rnd(600) * 1000};
     if (rnd(3))
         f->conds[nc++] =
-            (plan_condition){"SwapDeferred", (char *)ANY("True", "False"),
-                             (char *)ANY("PodsBusy", "NotDeferred", "IdleCheckFailed"), "x", NOW};
+            (api_condition){"SwapDeferred", (char *)ANY("True", "False"),
+                            (char *)ANY("PodsBusy", "NotDeferred", "IdleCheckFailed"), "x", NOW};
     if (rnd(3))
-        f->conds[nc++] = (plan_condition){"MembersValid", (char *)ANY("True", "False"),
-                                          (char *)ANY("Valid", "MissingMembers"), "", NOW};
+        f->conds[nc++] = (api_condition){"MembersValid", (char *)ANY("True", "False"),
+                                         (char *)ANY("Valid", "MissingMembers"), "", NOW};
     f->s.status.conditions = f->conds;
     f->s.status.n_conditions = nc;
     f->s.status.members = f->mstat;
     for (size_t i = 0; i < n; i++)
         if (rnd(5))
             f->mstat[f->s.status.n_members++] =
-                (plan_member_status){.name = (char *)f->members[i].name, .releasing = rnd(6) != 0};
+                (api_member_status){.name = (char *)f->members[i].name, .releasing = rnd(6) != 0};
     if (gone)
-        f->mstat[f->s.status.n_members++] = (plan_member_status){.name = "x", .releasing = true};
+        f->mstat[f->s.status.n_members++] = (api_member_status){.name = "x", .releasing = true};
 }
 
 static void test_property_random_snapshots(void **state)

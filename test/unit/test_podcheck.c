@@ -10,33 +10,33 @@
 
 #include "router/podcheck.h"
 
-static pool_pod t_pod(const char *uid, const char *ip)
+static api_pod t_pod(const char *uid, const char *ip)
 {
-    return (pool_pod){.name = "m-a-x",
-                      .ns = "ns",
-                      .uid = uid,
-                      .ip = ip,
-                      .phase = PLAN_POD_RUNNING,
-                      .running = true,
-                      .ready = true};
+    return (api_pod){.name = "m-a-x",
+                     .ns = "ns",
+                     .uid = uid,
+                     .ip = ip,
+                     .phase = API_POD_RUNNING,
+                     .running = true,
+                     .ready = true};
 }
 
 static void test_judge(void **state)
 {
     (void)state;
     const char *why = NULL;
-    pool_pod same = t_pod("u1", "10.0.0.7");
+    api_pod same = t_pod("u1", "10.0.0.7");
     assert_int_equal(rt_podcheck_judge(200, &same, "u1", "10.0.0.7", &why), RT_POD_SAME);
     assert_null(why);
     /* Not ready (a restarting container) is still the Pod at its address: the forward may fail,
      * it cannot reach another Pod. */
-    pool_pod unready = same;
+    api_pod unready = same;
     unready.ready = unready.running = false;
     assert_int_equal(rt_podcheck_judge(200, &unready, "u1", "10.0.0.7", &why), RT_POD_SAME);
 
     struct {
         long code;
-        const pool_pod *read;
+        const api_pod *read;
         rt_pod_verdict want;
     } rows[] = {
         {404, NULL, RT_POD_GONE},    {200, NULL, RT_POD_UNKNOWN}, /* an answer that is not a Pod */
@@ -50,18 +50,18 @@ static void test_judge(void **state)
         assert_non_null(why);
     }
     /* A read of a Pod that no longer is the cached one at that address. */
-    pool_pod other_uid = t_pod("u2", "10.0.0.7");
-    pool_pod terminating = t_pod("u1", "10.0.0.7");
+    api_pod other_uid = t_pod("u2", "10.0.0.7");
+    api_pod terminating = t_pod("u1", "10.0.0.7");
     terminating.terminating = true;
-    pool_pod failed = t_pod("u1", "10.0.0.7");
-    failed.phase = PLAN_POD_FAILED;
-    pool_pod succeeded = t_pod("u1", "10.0.0.7");
-    succeeded.phase = PLAN_POD_SUCCEEDED;
-    pool_pod moved = t_pod("u1", "10.0.0.9");
-    pool_pod no_ip = t_pod("u1", NULL);
-    pool_pod no_uid = t_pod(NULL, "10.0.0.7");
-    const pool_pod *gone[] = {&other_uid, &terminating, &failed, &succeeded,
-                              &moved,     &no_ip,       &no_uid};
+    api_pod failed = t_pod("u1", "10.0.0.7");
+    failed.phase = API_POD_FAILED;
+    api_pod succeeded = t_pod("u1", "10.0.0.7");
+    succeeded.phase = API_POD_SUCCEEDED;
+    api_pod moved = t_pod("u1", "10.0.0.9");
+    api_pod no_ip = t_pod("u1", NULL);
+    api_pod no_uid = t_pod(NULL, "10.0.0.7");
+    const api_pod *gone[] = {&other_uid, &terminating, &failed, &succeeded,
+                             &moved,     &no_ip,       &no_uid};
     for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++) {
         why = NULL;
         assert_int_equal(rt_podcheck_judge(200, gone[i], "u1", "10.0.0.7", &why), RT_POD_GONE);
@@ -76,13 +76,13 @@ static void test_podref(void **state)
 {
     (void)state;
     rt_podref r = {0};
-    pool_pod p = t_pod("u1", "10.0.0.7");
+    api_pod p = t_pod("u1", "10.0.0.7");
     assert_int_equal(rt_podref_set(&r, &p), 0);
     assert_string_equal(r.ns, "ns");
     assert_string_equal(r.name, "m-a-x");
     assert_string_equal(r.uid, "u1");
     assert_string_equal(r.ip, "10.0.0.7");
-    pool_pod q = t_pod("u2", "10.0.0.8");
+    api_pod q = t_pod("u2", "10.0.0.8");
     assert_int_equal(rt_podref_set(&r, &q), 0); /* the old copies are freed */
     assert_string_equal(r.uid, "u2");
     rt_podref_clear(&r);

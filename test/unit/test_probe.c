@@ -56,14 +56,14 @@ static void test_ports(void **state)
 {
     (void)state;
     /* spec.containerPort first: where the member controller makes the server listen. */
-    assert_int_equal(probe_port("vllm", 9000, 7000), 7000);
-    assert_int_equal(probe_port("vllm", 9000, 0), 9000);
-    assert_int_equal(probe_port("vllm", 0, 7000), 7000);
-    assert_int_equal(probe_port("vllm", 0, 0), 8000);
-    assert_int_equal(probe_port("tgi", 0, 0), 80);
-    assert_int_equal(probe_port("sglang", 0, 0), 30000);
-    assert_int_equal(probe_port(NULL, 0, 0), 8080);
-    assert_int_equal(probe_port("llamacpp", 0, 0), 8080);
+    assert_int_equal(api_runtime_port("vllm", 9000, 7000), 7000);
+    assert_int_equal(api_runtime_port("vllm", 9000, 0), 9000);
+    assert_int_equal(api_runtime_port("vllm", 0, 7000), 7000);
+    assert_int_equal(api_runtime_port("vllm", 0, 0), 8000);
+    assert_int_equal(api_runtime_port("tgi", 0, 0), 80);
+    assert_int_equal(api_runtime_port("sglang", 0, 0), 30000);
+    assert_int_equal(api_runtime_port(NULL, 0, 0), 8080);
+    assert_int_equal(api_runtime_port("llamacpp", 0, 0), 8080);
 }
 
 /* Pods "ns/p<i>" with uid "u<i>" are alive for even i. */
@@ -114,9 +114,9 @@ static void test_memo(void **state)
 static void test_runtimes(void **state)
 {
     (void)state;
-    assert_string_equal(probe_runtime_find(NULL)->name, "llamacpp");
-    assert_string_equal(probe_runtime_find("")->name, "llamacpp");
-    assert_null(probe_runtime_find("nope"));
+    assert_string_equal(api_runtime_find(NULL)->name, "llamacpp");
+    assert_string_equal(api_runtime_find("")->name, "llamacpp");
+    assert_null(api_runtime_find("nope"));
     assert_true(probe_supported(NULL, NULL));
     assert_true(probe_supported("llamacpp-router", NULL));
     assert_true(probe_supported("sglang", NULL));

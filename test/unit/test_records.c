@@ -17,7 +17,7 @@
 
 #include <errno.h>
 
-#include "pool/records.h"
+#include "api/records.h"
 
 #define FIXTURES MP_SOURCE_DIR "/test/unit/fixtures/records/"
 
@@ -64,7 +64,7 @@ static void test_pod_fixture(void **state)
     (void)state;
     cJSON *o = fixture("pod.json");
     int err = 0;
-    pool_pod *p = pool_pod_decode(o, &err);
+    api_pod *p = api_pod_decode(o, &err);
     assert_non_null(p);
     assert_string_equal(p->name, "qwen-7b-0");
     assert_string_equal(p->ns, "default");
@@ -73,7 +73,7 @@ static void test_pod_fixture(void **state)
     assert_string_equal(p->member, "qwen-7b");
     assert_string_equal(p->ip, "10.1.2.3");
     assert_int_equal(p->port, 8080); /* named http, though the sidecar's 9100 comes first */
-    assert_int_equal(p->phase, PLAN_POD_RUNNING);
+    assert_int_equal(p->phase, API_POD_RUNNING);
     assert_true(p->running); /* the server runs; the sidecar waits */
     assert_true(p->terminating);
     assert_false(p->ready); /* no Ready condition */
@@ -81,17 +81,17 @@ static void test_pod_fixture(void **state)
     set_path(o, "status.conditions",
              cJSON_Parse("[{\"type\":\"Initialized\",\"status\":\"True\"},"
                          "{\"type\":\"Ready\",\"status\":\"True\"}]"));
-    assert_non_null(p = pool_pod_decode(o, &err));
+    assert_non_null(p = api_pod_decode(o, &err));
     assert_true(p->ready);
     free(p);
     set_path(o, "status.conditions", cJSON_Parse("[{\"type\":\"Ready\",\"status\":\"False\"}]"));
-    assert_non_null(p = pool_pod_decode(o, &err));
+    assert_non_null(p = api_pod_decode(o, &err));
     assert_false(p->ready);
     free(p);
     /* Why it does not run: a container's waiting reason, else an unscheduled Pod's reason. */
     set_path(o, "status.containerStatuses",
              cJSON_Parse("[{\"state\":{\"waiting\":{\"reason\":\"ImagePullBackOff\"}}}]"));
-    assert_non_null(p = pool_pod_decode(o, &err));
+    assert_non_null(p = api_pod_decode(o, &err));
     assert_string_equal(p->waiting, "ImagePullBackOff");
     assert_false(p->running);
     free(p);
@@ -99,11 +99,11 @@ static void test_pod_fixture(void **state)
     set_path(o, "status.conditions",
              cJSON_Parse("[{\"type\":\"PodScheduled\",\"status\":\"False\","
                          "\"reason\":\"Unschedulable\"}]"));
-    assert_non_null(p = pool_pod_decode(o, &err));
+    assert_non_null(p = api_pod_decode(o, &err));
     assert_string_equal(p->waiting, "Unschedulable");
     free(p);
     set_path(o, "status.conditions", cJSON_Parse("[]"));
-    assert_non_null(p = pool_pod_decode(o, &err));
+    assert_non_null(p = api_pod_decode(o, &err));
     assert_null(p->waiting);
     free(p);
     cJSON_Delete(o);
@@ -114,7 +114,7 @@ static void test_isvc_fixture(void **state)
     (void)state;
     cJSON *o = fixture("inferenceservice.json");
     int err = 0;
-    pool_isvc *m = pool_isvc_decode(o, &err);
+    api_isvc *m = api_isvc_decode(o, &err);
     assert_non_null(m);
     assert_string_equal(m->name, "isvc-minimal");
     assert_string_equal(m->ns, "default");
@@ -133,9 +133,9 @@ static void test_isvc_fixture(void **state)
     cJSON *ann = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"),
                                                   "annotations");
     assert_non_null(ann);
-    cJSON_AddStringToObject(ann, POOL_SERVED_ANNOTATION, "Org/M");
-    cJSON_AddStringToObject(ann, POOL_ALIASES_ANNOTATION, "m1, m2");
-    assert_non_null(m = pool_isvc_decode(o, &err));
+    cJSON_AddStringToObject(ann, API_SERVED_ANNOTATION, "Org/M");
+    cJSON_AddStringToObject(ann, API_ALIASES_ANNOTATION, "m1, m2");
+    assert_non_null(m = api_isvc_decode(o, &err));
     assert_string_equal(m->served_model, "Org/M");
     assert_string_equal(m->aliases, "m1, m2");
     free(m);
@@ -147,7 +147,7 @@ static void test_pool_fixture(void **state)
     (void)state;
     cJSON *o = fixture("modelpool.json");
     int err = 0;
-    pool_obj *p = pool_obj_decode(o, &err);
+    api_pool *p = api_pool_decode(o, &err);
     assert_non_null(p);
     assert_string_equal(p->name, "full");
     assert_string_equal(p->ns, "default");
@@ -159,7 +159,7 @@ static void test_pool_fixture(void **state)
     assert_int_equal(p->n_members, 2);
     assert_string_equal(p->members[0], "llama-8b");
     assert_string_equal(p->members[1], "qwen-7b");
-    const plan_status *s = &p->status;
+    const api_status *s = &p->status;
     assert_string_equal(s->phase, "Swapping");
     assert_string_equal(s->resident_member, "llama-8b");
     assert_string_equal(s->pending_member, "qwen-7b");
@@ -193,7 +193,7 @@ static void test_wrong_types(void **state)
         cJSON *o = fixture("pod.json");
         set_path(o, pod_cases[i].path, cJSON_Parse(pod_cases[i].json));
         int err = 0;
-        pool_pod *p = pool_pod_decode(o, &err);
+        api_pod *p = api_pod_decode(o, &err);
         assert_non_null(p);
         assert_string_equal(p->name, "qwen-7b-0");
         if (strcmp(pod_cases[i].path, "metadata.uid") == 0)
@@ -203,7 +203,7 @@ static void test_wrong_types(void **state)
         if (strcmp(pod_cases[i].path, "status.podIP") == 0)
             assert_null(p->ip);
         if (strcmp(pod_cases[i].path, "status.phase") == 0)
-            assert_int_equal(p->phase, PLAN_POD_PENDING);
+            assert_int_equal(p->phase, API_POD_PENDING);
         if (strcmp(pod_cases[i].path, "spec.containers") == 0)
             assert_int_equal(p->port, 0);
         if (strcmp(pod_cases[i].path, "status.containerStatuses") == 0)
@@ -217,10 +217,10 @@ static void test_wrong_types(void **state)
     set_path(o, "spec.endpoint", cJSON_CreateNumber(3));
     set_path(o, "spec.runtime", cJSON_CreateFalse());
     int err = 0;
-    pool_isvc *m = pool_isvc_decode(o, &err);
+    api_isvc *m = api_isvc_decode(o, &err);
     assert_non_null(m);
-    assert_int_equal(m->replicas, PLAN_REPLICAS_UNSET);
-    assert_int_equal(pool_isvc_replicas(m), 1);
+    assert_int_equal(m->replicas, API_REPLICAS_UNSET);
+    assert_int_equal(api_isvc_replicas(m), 1);
     assert_false(m->replicas_exact);
     assert_int_equal(m->endpoint_port, 0);
     assert_null(m->runtime);
@@ -228,13 +228,13 @@ static void test_wrong_types(void **state)
     /* Numbers out of int32 range are cut, and are no exact test value. */
     set_path(o, "spec.replicas", cJSON_CreateNumber(1e12));
     set_path(o, "spec.containerPort", cJSON_CreateNumber(-1e12));
-    m = pool_isvc_decode(o, &err);
+    m = api_isvc_decode(o, &err);
     assert_int_equal(m->replicas, INT32_MAX);
     assert_false(m->replicas_exact);
     assert_int_equal(m->container_port, INT32_MIN);
     free(m);
     set_path(o, "spec.replicas", cJSON_CreateNumber(0.5));
-    m = pool_isvc_decode(o, &err);
+    m = api_isvc_decode(o, &err);
     assert_int_equal(m->replicas, 0);
     assert_false(m->replicas_exact);
     free(m);
@@ -249,7 +249,7 @@ static void test_wrong_types(void **state)
     set_path(o, "status.conditions", cJSON_Parse("{\"type\":\"bad\"}"));
     set_path(o, "status.observedGeneration", cJSON_CreateString("x"));
     set_path(o, "metadata.annotations", cJSON_CreateNumber(1));
-    pool_obj *p = pool_obj_decode(o, &err);
+    api_pool *p = api_pool_decode(o, &err);
     assert_non_null(p);
     assert_int_equal(p->generation, 0);
     /* Every entry keeps its place: the plan rejects a nameless member, it is not skipped here. */
@@ -264,7 +264,7 @@ static void test_wrong_types(void **state)
     assert_null(p->requested);
     free(p);
     set_path(o, "status", cJSON_CreateString("Ready"));
-    p = pool_obj_decode(o, &err);
+    p = api_pool_decode(o, &err);
     assert_null(p->status.phase);
     assert_int_equal(p->status.n_members, 0);
     free(p);
@@ -277,7 +277,7 @@ static void test_missing_fields(void **state)
     (void)state;
     cJSON *o = cJSON_Parse("{\"metadata\":{\"name\":\"n\"}}");
     int err = 0;
-    pool_pod *pod = pool_pod_decode(o, &err);
+    api_pod *pod = api_pod_decode(o, &err);
     assert_non_null(pod);
     assert_null(pod->ns);
     assert_null(pod->uid);
@@ -285,16 +285,16 @@ static void test_missing_fields(void **state)
     assert_null(pod->member);
     assert_null(pod->ip);
     assert_int_equal(pod->port, 0);
-    assert_int_equal(pod->phase, PLAN_POD_PENDING);
+    assert_int_equal(pod->phase, API_POD_PENDING);
     assert_false(pod->running);
     assert_false(pod->terminating);
     free(pod);
-    pool_isvc *isvc = pool_isvc_decode(o, &err);
-    assert_int_equal(isvc->replicas, PLAN_REPLICAS_UNSET);
-    assert_int_equal(pool_isvc_replicas(isvc), 1);
+    api_isvc *isvc = api_isvc_decode(o, &err);
+    assert_int_equal(isvc->replicas, API_REPLICAS_UNSET);
+    assert_int_equal(api_isvc_replicas(isvc), 1);
     assert_null(isvc->runtime);
     free(isvc);
-    pool_obj *pool = pool_obj_decode(o, &err);
+    api_pool *pool = api_pool_decode(o, &err);
     assert_int_equal(pool->n_members, 0);
     assert_null(pool->status.phase);
     assert_int_equal(pool->status.n_conditions, 0);
@@ -307,13 +307,13 @@ static void test_missing_fields(void **state)
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
         o = cJSON_Parse(refused[i]);
         err = 0;
-        assert_null(pool_pod_decode(o, &err));
+        assert_null(api_pod_decode(o, &err));
         assert_int_equal(err, -EINVAL);
         err = 0;
-        assert_null(pool_isvc_decode(o, &err));
+        assert_null(api_isvc_decode(o, &err));
         assert_int_equal(err, -EINVAL);
         err = 0;
-        assert_null(pool_obj_decode(o, &err));
+        assert_null(api_pool_decode(o, &err));
         assert_int_equal(err, -EINVAL);
         cJSON_Delete(o);
     }
@@ -337,7 +337,7 @@ static void test_huge_and_unknown(void **state)
     set_path(o, "spec.unknownField", cJSON_Parse("{\"deep\":[1,2,{\"x\":\"y\"}]}"));
     set_path(o, "extra", cJSON_CreateString(big));
     int err = 0;
-    pool_obj *p = pool_obj_decode(o, &err);
+    api_pool *p = api_pool_decode(o, &err);
     assert_non_null(p);
     assert_int_equal(strlen(p->default_member), BIG);
     assert_int_equal(strlen(p->status.conditions[0].message), BIG);
@@ -348,7 +348,7 @@ static void test_huge_and_unknown(void **state)
     o = fixture("pod.json");
     set_path(o, "metadata.name", cJSON_CreateString(big));
     set_path(o, "status.somethingNew", cJSON_CreateTrue());
-    pool_pod *pod = pool_pod_decode(o, &err);
+    api_pod *pod = api_pod_decode(o, &err);
     assert_non_null(pod);
     assert_int_equal(strlen(pod->name), BIG);
     assert_string_equal(pod->member, "qwen-7b");
@@ -373,19 +373,19 @@ static bool count_each(const char *key, const void *rec, void *ud)
 static void test_indexes_and_codecs(void **state)
 {
     (void)state;
-    store *pods = store_new(&pool_pod_codec);
-    store *pools = store_new(&pool_obj_codec);
-    assert_int_equal(store_add_index(pods, POOL_INDEX_SERVICE, pool_index_pod_service, NULL), 0);
-    assert_int_equal(store_add_index(pools, POOL_INDEX_MEMBER, pool_index_pool_members, NULL), 0);
+    store *pods = store_new(&api_pod_codec);
+    store *pools = store_new(&api_pool_codec);
+    assert_int_equal(store_add_index(pods, API_INDEX_SERVICE, api_index_pod_service, NULL), 0);
+    assert_int_equal(store_add_index(pools, API_INDEX_MEMBER, api_index_pool_members, NULL), 0);
     assert_int_equal(store_put(pods, fixture("pod.json"), NULL), 0);
     assert_int_equal(store_put(pools, fixture("modelpool.json"), NULL), 0);
     seen s = {0};
-    assert_int_equal(store_index_each(pods, POOL_INDEX_SERVICE, "default/qwen-7b", count_each, &s),
+    assert_int_equal(store_index_each(pods, API_INDEX_SERVICE, "default/qwen-7b", count_each, &s),
                      0);
     assert_int_equal(s.n, 1);
     assert_string_equal(s.v[0], "default/qwen-7b-0");
-    assert_int_equal(store_index_count(pools, POOL_INDEX_MEMBER, "default/llama-8b"), 1);
-    assert_int_equal(store_index_count(pools, POOL_INDEX_MEMBER, "default/qwen-7b"), 1);
+    assert_int_equal(store_index_count(pools, API_INDEX_MEMBER, "default/llama-8b"), 1);
+    assert_int_equal(store_index_count(pools, API_INDEX_MEMBER, "default/qwen-7b"), 1);
     assert_string_equal(store_version(pods, store_get(pods, "default/qwen-7b-0")), "225");
     /* A Pod without the label is in no bucket. */
     cJSON *o = fixture("pod.json");
@@ -393,7 +393,7 @@ static void test_indexes_and_codecs(void **state)
     set_path(o, "metadata.labels", cJSON_Parse("{\"app\":\"x\"}"));
     assert_int_equal(store_put(pods, o, NULL), 0);
     assert_int_equal(store_count(pods), 2);
-    assert_int_equal(store_index_count(pods, POOL_INDEX_SERVICE, "default/qwen-7b"), 1);
+    assert_int_equal(store_index_count(pods, API_INDEX_SERVICE, "default/qwen-7b"), 1);
     store_free(pods);
     store_free(pools);
 }
@@ -401,25 +401,25 @@ static void test_indexes_and_codecs(void **state)
 static void test_patches(void **state)
 {
     (void)state;
-    char *b = pool_request_clear_patch("qwen-\"7b\"");
+    char *b = api_request_clear_patch("qwen-\"7b\"");
     assert_string_equal(
         b, "[{\"op\":\"test\",\"path\":\"/metadata/annotations/modelpool-operator.dev~1request\","
            "\"value\":\"qwen-\\\"7b\\\"\"},{\"op\":\"remove\",\"path\":\"/metadata/annotations/"
            "modelpool-operator.dev~1request\"}]");
     free(b);
-    b = pool_request_set_patch("b\"1", NULL);
+    b = api_request_set_patch("b\"1", NULL);
     assert_string_equal(
         b, "{\"metadata\":{\"annotations\":{\"modelpool-operator.dev/request\":\"b\\\"1\"}}}");
     free(b);
-    b = pool_request_set_patch("b", "42");
+    b = api_request_set_patch("b", "42");
     assert_string_equal(b,
                         "{\"metadata\":{\"annotations\":{\"modelpool-operator.dev/request\":\"b\"},"
                         "\"resourceVersion\":\"42\"}}");
     free(b);
     cJSON *answer = cJSON_Parse("{\"metadata\":{\"resourceVersion\":\"77\"}}");
-    assert_string_equal(pool_answer_version(answer), "77");
+    assert_string_equal(api_answer_version(answer), "77");
     cJSON_Delete(answer);
-    assert_null(pool_answer_version(NULL));
+    assert_null(api_answer_version(NULL));
 }
 
 /* Words of the vocabulary (phases, condition types and reasons, runtimes) are shared by every
@@ -429,7 +429,7 @@ static void test_shared_words(void **state)
     (void)state;
     cJSON *o = fixture("modelpool.json");
     int err = 0;
-    pool_obj *a = pool_obj_decode(o, &err), *b = pool_obj_decode(o, &err);
+    api_pool *a = api_pool_decode(o, &err), *b = api_pool_decode(o, &err);
     assert_non_null(a);
     assert_non_null(b);
     assert_ptr_equal(a->status.phase, b->status.phase);
@@ -444,8 +444,8 @@ static void test_shared_words(void **state)
     free(b);
     cJSON *status = cJSON_GetObjectItem(o, "status");
     cJSON_ReplaceItemInObject(status, "phase", cJSON_CreateString("NoSuchPhase"));
-    a = pool_obj_decode(o, &err);
-    b = pool_obj_decode(o, &err);
+    a = api_pool_decode(o, &err);
+    b = api_pool_decode(o, &err);
     assert_string_equal(a->status.phase, "NoSuchPhase");
     assert_ptr_not_equal(a->status.phase, b->status.phase);
     free(a);
@@ -453,7 +453,7 @@ static void test_shared_words(void **state)
     cJSON_Delete(o);
 
     o = fixture("inferenceservice.json");
-    pool_isvc *i = pool_isvc_decode(o, &err), *j = pool_isvc_decode(o, &err);
+    api_isvc *i = api_isvc_decode(o, &err), *j = api_isvc_decode(o, &err);
     assert_non_null(i);
     assert_non_null(j);
     assert_string_equal(i->runtime, "llamacpp");

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pool/records.h"
+#include "api/records.h"
 #include "router/view.h"
 
 static void put(store *s, const char *json)
@@ -39,12 +39,12 @@ static void put_pod(store *s, const char *name, const char *m, const char *ip, b
     put(s, json);
 }
 
-static pool_obj *pool(const char *json)
+static api_pool *pool(const char *json)
 {
     cJSON *o = cJSON_Parse(json);
     assert_non_null(o);
     int err = 0;
-    pool_obj *p = pool_obj_decode(o, &err);
+    api_pool *p = api_pool_decode(o, &err);
     cJSON_Delete(o);
     assert_non_null(p);
     return p;
@@ -56,10 +56,10 @@ typedef struct {
 
 static caches fill(void)
 {
-    caches c = {store_new(&pool_isvc_codec), store_new(&pool_pod_codec)};
+    caches c = {store_new(&api_isvc_codec), store_new(&api_pod_codec)};
     assert_non_null(c.isvcs);
     assert_non_null(c.pods);
-    assert_int_equal(store_add_index(c.pods, POOL_INDEX_SERVICE, pool_index_pod_service, NULL), 0);
+    assert_int_equal(store_add_index(c.pods, API_INDEX_SERVICE, api_index_pod_service, NULL), 0);
     put(c.isvcs, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ml\",\"resourceVersion\":\"10\"},"
                  "\"spec\":{\"replicas\":1},\"status\":{\"phase\":\"Ready\"}}");
     put(c.isvcs, "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ml\",\"resourceVersion\":\"11\"},"
@@ -108,7 +108,7 @@ static void test_member(void **state)
 {
     (void)state;
     caches c = fill();
-    pool_obj *o = pool(pool_json);
+    api_pool *o = pool(pool_json);
     rt_hold_member m = rt_view_member(c.isvcs, c.pods, NULL, "30", o, "a");
     assert_true(m.exists);
     assert_true(m.up);
@@ -154,7 +154,7 @@ static void test_budget(void **state)
         snprintf(json, sizeof(json), "{\"metadata\":{\"name\":\"p\"},\"spec\":{%s%s%s}}",
                  t[i].budget ? "\"swapBudget\":\"" : "", t[i].budget ? t[i].budget : "",
                  t[i].budget ? "\"" : "");
-        pool_obj *o = pool(json);
+        api_pool *o = pool(json);
         assert_int_equal(rt_view_budget_ms(o), t[i].ms);
         free(o);
     }
@@ -166,7 +166,7 @@ static void test_reject_message(void **state)
 {
     (void)state;
     char buf[512], dropped[512];
-    pool_obj *o = pool(
+    api_pool *o = pool(
         "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"status\":{\"phase\":\"Degraded\","
         "\"conditions\":[{\"type\":\"SlotAllocated\",\"status\":\"False\",\"reason\":"
         "\"SpecInvalid\","

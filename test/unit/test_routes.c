@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pool/records.h"
+#include "api/records.h"
 #include "router/routes.h"
 
 static void put(store *s, const char *json)
@@ -27,7 +27,7 @@ static void put(store *s, const char *json)
 static void test_lookup(void **state)
 {
     (void)state;
-    store *pools = store_new(&pool_obj_codec), *isvcs = store_new(&pool_isvc_codec);
+    store *pools = store_new(&api_pool_codec), *isvcs = store_new(&api_isvc_codec);
     assert_non_null(pools);
     assert_non_null(isvcs);
     put(pools, "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"spec\":{\"members\":["
@@ -92,7 +92,7 @@ static void test_lookup(void **state)
 static void test_tenants(void **state)
 {
     (void)state;
-    store *pools = store_new(&pool_obj_codec), *isvcs = store_new(&pool_isvc_codec);
+    store *pools = store_new(&api_pool_codec), *isvcs = store_new(&api_isvc_codec);
     assert_non_null(pools);
     assert_non_null(isvcs);
     put(pools,

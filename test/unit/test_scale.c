@@ -12,7 +12,7 @@
 
 #include "test_main.h"
 
-#include "pool/records.h"
+#include "api/records.h"
 
 static char *patch_of(const char *isvc_json, int32_t replicas, bool *json_patch)
 {
@@ -23,10 +23,10 @@ static char *patch_of(const char *isvc_json, int32_t replicas, bool *json_patch)
     if (!cJSON_GetObjectItem(meta, "name"))
         cJSON_AddStringToObject(meta, "name", "m");
     int err = 0;
-    pool_isvc *isvc = pool_isvc_decode(obj, &err);
+    api_isvc *isvc = api_isvc_decode(obj, &err);
     cJSON_Delete(obj);
     assert_non_null(isvc);
-    char *body = pool_scale_patch(isvc, replicas, json_patch);
+    char *body = api_scale_patch(isvc, replicas, json_patch);
     free(isvc);
     return body;
 }

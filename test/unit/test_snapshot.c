@@ -14,20 +14,20 @@
 
 #include "test_main.h"
 
+#include "api/records.h"
 #include "informer/store.h"
-#include "pool/records.h"
 #include "pool/snapshot.h"
 
 /* doc's status as the ModelPool decoder reads it (doc gets a name, which every cached object has).
  */
-static pool_obj *status_of(cJSON *doc)
+static api_pool *status_of(cJSON *doc)
 {
     cJSON *meta = cJSON_GetObjectItem(doc, "metadata");
     if (!meta)
         meta = cJSON_AddObjectToObject(doc, "metadata");
     cJSON_AddStringToObject(meta, "name", "p");
     int err = 0;
-    pool_obj *p = pool_obj_decode(doc, &err);
+    api_pool *p = api_pool_decode(doc, &err);
     assert_non_null(p);
     return p;
 }
@@ -36,32 +36,32 @@ static void test_time(void **state)
 {
     (void)state;
     int64_t ms = 0;
-    assert_int_equal(pool_time_parse("2026-12-02T19:08:52Z", &ms), 0);
+    assert_int_equal(api_time_parse("2026-12-02T19:08:52Z", &ms), 0);
     char out[32];
-    pool_time_format(ms, out);
+    api_time_format(ms, out);
     assert_string_equal(out, "2026-12-02T19:08:52Z");
-    assert_int_equal(pool_time_parse("2026-12-02T19:08:52.123456Z", &ms), 0);
-    pool_time_format(ms, out);
+    assert_int_equal(api_time_parse("2026-12-02T19:08:52.123456Z", &ms), 0);
+    api_time_format(ms, out);
     assert_string_equal(out, "2026-12-02T19:08:52Z");
-    assert_int_equal(pool_time_parse("2026-12-02 19:08:52", &ms), -EINVAL);
-    assert_int_equal(pool_time_parse("2026-12-02T19:08:52+01:00", &ms), -EINVAL);
-    assert_int_equal(pool_time_parse(NULL, &ms), -EINVAL);
+    assert_int_equal(api_time_parse("2026-12-02 19:08:52", &ms), -EINVAL);
+    assert_int_equal(api_time_parse("2026-12-02T19:08:52+01:00", &ms), -EINVAL);
+    assert_int_equal(api_time_parse(NULL, &ms), -EINVAL);
 }
 
 static void test_status_round_trip(void **state)
 {
     (void)state;
-    plan_member_status members[] = {{"a", "Ready", true, false}, {"b", NULL, false, true}};
-    plan_condition conds[] = {
+    api_member_status members[] = {{"a", "Ready", true, false}, {"b", NULL, false, true}};
+    api_condition conds[] = {
         {"SlotAllocated", "True", "Resident", "a holds the slot", 1764702532000}};
-    plan_status st = {.phase = "Ready",
-                      .resident_member = "a",
-                      .observed_generation = 3,
-                      .members = members,
-                      .n_members = 2,
-                      .conditions = conds,
-                      .n_conditions = 1};
-    char *patch = pool_status_patch(&st, "42");
+    api_status st = {.phase = "Ready",
+                     .resident_member = "a",
+                     .observed_generation = 3,
+                     .members = members,
+                     .n_members = 2,
+                     .conditions = conds,
+                     .n_conditions = 1};
+    char *patch = api_status_patch(&st, "42");
     assert_non_null(patch);
     cJSON *doc = cJSON_Parse(patch);
     free(patch);
@@ -71,8 +71,8 @@ static void test_status_round_trip(void **state)
     /* Absent fields are explicit nulls, so a merge patch removes what was there. */
     assert_true(
         cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "status"), "pendingMember")));
-    pool_obj *rec = status_of(doc);
-    const plan_status *back = &rec->status;
+    api_pool *rec = status_of(doc);
+    const api_status *back = &rec->status;
     assert_true(plan_status_equal(&st, back));
     assert_false(back->members[0].releasing);
     assert_true(back->members[1].releasing);
@@ -170,9 +170,9 @@ static const plan_pod *find_pod(const plan_member *m, const char *name)
 static void test_snapshot(void **state)
 {
     (void)state;
-    store *pools = fill(pools_json, 3, POOL_INDEX_MEMBER, pool_index_pool_members, &pool_obj_codec);
-    store *isvcs = fill(isvcs_json, 2, NULL, NULL, &pool_isvc_codec);
-    store *pods = fill(pods_json, 3, POOL_INDEX_SERVICE, pool_index_pod_service, &pool_pod_codec);
+    store *pools = fill(pools_json, 3, API_INDEX_MEMBER, api_index_pool_members, &api_pool_codec);
+    store *isvcs = fill(isvcs_json, 2, NULL, NULL, &api_isvc_codec);
+    store *pods = fill(pods_json, 3, API_INDEX_SERVICE, api_index_pod_service, &api_pod_codec);
     pool_sources src = {pools, isvcs, pods, test_lookup, NULL, false};
     pool_snapshot snap;
     assert_int_equal(
@@ -198,7 +198,7 @@ static void test_snapshot(void **state)
     assert_int_equal(a->n_pods, 2); /* the Pod in another namespace does not count */
     const plan_pod *p1 = find_pod(a, "a-1");
     assert_non_null(p1);
-    assert_int_equal(p1->phase, PLAN_POD_RUNNING);
+    assert_int_equal(p1->phase, API_POD_RUNNING);
     assert_true(p1->container_running);
     assert_false(p1->terminating);
     assert_string_equal(p1->ip, "127.0.0.5");
@@ -209,7 +209,7 @@ static void test_snapshot(void **state)
     assert_int_equal(p1->probe_sent_ms, TEST_WALL_MS - 3600); /* sent 600 ms before its answer */
     const plan_pod *p0 = find_pod(a, "a-old");
     assert_non_null(p0);
-    assert_int_equal(p0->phase, PLAN_POD_FAILED);
+    assert_int_equal(p0->phase, API_POD_FAILED);
     assert_true(p0->terminating);
     assert_false(p0->container_running);
     assert_int_equal(p0->port, 0); /* no spec: the member's port applies */
@@ -217,7 +217,7 @@ static void test_snapshot(void **state)
 
     const plan_member *b = &s->members[1];
     assert_true(b->exists);
-    assert_int_equal(b->replicas, PLAN_REPLICAS_UNSET); /* "two" is not a number */
+    assert_int_equal(b->replicas, API_REPLICAS_UNSET); /* "two" is not a number */
     assert_int_equal(b->container_port, 7000);
     assert_string_equal(b->claimed_by, "other");
     assert_int_equal(b->n_pods, 0);
@@ -258,15 +258,15 @@ static void test_snapshot_removed(void **state)
         "\"members\":[{\"name\":\"a\",\"releasing\":true},{\"name\":\"b\"},"
         "{\"name\":\"c\"}]}}",
     };
-    store *pools = store_new(&pool_obj_codec);
+    store *pools = store_new(&api_pool_codec);
     assert_non_null(pools);
-    assert_int_equal(store_add_index(pools, POOL_INDEX_MEMBER, pool_index_pool_members, NULL), 0);
-    assert_int_equal(store_add_index(pools, POOL_INDEX_REMOVED, pool_index_pool_removed, NULL), 0);
+    assert_int_equal(store_add_index(pools, API_INDEX_MEMBER, api_index_pool_members, NULL), 0);
+    assert_int_equal(store_add_index(pools, API_INDEX_REMOVED, api_index_pool_removed, NULL), 0);
     cJSON *o = cJSON_Parse(json[0]);
     assert_non_null(o);
     assert_int_equal(store_put(pools, o, NULL), 0);
-    store *isvcs = fill(isvcs_json, 2, NULL, NULL, &pool_isvc_codec);
-    store *pods = fill(pods_json, 3, POOL_INDEX_SERVICE, pool_index_pod_service, &pool_pod_codec);
+    store *isvcs = fill(isvcs_json, 2, NULL, NULL, &api_isvc_codec);
+    store *pods = fill(pods_json, 3, API_INDEX_SERVICE, api_index_pod_service, &api_pod_codec);
     pool_sources src = {pools, isvcs, pods, test_lookup, NULL, false};
     pool_snapshot snap;
     assert_int_equal(
@@ -288,12 +288,12 @@ static void test_snapshot_removed(void **state)
     pool_snapshot_release(&snap);
 
     size_t n = 0;
-    store_index_each(pools, POOL_INDEX_REMOVED, "ns/a", count_each, &n);
-    store_index_each(pools, POOL_INDEX_REMOVED, "ns/c", count_each, &n);
+    store_index_each(pools, API_INDEX_REMOVED, "ns/a", count_each, &n);
+    store_index_each(pools, API_INDEX_REMOVED, "ns/c", count_each, &n);
     assert_int_equal(n, 2);
     n = 0;
-    store_index_each(pools, POOL_INDEX_REMOVED, "ns/b", count_each, &n);
-    store_index_each(pools, POOL_INDEX_MEMBER, "ns/a", count_each, &n); /* no claim on a */
+    store_index_each(pools, API_INDEX_REMOVED, "ns/b", count_each, &n);
+    store_index_each(pools, API_INDEX_MEMBER, "ns/a", count_each, &n); /* no claim on a */
     assert_int_equal(n, 0);
     store_free(pools);
     store_free(isvcs);

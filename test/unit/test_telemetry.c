@@ -29,10 +29,10 @@
 #include "peer.h"
 #include "scripted_http.h"
 
-#include "app/log.h"
 #include "app/telemetry.h"
 #include "httpd/httpd.h"
 #include "kube/client.h"
+#include "log/log.h"
 #include "loop/ev.h"
 
 static void test_parse_bind(void **state)

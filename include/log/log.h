@@ -1,7 +1,7 @@
 /* log: structured logs, one line per record, as JSON objects or as "key=value" text.
  * Each record has a level, a message and key/value pairs; swap lines carry pool, member, reason. */
-#ifndef MP_APP_LOG_H
-#define MP_APP_LOG_H
+#ifndef MP_LOG_LOG_H
+#define MP_LOG_LOG_H
 
 #include <stdio.h>
 

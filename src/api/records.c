@@ -1,7 +1,7 @@
 /* records: each decoder runs twice over the object, first measuring (pack.base NULL) and then
  * copying into one block sized by that first pass, so a record costs one malloc and no cJSON
  * node survives the informer boundary. */
-#include "pool/records.h"
+#include "api/records.h"
 
 #include <errno.h>
 #include <math.h>
@@ -158,7 +158,7 @@ static void *rec_build(const cJSON *obj, size_t head,
 }
 
 /* The measuring pass writes its struct into scratch and never reads it back; it must fit. */
-_Static_assert(sizeof(pool_pod) <= 256 && sizeof(pool_isvc) <= 256 && sizeof(pool_obj) <= 256,
+_Static_assert(sizeof(api_pod) <= 256 && sizeof(api_isvc) <= 256 && sizeof(api_pool) <= 256,
                "a record's struct fits the measuring scratch");
 
 static int32_t rec_int(const cJSON *v, int32_t absent)
@@ -184,7 +184,7 @@ static void rec_meta(const cJSON *obj, rec_pack *p, const char **name, const cha
 
 /* ---- times ---- */
 
-int pool_time_parse(const char *s, int64_t *ms)
+int api_time_parse(const char *s, int64_t *ms)
 {
     struct tm tm = {0};
     if (!s)
@@ -201,7 +201,7 @@ int pool_time_parse(const char *s, int64_t *ms)
     return 0;
 }
 
-void pool_time_format(int64_t ms, char out[32])
+void api_time_format(int64_t ms, char out[32])
 {
     time_t t = (time_t)(ms / 1000);
     struct tm tm;
@@ -211,17 +211,17 @@ void pool_time_format(int64_t ms, char out[32])
 
 /* ---- Pod ---- */
 
-static plan_pod_phase rec_pod_phase(const char *p)
+static api_pod_phase rec_pod_phase(const char *p)
 {
     if (!p || strcmp(p, "Pending") == 0)
-        return PLAN_POD_PENDING;
+        return API_POD_PENDING;
     if (strcmp(p, "Running") == 0)
-        return PLAN_POD_RUNNING;
+        return API_POD_RUNNING;
     if (strcmp(p, "Succeeded") == 0)
-        return PLAN_POD_SUCCEEDED;
+        return API_POD_SUCCEEDED;
     if (strcmp(p, "Failed") == 0)
-        return PLAN_POD_FAILED;
-    return PLAN_POD_UNKNOWN;
+        return API_POD_FAILED;
+    return API_POD_UNKNOWN;
 }
 
 /* Where the server listens, as the Pod spec says: the port named http, else the first port the
@@ -249,11 +249,11 @@ static int32_t rec_pod_port(const cJSON *pod)
 
 static void rec_pod_fill(const cJSON *o, void *out, rec_pack *p)
 {
-    pool_pod *r = out;
+    api_pod *r = out;
     rec_meta(o, p, &r->name, &r->ns, &r->uid, &r->rv);
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(o, "metadata");
     r->member = rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(
-                                    rec_get(meta, "labels", NULL), POOL_SERVICE_LABEL)));
+                                    rec_get(meta, "labels", NULL), API_SERVICE_LABEL)));
     r->ip = rec_pack_str(p, rec_str(rec_get(o, "status", "podIP")));
     r->port = rec_pod_port(o);
     r->phase = rec_pod_phase(rec_str(rec_get(o, "status", "phase")));
@@ -283,42 +283,42 @@ static void rec_pod_fill(const cJSON *o, void *out, rec_pack *p)
     r->waiting = rec_pack_word(p, waiting);
 }
 
-pool_pod *pool_pod_decode(const cJSON *obj, int *err)
+api_pod *api_pod_decode(const cJSON *obj, int *err)
 {
-    return rec_build(obj, sizeof(pool_pod), rec_pod_fill, err);
+    return rec_build(obj, sizeof(api_pod), rec_pod_fill, err);
 }
 
 /* ---- InferenceService ---- */
 
 static void rec_isvc_fill(const cJSON *o, void *out, rec_pack *p)
 {
-    pool_isvc *r = out;
+    api_isvc *r = out;
     rec_meta(o, p, &r->name, &r->ns, &r->uid, &r->rv);
     r->phase = rec_pack_word(p, rec_str(rec_get(o, "status", "phase")));
     r->runtime = rec_pack_word(p, rec_str(rec_get(o, "spec", "runtime")));
     const cJSON *ann = rec_get(o, "metadata", "annotations");
     r->idle_endpoint =
-        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, POOL_IDLE_ANNOTATION)));
+        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, API_IDLE_ANNOTATION)));
     r->served_model =
-        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, POOL_SERVED_ANNOTATION)));
+        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, API_SERVED_ANNOTATION)));
     r->aliases =
-        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, POOL_ALIASES_ANNOTATION)));
+        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, API_ALIASES_ANNOTATION)));
     const cJSON *rep = rec_get(o, "spec", "replicas");
-    r->replicas = rec_int(rep, PLAN_REPLICAS_UNSET);
+    r->replicas = rec_int(rep, API_REPLICAS_UNSET);
     r->replicas_exact = cJSON_IsNumber(rep) && rep->valuedouble == floor(rep->valuedouble) &&
                         rep->valuedouble >= 0 && rep->valuedouble <= INT32_MAX;
     r->endpoint_port = rec_int(rec_get(rec_get(o, "spec", "endpoint"), "port", NULL), 0);
     r->container_port = rec_int(rec_get(o, "spec", "containerPort"), 0);
 }
 
-pool_isvc *pool_isvc_decode(const cJSON *obj, int *err)
+api_isvc *api_isvc_decode(const cJSON *obj, int *err)
 {
-    return rec_build(obj, sizeof(pool_isvc), rec_isvc_fill, err);
+    return rec_build(obj, sizeof(api_isvc), rec_isvc_fill, err);
 }
 
-int32_t pool_isvc_replicas(const pool_isvc *isvc)
+int32_t api_isvc_replicas(const api_isvc *isvc)
 {
-    return isvc->replicas == PLAN_REPLICAS_UNSET ? 1 : isvc->replicas;
+    return isvc->replicas == API_REPLICAS_UNSET ? 1 : isvc->replicas;
 }
 
 /* ---- ModelPool ---- */
@@ -334,9 +334,9 @@ static size_t rec_count_named(const cJSON *arr, const char *field)
     return n;
 }
 
-static void rec_status_fill(const cJSON *st, plan_status *s, rec_pack *p)
+static void rec_status_fill(const cJSON *st, api_status *s, rec_pack *p)
 {
-    *s = (plan_status){0};
+    *s = (api_status){0};
     if (!cJSON_IsObject(st))
         return;
     s->phase = rec_pack_word(p, rec_str(rec_get(st, "phase", NULL)));
@@ -355,7 +355,7 @@ static void rec_status_fill(const cJSON *st, plan_status *s, rec_pack *p)
         const char *name = rec_str(rec_get(m, "name", NULL));
         if (!name)
             continue;
-        plan_member_status ms = {
+        api_member_status ms = {
             .name = rec_pack_str(p, name),
             .phase = rec_pack_word(p, rec_str(rec_get(m, "phase", NULL))),
             .resident = cJSON_IsTrue(rec_get(m, "resident", NULL)),
@@ -374,14 +374,14 @@ static void rec_status_fill(const cJSON *st, plan_status *s, rec_pack *p)
         const char *type = rec_str(rec_get(c, "type", NULL));
         if (!type)
             continue;
-        plan_condition pc = {
+        api_condition pc = {
             .type = rec_pack_word(p, type),
             .status = rec_pack_word(p, rec_str(rec_get(c, "status", NULL))),
             .reason = rec_pack_word(p, rec_str(rec_get(c, "reason", NULL))),
             .message = rec_pack_str(p, rec_str(rec_get(c, "message", NULL))),
         };
-        if (pool_time_parse(rec_str(rec_get(c, "lastTransitionTime", NULL)),
-                            &pc.last_transition_ms) < 0)
+        if (api_time_parse(rec_str(rec_get(c, "lastTransitionTime", NULL)),
+                           &pc.last_transition_ms) < 0)
             pc.last_transition_ms = 0;
         if (s->conditions)
             s->conditions[s->n_conditions] = pc;
@@ -391,7 +391,7 @@ static void rec_status_fill(const cJSON *st, plan_status *s, rec_pack *p)
 
 static void rec_pool_fill(const cJSON *o, void *out, rec_pack *p)
 {
-    pool_obj *r = out;
+    api_pool *r = out;
     rec_meta(o, p, &r->name, &r->ns, &r->uid, &r->rv);
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(o, "metadata");
     const cJSON *gen = rec_get(meta, "generation", NULL);
@@ -401,11 +401,11 @@ static void rec_pool_fill(const cJSON *o, void *out, rec_pack *p)
                         : 0;
     const cJSON *ann = rec_get(meta, "annotations", NULL);
     r->requested =
-        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, POOL_REQUEST_ANNOTATION)));
+        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, API_REQUEST_ANNOTATION)));
     r->withdrawn =
-        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, POOL_WITHDRAW_ANNOTATION)));
+        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, API_WITHDRAW_ANNOTATION)));
     r->unload_after = rec_pack_str(
-        p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, POOL_UNLOAD_AFTER_ANNOTATION)));
+        p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, API_UNLOAD_AFTER_ANNOTATION)));
     const cJSON *spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
     r->default_member = rec_pack_str(p, rec_str(rec_get(spec, "default", NULL)));
     r->swap_budget = rec_pack_str(p, rec_str(rec_get(spec, "swapBudget", NULL)));
@@ -425,9 +425,9 @@ static void rec_pool_fill(const cJSON *o, void *out, rec_pack *p)
     rec_status_fill(cJSON_GetObjectItemCaseSensitive(o, "status"), &r->status, p);
 }
 
-pool_obj *pool_obj_decode(const cJSON *obj, int *err)
+api_pool *api_pool_decode(const cJSON *obj, int *err)
 {
-    return rec_build(obj, sizeof(pool_obj), rec_pool_fill, err);
+    return rec_build(obj, sizeof(api_pool), rec_pool_fill, err);
 }
 
 /* ---- codecs ---- */
@@ -435,39 +435,39 @@ pool_obj *pool_obj_decode(const cJSON *obj, int *err)
 static void *rec_pod_codec_decode(cJSON **obj, void *ud, int *err)
 {
     (void)ud;
-    return pool_pod_decode(*obj, err);
+    return api_pod_decode(*obj, err);
 }
 
 static void *rec_isvc_codec_decode(cJSON **obj, void *ud, int *err)
 {
     (void)ud;
-    return pool_isvc_decode(*obj, err);
+    return api_isvc_decode(*obj, err);
 }
 
 static void *rec_pool_codec_decode(cJSON **obj, void *ud, int *err)
 {
     (void)ud;
-    return pool_obj_decode(*obj, err);
+    return api_pool_decode(*obj, err);
 }
 
 static const char *rec_pod_version(const void *rec)
 {
-    return ((const pool_pod *)rec)->rv;
+    return ((const api_pod *)rec)->rv;
 }
 
 static const char *rec_isvc_version(const void *rec)
 {
-    return ((const pool_isvc *)rec)->rv;
+    return ((const api_isvc *)rec)->rv;
 }
 
 static const char *rec_pool_version(const void *rec)
 {
-    return ((const pool_obj *)rec)->rv;
+    return ((const api_pool *)rec)->rv;
 }
 
-const store_codec pool_pod_codec = {rec_pod_codec_decode, free, rec_pod_version, NULL, true};
-const store_codec pool_isvc_codec = {rec_isvc_codec_decode, free, rec_isvc_version, NULL, true};
-const store_codec pool_obj_codec = {rec_pool_codec_decode, free, rec_pool_version, NULL, true};
+const store_codec api_pod_codec = {rec_pod_codec_decode, free, rec_pod_version, NULL, true};
+const store_codec api_isvc_codec = {rec_isvc_codec_decode, free, rec_isvc_version, NULL, true};
+const store_codec api_pool_codec = {rec_pool_codec_decode, free, rec_pool_version, NULL, true};
 
 /* ---- indexes ---- */
 
@@ -481,17 +481,17 @@ static int rec_emit_ns(store_index_out *out, const char *ns, const char *name)
     return rc;
 }
 
-int pool_index_pod_service(const void *rec, store_index_out *out, void *ud)
+int api_index_pod_service(const void *rec, store_index_out *out, void *ud)
 {
     (void)ud;
-    const pool_pod *pod = rec;
+    const api_pod *pod = rec;
     return pod->member ? rec_emit_ns(out, pod->ns, pod->member) : 0;
 }
 
-int pool_index_pool_members(const void *rec, store_index_out *out, void *ud)
+int api_index_pool_members(const void *rec, store_index_out *out, void *ud)
 {
     (void)ud;
-    const pool_obj *pool = rec;
+    const api_pool *pool = rec;
     for (size_t i = 0; i < pool->n_members; i++) {
         const char *name = pool->members[i];
         if (name && *name) {
@@ -511,9 +511,9 @@ static bool rec_listed(const char *const *names, size_t n, const char *name)
     return false;
 }
 
-size_t pool_removed_names(const pool_obj *pool, const char **names)
+size_t api_removed_names(const api_pool *pool, const char **names)
 {
-    const plan_status *st = &pool->status;
+    const api_status *st = &pool->status;
     size_t n = 0;
     for (size_t i = 0; i < st->n_members + 2; i++) {
         const char *name = i < st->n_members    ? st->members[i].name
@@ -526,17 +526,17 @@ size_t pool_removed_names(const pool_obj *pool, const char **names)
     return n;
 }
 
-int pool_index_pool_removed(const void *rec, store_index_out *out, void *ud)
+int api_index_pool_removed(const void *rec, store_index_out *out, void *ud)
 {
     (void)ud;
-    const pool_obj *pool = rec;
+    const api_pool *pool = rec;
     if (pool->status.n_members == 0 && !pool->status.resident_member &&
         !pool->status.pending_member)
         return 0;
-    const char **names = calloc(POOL_REMOVED_MAX(pool), sizeof(*names));
+    const char **names = calloc(API_REMOVED_MAX(pool), sizeof(*names));
     if (!names)
         return -ENOMEM;
-    size_t n = pool_removed_names(pool, names);
+    size_t n = api_removed_names(pool, names);
     int rc = 0;
     for (size_t i = 0; rc >= 0 && i < n; i++)
         rc = rec_emit_ns(out, pool->ns, names[i]);
@@ -546,7 +546,7 @@ int pool_index_pool_removed(const void *rec, store_index_out *out, void *ud)
 
 /* ---- patches ---- */
 
-const char *pool_answer_version(const cJSON *body)
+const char *api_answer_version(const cJSON *body)
 {
     return rec_str(rec_get(rec_get(body, "metadata", NULL), "resourceVersion", NULL));
 }
@@ -569,7 +569,7 @@ static bool rec_op(cJSON *ops, const char *op, const char *path, cJSON *value, b
     return true;
 }
 
-char *pool_scale_patch(const pool_isvc *isvc, int32_t replicas, bool *json_patch)
+char *api_scale_patch(const api_isvc *isvc, int32_t replicas, bool *json_patch)
 {
     char *body = NULL;
     if (isvc->uid && *isvc->uid && isvc->replicas_exact) {
@@ -598,7 +598,7 @@ char *pool_scale_patch(const pool_isvc *isvc, int32_t replicas, bool *json_patch
     return body;
 }
 
-static char *pool_annotation_clear_patch(const char *path, const char *member)
+static char *api_annotation_clear_patch(const char *path, const char *member)
 {
     cJSON *ops = cJSON_CreateArray();
     char *body = NULL;
@@ -610,40 +610,40 @@ static char *pool_annotation_clear_patch(const char *path, const char *member)
 }
 
 /* The annotations' names as JSON pointer tokens ('/' is "~1"). */
-char *pool_request_clear_patch(const char *member)
+char *api_request_clear_patch(const char *member)
 {
-    return pool_annotation_clear_patch("/metadata/annotations/modelpool-operator.dev~1request",
-                                       member);
+    return api_annotation_clear_patch("/metadata/annotations/modelpool-operator.dev~1request",
+                                      member);
 }
 
-char *pool_withdraw_clear_patch(const char *member)
+char *api_withdraw_clear_patch(const char *member)
 {
-    return pool_annotation_clear_patch("/metadata/annotations/modelpool-operator.dev~1withdraw",
-                                       member);
+    return api_annotation_clear_patch("/metadata/annotations/modelpool-operator.dev~1withdraw",
+                                      member);
 }
 
-char *pool_withdraw_patch(const char *member, bool untaken, const char *resource_version)
+char *api_withdraw_patch(const char *member, bool untaken, const char *resource_version)
 {
     cJSON *patch = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(patch, "metadata");
     cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
     char *body = NULL;
     if (ann &&
-        (untaken ? cJSON_AddNullToObject(ann, POOL_REQUEST_ANNOTATION) != NULL
-                 : cJSON_AddStringToObject(ann, POOL_WITHDRAW_ANNOTATION, member) != NULL) &&
+        (untaken ? cJSON_AddNullToObject(ann, API_REQUEST_ANNOTATION) != NULL
+                 : cJSON_AddStringToObject(ann, API_WITHDRAW_ANNOTATION, member) != NULL) &&
         (!resource_version || cJSON_AddStringToObject(meta, "resourceVersion", resource_version)))
         body = cJSON_PrintUnformatted(patch);
     cJSON_Delete(patch);
     return body;
 }
 
-char *pool_request_set_patch(const char *member, const char *resource_version)
+char *api_request_set_patch(const char *member, const char *resource_version)
 {
     cJSON *patch = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(patch, "metadata");
     cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
     char *body = NULL;
-    if (ann && cJSON_AddStringToObject(ann, POOL_REQUEST_ANNOTATION, member) &&
+    if (ann && cJSON_AddStringToObject(ann, API_REQUEST_ANNOTATION, member) &&
         (!resource_version || cJSON_AddStringToObject(meta, "resourceVersion", resource_version)))
         body = cJSON_PrintUnformatted(patch);
     cJSON_Delete(patch);
@@ -653,13 +653,13 @@ char *pool_request_set_patch(const char *member, const char *resource_version)
 /* ---- the status patch: every field (null when empty), so that a merge patch replaces the status
  * as a whole ---- */
 
-static cJSON *pool_str_or_null(const char *s)
+static cJSON *api_str_or_null(const char *s)
 {
     return s && *s ? cJSON_CreateString(s) : cJSON_CreateNull();
 }
 
 /* Adds item under key; false, with item freed, when either is missing or the key's copy fails. */
-static bool pool_add(cJSON *obj, const char *key, cJSON *item)
+static bool api_add(cJSON *obj, const char *key, cJSON *item)
 {
     if (obj && item && cJSON_AddItemToObject(obj, key, item))
         return true;
@@ -668,12 +668,12 @@ static bool pool_add(cJSON *obj, const char *key, cJSON *item)
 }
 
 /* The status as JSON; NULL when out of memory (never a status missing a field). */
-static cJSON *pool_status_json(const plan_status *s)
+static cJSON *api_status_json(const api_status *s)
 {
     cJSON *st = cJSON_CreateObject();
-    bool ok = pool_add(st, "phase", pool_str_or_null(s->phase)) &&
-              pool_add(st, "residentMember", pool_str_or_null(s->resident_member)) &&
-              pool_add(st, "pendingMember", pool_str_or_null(s->pending_member)) &&
+    bool ok = api_add(st, "phase", api_str_or_null(s->phase)) &&
+              api_add(st, "residentMember", api_str_or_null(s->resident_member)) &&
+              api_add(st, "pendingMember", api_str_or_null(s->pending_member)) &&
               cJSON_AddNumberToObject(st, "observedGeneration", (double)s->observed_generation);
     cJSON *members = ok ? cJSON_AddArrayToObject(st, "members") : NULL;
     ok = members != NULL;
@@ -690,9 +690,9 @@ static cJSON *pool_status_json(const plan_status *s)
     cJSON *conds = ok ? cJSON_AddArrayToObject(st, "conditions") : NULL;
     ok = conds != NULL;
     for (size_t i = 0; ok && i < s->n_conditions; i++) {
-        const plan_condition *pc = &s->conditions[i];
+        const api_condition *pc = &s->conditions[i];
         char when[32];
-        pool_time_format(pc->last_transition_ms, when);
+        api_time_format(pc->last_transition_ms, when);
         cJSON *c = cJSON_CreateObject();
         ok = c && cJSON_AddItemToArray(conds, c) && cJSON_AddStringToObject(c, "type", pc->type) &&
              cJSON_AddStringToObject(c, "status", pc->status ? pc->status : "Unknown") &&
@@ -708,14 +708,14 @@ static cJSON *pool_status_json(const plan_status *s)
     return st;
 }
 
-char *pool_status_patch(const plan_status *s, const char *resource_version)
+char *api_status_patch(const api_status *s, const char *resource_version)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
     char *out = NULL;
     if (meta &&
         (!resource_version || cJSON_AddStringToObject(meta, "resourceVersion", resource_version)) &&
-        pool_add(root, "status", pool_status_json(s)))
+        api_add(root, "status", api_status_json(s)))
         out = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     return out;

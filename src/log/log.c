@@ -1,6 +1,6 @@
 /* log: formats one record into a memory stream and writes it with a single fwrite, so a line is
  * never interleaved with another writer's. JSON strings are escaped per RFC 8259. */
-#include "app/log.h"
+#include "log/log.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

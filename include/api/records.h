@@ -1,48 +1,49 @@
-/* records: the compact typed records the controller's caches hold (a Pod, an InferenceService, a
+/* records: the compact typed records both binaries' caches hold (a Pod, an InferenceService, a
  * ModelPool), decoded once at the informer boundary, with the store codecs and index functions
- * that make them, and the patches the operator writes (status, scale, request clear). This module
- * owns the JSON names of these kinds both ways; nothing else in the pool code touches an API
- * object's JSON. */
-#ifndef MP_POOL_RECORDS_H
-#define MP_POOL_RECORDS_H
+ * that make them, and the patches both write (the operator's status, scale and annotation clears;
+ * the router's request and withdrawal). This module owns the JSON names of these kinds both ways;
+ * nothing else in either binary touches an API object's JSON. */
+#ifndef MP_API_RECORDS_H
+#define MP_API_RECORDS_H
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "api/defaults.h"
+#include "api/status.h"
 #include "informer/store.h"
-#include "pool/plan.h"
 
-#define POOL_GROUP "inference.llmkube.dev"
-#define POOL_VERSION "v1alpha1"
-#define POOL_SERVICE_LABEL "inference.llmkube.dev/service"
-#define POOL_IDLE_ANNOTATION "inference.llmkube.dev/idle-endpoint"
+#define API_GROUP "inference.llmkube.dev"
+#define API_VERSION "v1alpha1"
+#define API_SERVICE_LABEL "inference.llmkube.dev/service"
+#define API_IDLE_ANNOTATION "inference.llmkube.dev/idle-endpoint"
 /* A request for a member through its pool (a router, or `kubectl annotate` by hand): the race-free
  * way to switch, since the member's replicas change only once the slot is free. */
-#define POOL_REQUEST_ANNOTATION "modelpool-operator.dev/request"
+#define API_REQUEST_ANNOTATION "modelpool-operator.dev/request"
 /* A router's withdrawal of the swap its request started (its waiting clients all left): the
  * member, written with the pool's resourceVersion as a precondition while that router saw the swap
  * as its own; the operator cancels the swap if nothing was unloaded yet, and removes it. */
-#define POOL_WITHDRAW_ANNOTATION "modelpool-operator.dev/withdraw"
+#define API_WITHDRAW_ANNOTATION "modelpool-operator.dev/withdraw"
 /* On a ModelPool, a Go duration: a resident that cannot be probed is unloaded once a swap has
  * waited this long (an opt-in; without it the request is dropped after swapBudget). */
-#define POOL_UNLOAD_AFTER_ANNOTATION "modelpool-operator.dev/unprobeable-unload-after"
+#define API_UNLOAD_AFTER_ANNOTATION "modelpool-operator.dev/unprobeable-unload-after"
 /* For the router, on a member InferenceService: the model name its server answers to (a request's
  * model is rewritten to it), and other names clients may ask for it by (comma-separated). */
-#define POOL_SERVED_ANNOTATION "modelpool-operator.dev/served-model"
-#define POOL_ALIASES_ANNOTATION "modelpool-operator.dev/model-aliases"
+#define API_SERVED_ANNOTATION "modelpool-operator.dev/served-model"
+#define API_ALIASES_ANNOTATION "modelpool-operator.dev/model-aliases"
 
 /* Every record is one allocation: the struct, then its arrays, then its strings. A string field is
  * NULL when the object has no such string (a field of another type reads as absent); "" stays "".
  * name is never NULL (the store refuses an object without one). */
 
-/* A Pod labelled with POOL_SERVICE_LABEL. */
-typedef struct pool_pod {
+/* A Pod labelled with API_SERVICE_LABEL. */
+typedef struct api_pod {
     const char *name, *ns, *uid, *rv;
-    const char *member; /* the POOL_SERVICE_LABEL label */
+    const char *member; /* the API_SERVICE_LABEL label */
     const char *ip;     /* status.podIP */
     int32_t port;       /* the port its spec names: the one named http, else the first; 0 none */
-    plan_pod_phase phase;
+    api_pod_phase phase;
     bool running;     /* some container status is in state running */
     bool terminating; /* metadata.deletionTimestamp is set */
     bool ready;       /* status.conditions has Ready=True */
@@ -50,69 +51,69 @@ typedef struct pool_pod {
      * (ImagePullBackOff, CrashLoopBackOff, ...), else the reason of a PodScheduled condition that
      * is False (Unschedulable); NULL otherwise. */
     const char *waiting;
-} pool_pod;
+} api_pod;
 
 /* A member InferenceService. */
-typedef struct pool_isvc {
+typedef struct api_isvc {
     const char *name, *ns, *uid, *rv;
     const char *phase;         /* status.phase */
     const char *runtime;       /* spec.runtime */
-    const char *idle_endpoint; /* annotation POOL_IDLE_ANNOTATION */
-    const char *served_model;  /* annotation POOL_SERVED_ANNOTATION */
-    const char *aliases;       /* annotation POOL_ALIASES_ANNOTATION, as written */
-    int32_t replicas;          /* spec.replicas (a number, cut to int32), or PLAN_REPLICAS_UNSET */
+    const char *idle_endpoint; /* annotation API_IDLE_ANNOTATION */
+    const char *served_model;  /* annotation API_SERVED_ANNOTATION */
+    const char *aliases;       /* annotation API_ALIASES_ANNOTATION, as written */
+    int32_t replicas;          /* spec.replicas (a number, cut to int32), or API_REPLICAS_UNSET */
     /* spec.replicas is a whole number in [0, INT32_MAX]: a patch may test it as its value. */
     bool replicas_exact;
     int32_t endpoint_port;  /* spec.endpoint.port, 0 if unset */
     int32_t container_port; /* spec.containerPort, 0 if unset */
-} pool_isvc;
+} api_isvc;
 
 /* A ModelPool: the spec, the status the plan reads (in the plan's own form, strings and arrays in
  * the record), and the request annotation. */
-typedef struct pool_obj {
+typedef struct api_pool {
     const char *name, *ns, *uid, *rv;
     int64_t generation;
     const char *default_member; /* spec.default */
     const char *swap_budget;    /* spec.swapBudget */
     const char *swap_policy;    /* spec.swapPolicy */
-    const char *requested;      /* annotation POOL_REQUEST_ANNOTATION */
-    const char *withdrawn;      /* annotation POOL_WITHDRAW_ANNOTATION */
-    const char *unload_after;   /* annotation POOL_UNLOAD_AFTER_ANNOTATION */
+    const char *requested;      /* annotation API_REQUEST_ANNOTATION */
+    const char *withdrawn;      /* annotation API_WITHDRAW_ANNOTATION */
+    const char *unload_after;   /* annotation API_UNLOAD_AFTER_ANNOTATION */
     /* spec.members[].inferenceServiceRef.name in order; an entry without one is NULL. */
     const char *const *members;
     size_t n_members;
-    plan_status status; /* zeroed without a status object; entries without a name are left out */
-} pool_obj;
+    api_status status; /* zeroed without a status object; entries without a name are left out */
+} api_pool;
 
 /* The store codecs of the three caches. */
-extern const store_codec pool_pod_codec;
-extern const store_codec pool_isvc_codec;
-extern const store_codec pool_obj_codec;
+extern const store_codec api_pod_codec;
+extern const store_codec api_isvc_codec;
+extern const store_codec api_pool_codec;
 
 /* Decoders, for tests and fuzzers: a record (free it with free()) or NULL with *err -ENOMEM, or
  * -EINVAL when obj is not an object with a metadata.name string. */
-pool_pod *pool_pod_decode(const cJSON *obj, int *err);
-pool_isvc *pool_isvc_decode(const cJSON *obj, int *err);
-pool_obj *pool_obj_decode(const cJSON *obj, int *err);
+api_pod *api_pod_decode(const cJSON *obj, int *err);
+api_isvc *api_isvc_decode(const cJSON *obj, int *err);
+api_pool *api_pool_decode(const cJSON *obj, int *err);
 
 /* spec.replicas with its default applied: what the member then runs (1 when unset). */
-int32_t pool_isvc_replicas(const pool_isvc *isvc);
+int32_t api_isvc_replicas(const api_isvc *isvc);
 
 /* Index names: Pods by "namespace/<service label>", pools by "namespace/<member name>". */
-#define POOL_INDEX_SERVICE "service"
-#define POOL_INDEX_MEMBER "member"
-int pool_index_pod_service(const void *pod, store_index_out *out, void *ud);
-int pool_index_pool_members(const void *pool, store_index_out *out, void *ud);
+#define API_INDEX_SERVICE "service"
+#define API_INDEX_MEMBER "member"
+int api_index_pod_service(const void *pod, store_index_out *out, void *ud);
+int api_index_pool_members(const void *pool, store_index_out *out, void *ud);
 /* Pools by "namespace/<name>" of each member their status records (status.members, residentMember,
  * pendingMember) that their spec no longer lists: such a member's Pods hold the pool's slot until
  * they are gone, so their events concern the pool. */
-#define POOL_INDEX_REMOVED "removed"
-int pool_index_pool_removed(const void *pool, store_index_out *out, void *ud);
+#define API_INDEX_REMOVED "removed"
+int api_index_pool_removed(const void *pool, store_index_out *out, void *ud);
 
-/* The names pool_index_pool_removed emits, each once, into names (room for POOL_REMOVED_MAX);
+/* The names api_index_pool_removed emits, each once, into names (room for API_REMOVED_MAX);
  * borrowed from the record. Returns how many. */
-#define POOL_REMOVED_MAX(pool) ((pool)->status.n_members + 2)
-size_t pool_removed_names(const pool_obj *pool, const char **names);
+#define API_REMOVED_MAX(pool) ((pool)->status.n_members + 2)
+size_t api_removed_names(const api_pool *pool, const char **names);
 
 /* The body that sets isvc's spec.replicas to replicas, guarded so that it applies only if the
  * replicas are still what the operator last saw. When the record has a uid and an exact
@@ -121,35 +122,35 @@ size_t pool_removed_names(const pool_obj *pool, const char **names);
  * controller's status writes, which would turn a resourceVersion precondition into a 409 on nearly
  * every request. Otherwise a merge patch with the record's resourceVersion as the precondition.
  * NULL when out of memory or the record has neither. */
-char *pool_scale_patch(const pool_isvc *isvc, int32_t replicas, bool *json_patch);
+char *api_scale_patch(const api_isvc *isvc, int32_t replicas, bool *json_patch);
 
 /* The JSON merge patch that sets the whole status to s on the object at resource_version
  * (a precondition: the server answers 409 Conflict if the object has changed since). Fields that
  * s leaves empty are written as null so the patch removes them. NULL when out of memory. */
-char *pool_status_patch(const plan_status *s, const char *resource_version);
+char *api_status_patch(const api_status *s, const char *resource_version);
 
 /* RFC 3339 <-> ms since the epoch (UTC, whole seconds written; fractions read and dropped).
  * Parse returns 0 or -EINVAL. */
-int pool_time_parse(const char *s, int64_t *ms);
-void pool_time_format(int64_t ms, char out[32]);
+int api_time_parse(const char *s, int64_t *ms);
+void api_time_format(int64_t ms, char out[32]);
 
 /* The resourceVersion of an object the API server answered a write with; NULL if none. */
-const char *pool_answer_version(const cJSON *body);
+const char *api_answer_version(const cJSON *body);
 
 /* The JSON patch that removes the pool's request annotation if it still names member (a test
  * operation first). NULL when out of memory. */
-char *pool_request_clear_patch(const char *member);
+char *api_request_clear_patch(const char *member);
 /* The merge patch that sets the pool's request annotation to member (the router's request), with
  * resource_version (if not NULL) as a precondition: a router whose cache is behind (another replica
  * asked for another member meanwhile) gets 409 rather than overwriting that request. NULL when out
  * of memory. */
-char *pool_request_set_patch(const char *member, const char *resource_version);
+char *api_request_set_patch(const char *member, const char *resource_version);
 /* The JSON patch that removes the pool's withdraw annotation if it still names member. NULL when
  * out of memory. */
-char *pool_withdraw_clear_patch(const char *member);
+char *api_withdraw_clear_patch(const char *member);
 /* The merge patch that withdraws (the router's): with resource_version as the precondition, it
  * removes the request annotation (request false: the pool still shows it untaken) or sets the
  * withdraw annotation to member (the operator took it). NULL when out of memory. */
-char *pool_withdraw_patch(const char *member, bool untaken, const char *resource_version);
+char *api_withdraw_patch(const char *member, bool untaken, const char *resource_version);
 
 #endif

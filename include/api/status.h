@@ -1,0 +1,80 @@
+/* status: the ModelPool status both binaries read (the operator writes it, the router serves by
+ * it): its types, the phases, and the condition types and reasons one side writes and the other
+ * reads. The names are the API's (DESIGN.md "Status"); a change here is a change of the CRD. */
+#ifndef MP_API_STATUS_H
+#define MP_API_STATUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* status.phase of a pool. */
+#define API_PHASE_PENDING "Pending"
+#define API_PHASE_READY "Ready"
+#define API_PHASE_SWAPPING "Swapping"
+#define API_PHASE_DEGRADED "Degraded"
+
+/* Condition types, and the reasons read across the two binaries. */
+#define API_COND_MEMBERS_VALID "MembersValid"
+#define API_COND_SLOT_ALLOCATED "SlotAllocated"
+#define API_COND_SWAP_DEFERRED "SwapDeferred"
+#define API_COND_SWAPPING "Swapping"
+#define API_COND_TARGET_READY "TargetReady"
+/* Swapping False: the swap's request was dropped (swapBudget passed, the resident unprobeable). */
+#define API_REASON_REQUEST_DROPPED "RequestDropped"
+/* Swapping True: the swap's drain has not begun, its resident's idle probe cannot decide. */
+#define API_REASON_AWAITING_PROBE "AwaitingProbe"
+
+/* A Pod's status.phase. */
+typedef enum {
+    API_POD_PENDING = 0,
+    API_POD_RUNNING,
+    API_POD_SUCCEEDED, /* terminal: no longer holds the GPU */
+    API_POD_FAILED,    /* terminal: no longer holds the GPU */
+    API_POD_UNKNOWN,
+} api_pod_phase;
+
+/* metav1.Condition. Times are ms since the Unix epoch; the plan only ever stamps whole seconds,
+ * which is what the API server keeps, so a written status reads back equal. */
+typedef struct {
+    char *type;
+    char *status; /* "True", "False", "Unknown" */
+    char *reason;
+    char *message;
+    int64_t last_transition_ms;
+} api_condition;
+
+typedef struct {
+    char *name;
+    char *phase; /* mirrors the member's status.phase; NULL when it has none or is missing */
+    bool resident;
+    /* The pool is bringing this member to 0 (a previous resident or target, a member up when the
+     * pool first saw it, a request that lost to another): its replicas are not a request. Cleared
+     * once the member is at 0; scaling it up after that is a request. */
+    bool releasing;
+} api_member_status;
+
+/* ModelPool status. In a snapshot it is borrowed (so a plan's status can be fed back as is); in a
+ * plan's result it is owned by the plan. */
+typedef struct {
+    char *phase; /* Pending | Ready | Swapping | Degraded */
+    char *resident_member;
+    char *pending_member;
+    int64_t observed_generation;
+    api_member_status *members;
+    size_t n_members;
+    api_condition *conditions;
+    size_t n_conditions;
+} api_status;
+
+/* The condition of type in st; NULL when it has none. */
+const api_condition *api_status_cond(const api_status *st, const char *type);
+
+/* The swap's drain has not begun (#26): pendingMember is set and Swapping is True/AwaitingProbe,
+ * because the resident's idle probe cannot decide (no probe for its runtime, or it fails) and the
+ * pool does not opt into unloading it. The resident serves meanwhile: routers forward to it while a
+ * read shows this, and the operator's drain fence counts from when it first sees the pool without
+ * it. */
+bool api_status_awaits_probe(const api_status *st);
+
+#endif
