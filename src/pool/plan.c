@@ -110,7 +110,7 @@ static void decide(plan_ctx *c, plan_want *w, int64_t budget_ms)
         plan_want_set(&w->deferred, "True", d.reason, "%s", plan_msg_str(&d.msg));
     else if (c->awaiting_probe)
         w->deferred.keep = true; /* its probe's answer went stale: asked again, not NotDeferred */
-    else if (d.unknown && plan_find_cond(&s->status, API_COND_SWAP_DEFERRED))
+    else if (d.unknown && api_status_cond(&s->status, API_COND_SWAP_DEFERRED))
         /* Not known yet, so not "NotDeferred": a restarted operator (its probe results are in
          * memory only) would otherwise flip a deferred swap to NotDeferred and back, with a
          * second SwapDeferred Event, before its first probe answers. */

@@ -122,7 +122,6 @@ bool plan_first_of_name(const plan_snapshot *s, size_t i);
 bool plan_removed_holds(const plan_member *m);
 bool plan_others_clear(const plan_snapshot *s, const char *target);
 bool plan_was_releasing(const plan_snapshot *s, const char *name);
-const api_condition *plan_find_cond(const api_status *st, const char *type);
 bool plan_was_loading(const plan_ctx *c);
 
 /* ---- plan_drain.c: rules 2 and 3, members brought down ---- */

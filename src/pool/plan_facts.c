@@ -77,14 +77,6 @@ bool plan_others_clear(const plan_snapshot *s, const char *target)
     return true;
 }
 
-const api_condition *plan_find_cond(const api_status *st, const char *type)
-{
-    for (size_t i = 0; i < st->n_conditions; i++)
-        if (str_eq(st->conditions[i].type, type))
-            return &st->conditions[i];
-    return NULL;
-}
-
 bool plan_is_up(const plan_member *m)
 {
     return m != NULL && plan_replicas(m) >= 1;
@@ -117,7 +109,7 @@ bool plan_was_releasing(const plan_snapshot *s, const char *name)
 /* The swap was at Loading: its target was started (only then is Loading written). */
 bool plan_was_loading(const plan_ctx *c)
 {
-    const api_condition *sw = plan_find_cond(&c->s->status, API_COND_SWAPPING);
+    const api_condition *sw = api_status_cond(&c->s->status, API_COND_SWAPPING);
     return sw && str_eq(sw->status, "True") && str_eq(sw->reason, "Loading");
 }
 

@@ -118,7 +118,7 @@ void plan_push_fact(plan_ctx *c, plan_fact fact, const char *why, const char *re
 {
     bool warning = false;
     if (fact == PLAN_FACT_SWAP_COMPLETED) {
-        const api_condition *sw = plan_find_cond(&c->s->status, API_COND_SWAPPING);
+        const api_condition *sw = api_status_cond(&c->s->status, API_COND_SWAPPING);
         c->p->swap_ms =
             sw && str_eq(sw->status, "True") ? c->s->now_ms - sw->last_transition_ms : -1;
     } else {

@@ -65,7 +65,7 @@ void plan_fill_status(plan_ctx *c, const plan_want *w)
         return;
     }
     for (size_t i = 0; i < PLAN_N_CONDS; i++) {
-        const api_condition *cur = plan_find_cond(&s->status, plan_cond_types[i]);
+        const api_condition *cur = api_status_cond(&s->status, plan_cond_types[i]);
         const plan_cond_want *cw = wants[i];
         if ((cw->keep && cur == NULL) || (!cw->keep && cw->absent))
             continue;
@@ -95,7 +95,7 @@ void plan_emit_events(plan_ctx *c, const plan_want *w)
     const char *cur_res = or_null(cur->resident_member), *cur_pend = or_null(cur->pending_member);
     const char *res = or_null(w->resident), *pend = or_null(w->pending);
 
-    const api_condition *cv = plan_find_cond(cur, API_COND_MEMBERS_VALID);
+    const api_condition *cv = api_status_cond(cur, API_COND_MEMBERS_VALID);
     if (!w->valid.keep && str_eq(w->valid.status, "False") &&
         (cv == NULL || !str_eq(cv->status, "False") || !str_eq(cv->reason, w->valid.reason) ||
          !str_eq(cv->message, plan_msg_str(&w->valid.msg))))
@@ -138,7 +138,7 @@ void plan_emit_events(plan_ctx *c, const plan_want *w)
         str_eq(w->swapping.reason, API_REASON_REQUEST_DROPPED))
         plan_push_event(c, true, API_REASON_REQUEST_DROPPED, "%s", plan_msg_str(&w->deferred.msg));
 
-    const api_condition *cd = plan_find_cond(cur, API_COND_SWAP_DEFERRED);
+    const api_condition *cd = api_status_cond(cur, API_COND_SWAP_DEFERRED);
     if (!w->deferred.keep && str_eq(w->deferred.status, "True") &&
         (cd == NULL || !str_eq(cd->status, "True") || !str_eq(cd->reason, w->deferred.reason))) {
         if (str_eq(w->deferred.reason, "WriteRefused"))
@@ -148,7 +148,7 @@ void plan_emit_events(plan_ctx *c, const plan_want *w)
                            w->deferred.reason, plan_msg_str(&w->deferred.msg));
     }
 
-    const api_condition *cs = plan_find_cond(cur, API_COND_SLOT_ALLOCATED);
+    const api_condition *cs = api_status_cond(cur, API_COND_SLOT_ALLOCATED);
     const char *r = w->slot.reason;
     if (!w->slot.keep && str_eq(w->slot.status, "False") &&
         (str_eq(r, "TargetFailed") || str_eq(r, "TargetSuspended") ||

@@ -57,7 +57,7 @@ static const char *pod_phase_name(api_pod_phase p)
 static void judge_load(plan_ctx *c, plan_want *w, const plan_member *t, int64_t budget_ms,
                        bool judged, plan_defer *d)
 {
-    const api_condition *cur = plan_find_cond(&c->s->status, "TargetReady");
+    const api_condition *cur = api_status_cond(&c->s->status, "TargetReady");
     int64_t since = cur && str_eq(cur->status, "False") ? cur->last_transition_ms : c->stamp_ms;
     if (!judged || c->s->now_ms - since < budget_ms) {
         plan_want_set(&w->target, "False", "Loading",
@@ -99,7 +99,7 @@ void plan_decide_swap(plan_ctx *c, plan_want *w, const char *res, const char *pe
 {
     const plan_snapshot *s = c->s;
     const plan_member *target = plan_member_named(s, pend);
-    const api_condition *sw = plan_find_cond(&s->status, API_COND_SWAPPING);
+    const api_condition *sw = api_status_cond(&s->status, API_COND_SWAPPING);
     int64_t swap_start = sw && str_eq(sw->status, "True") ? sw->last_transition_ms : c->stamp_ms;
     /* Loading is written only once the cache showed the target up with the slot clear, so a
      * target at 0 after it is someone's cancellation, not our write still on its way. */

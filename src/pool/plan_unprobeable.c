@@ -118,7 +118,7 @@ bool plan_probe_decides(plan_ctx *c, const plan_member *r, plan_defer *d)
  * conditions stay as they are. */
 void plan_recheck_dropped(plan_ctx *c, plan_want *w, const plan_member *r, plan_defer *d)
 {
-    const api_condition *sw = plan_find_cond(&c->s->status, API_COND_SWAPPING);
+    const api_condition *sw = api_status_cond(&c->s->status, API_COND_SWAPPING);
     /* Over too once the pool opts into unloading: a swap would not wedge any more. */
     if (!sw || !str_eq(sw->status, "False") || !str_eq(sw->reason, API_REASON_REQUEST_DROPPED) ||
         !plan_has_running_pod(r) || !is_empty(c->s->unload_after))

@@ -77,18 +77,13 @@ while True:
         events = sel.select(0.05)
     except InterruptedError:
         events = []
-    if flag["freeze"]:
-        flag["freeze"] = False
-        for p in list(pairs):
-            p.frozen = True
-            p.watch()
-        print("frozen", len(pairs), flush=True)
-    if flag["thaw"]:
-        flag["thaw"] = False
-        for p in list(pairs):
-            p.frozen = False
-            p.watch()
-        print("thawed", len(pairs), flush=True)
+    for what, frozen in (("freeze", True), ("thaw", False)):
+        if flag[what]:
+            flag[what] = False
+            for p in list(pairs):
+                p.frozen = frozen
+                p.watch()
+            print("frozen" if frozen else "thawed", len(pairs), flush=True)
     for key, _ in events:
         if key.data is None:
             try:
