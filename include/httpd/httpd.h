@@ -48,8 +48,9 @@ typedef struct httpd_config {
      * suspended connection (held, paused or waiting for stream bytes) never times out.
      * A connection is "waiting" from its accept, and again from the end of each request, until
      * its next request head is complete (a TLS handshake included). At max_connections, a new
-     * connection closes the one waiting longest to make room, so a flood of idle or half-sent
-     * connections cannot lock a client out; one inside a request is never closed for it. With
+     * connection closes a waiting one of the client (address) holding the most, its oldest, so a
+     * flood of idle or half-sent connections cannot lock another client out, even one whose head
+     * has yet to arrive; one inside a request is never closed for it. With
      * every open connection inside a request, a few more are accepted, then none (they wait in
      * the listen backlog) until one closes. */
     unsigned max_connections;

@@ -226,8 +226,9 @@ static const app_flag app_router_flags[] = {
      .shown = "0: (open-files limit - 256) / 2, at most 16384",
      .max = APP_CONNECTIONS_MAX,
      APP_AT(max_connections),
-     .help = "inbound connections open at once; past them the one waiting longest for a request "
-             "is closed for a new one; at most (open-files limit - 256) / 2"},
+     .help = "inbound connections open at once; past them a connection waiting for a request, of "
+             "the client holding the most, is closed for a new one; at most (open-files limit - "
+             "256) / 2"},
     {.name = "max-connections-per-client",
      .kind = APP_FLAG_UINT,
      .arg = "N",

@@ -16,8 +16,8 @@
 
 /* The probe server's limits: kubelet opens a fresh connection for each probe and sends at once, so
  * a connection still without a whole request after a couple of seconds is not a probe. At the
- * limit the connection waiting longest is closed for a new one, so idle connections, however many,
- * cannot keep a probe out (httpd_config). */
+ * limit a waiting connection of the client holding the most is closed for a new one, so idle
+ * connections, however many, cannot keep a probe out (httpd_config). */
 #define TELEMETRY_HEALTH_CONNECTIONS 32u
 #define TELEMETRY_HEALTH_TIMEOUT_S 2u
 /* Scrapers keep their connection between scrapes (every 15-60 s). */

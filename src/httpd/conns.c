@@ -1,19 +1,39 @@
-/* httpd_conns: eviction of the connection waiting longest at the limit, the head timeout, and the
- * count of open connections, for one httpd server. Waiting connections sit in a list ordered by
- * the time they began to wait (oldest first), so the next head deadline is its first element and
- * the one to evict is found among its first few; one ev timer serves the deadlines. */
+/* httpd_conns: eviction at the limit, the head timeout, and the count of open connections, for one
+ * httpd server. Waiting connections sit in a list ordered by the time they began to wait (oldest
+ * first), so the next head deadline is its first element and the one to evict is found among its
+ * first few; one ev timer serves the deadlines. The heaviest client pays: each connection belongs
+ * to its client (the peer's address, counted in a map), and the victim is, among the first few,
+ * one of the client holding the most connections. A flood that reopens each connection closed at
+ * once therefore churns through its own connections and never through a probe from another
+ * address that has not sent its head yet (age alone would pick the probe once the flood had opened
+ * as many new ones as the limit). Memory: one connection record per open connection, one client
+ * record per address with an open connection. */
 #include "conns.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+
+#include "util/strmap.h"
 
 /* Waiting connections looked at, oldest first, for one to evict. */
 #define HTTPD_EVICT_SCAN 16
 
 typedef struct httpd_conn httpd_conn;
+
+/* The connections kept open from one address. */
+typedef struct httpd_client {
+    strmap_node node;
+    char addr[INET6_ADDRSTRLEN];
+    size_t kept; /* open and not closing */
+    size_t refs; /* open */
+} httpd_client;
 
 /* A list of connections, oldest first. */
 typedef struct httpd_conn_list {
@@ -22,6 +42,7 @@ typedef struct httpd_conn_list {
 
 struct httpd_conn {
     httpd_conns *cs;
+    httpd_client *client;
     int fd;
     bool busy;    /* inside a request */
     bool closing; /* shut down here; MHD has yet to close it */
@@ -37,6 +58,7 @@ struct httpd_conns {
     size_t kept;             /* open and not closing */
     httpd_conn_list waiting; /* for a request head */
     httpd_conn_list other;   /* busy or closing */
+    strmap clients;          /* httpd_client by address */
     uint64_t timer;
 };
 
@@ -88,6 +110,7 @@ static void httpd_conn_close(httpd_conn *c)
     shutdown(c->fd, SHUT_RDWR);
     c->closing = true;
     cs->kept--;
+    c->client->kept--;
     httpd_conn_append(c, &cs->other);
 }
 
@@ -99,15 +122,60 @@ static bool httpd_conn_has_input(const httpd_conn *c)
     return ioctl(c->fd, FIONREAD, &n) == 0 && n > 0;
 }
 
-/* The oldest waiting connection without input (among the first few), else the oldest; never the
- * newcomer. NULL when none. */
+/* Among the first few waiting connections (never the newcomer), one of the client holding the most
+ * connections; among those of equal weight, the oldest with nothing to read, else the oldest.
+ * NULL when none. */
 static httpd_conn *httpd_conns_victim(httpd_conns *cs, const httpd_conn *newcomer)
 {
+    httpd_conn *best = NULL;
+    bool best_input = false;
     int scanned = 0;
-    for (httpd_conn *c = cs->waiting.first; c && scanned < HTTPD_EVICT_SCAN; c = c->next)
-        if (c != newcomer && (scanned++, !httpd_conn_has_input(c)))
-            return c;
-    return cs->waiting.first != newcomer ? cs->waiting.first : NULL;
+    for (httpd_conn *c = cs->waiting.first; c && scanned < HTTPD_EVICT_SCAN; c = c->next) {
+        if (c == newcomer)
+            continue;
+        scanned++;
+        if (best && c->client->kept < best->client->kept)
+            continue;
+        if (best && c->client->kept == best->client->kept && !best_input)
+            continue; /* the older one, already without input, stays */
+        bool input = httpd_conn_has_input(c);
+        if (best && c->client->kept == best->client->kept && input)
+            continue;
+        best = c;
+        best_input = input;
+    }
+    return best;
+}
+
+/* The client record of addr, made when it is the first connection from there; NULL: no memory. */
+static httpd_client *httpd_client_ref(httpd_conns *cs, const struct sockaddr *sa)
+{
+    char addr[INET6_ADDRSTRLEN] = "?";
+    if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, addr,
+                  sizeof(addr));
+    else if (sa && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, addr,
+                  sizeof(addr));
+    strmap_node *n = strmap_get(&cs->clients, addr);
+    httpd_client *cl = n ? STRMAP_OWNER(n, httpd_client, node) : calloc(1, sizeof(*cl));
+    if (!cl)
+        return NULL;
+    if (!n) {
+        snprintf(cl->addr, sizeof(cl->addr), "%s", addr);
+        strmap_insert(&cs->clients, &cl->node, cl->addr);
+    }
+    cl->refs++;
+    cl->kept++;
+    return cl;
+}
+
+static void httpd_client_unref(httpd_conns *cs, httpd_client *cl)
+{
+    if (--cl->refs)
+        return;
+    strmap_remove(&cs->clients, &cl->node);
+    free(cl);
 }
 
 static void httpd_conns_on_timer(ev_loop *loop, void *ud)
@@ -131,8 +199,13 @@ static httpd_conn *httpd_conn_of(struct MHD_Connection *conn)
 httpd_conns *httpd_conns_new(ev_loop *loop, unsigned limit, unsigned head_timeout_ms)
 {
     httpd_conns *cs = calloc(1, sizeof(*cs));
-    if (cs)
-        *cs = (httpd_conns){.loop = loop, .limit = limit, .head_ms = head_timeout_ms};
+    if (!cs)
+        return NULL;
+    *cs = (httpd_conns){.loop = loop, .limit = limit, .head_ms = head_timeout_ms};
+    if (strmap_init(&cs->clients) < 0) {
+        free(cs);
+        return NULL;
+    }
     return cs;
 }
 
@@ -146,8 +219,10 @@ void httpd_conns_free(httpd_conns *cs)
         while (lists[i]->first) {
             httpd_conn *c = lists[i]->first;
             httpd_conn_unlink(c);
+            httpd_client_unref(cs, c->client);
             free(c);
         }
+    strmap_fini(&cs->clients);
     free(cs);
 }
 
@@ -161,24 +236,33 @@ void httpd_conns_notify(void *cls, struct MHD_Connection *conn, void **socket_co
         if (!c)
             return;
         cs->open--;
-        if (!c->closing)
+        if (!c->closing) {
             cs->kept--;
+            c->client->kept--;
+        }
         httpd_conn_unlink(c);
+        httpd_client_unref(cs, c->client);
         free(c);
         return;
     }
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *ai =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     httpd_conn *c = ci ? calloc(1, sizeof(*c)) : NULL;
-    if (!c) /* not tracked: MHD's own limit and idle timeout still hold it */
+    httpd_client *cl = c ? httpd_client_ref(cs, ai ? ai->client_addr : NULL) : NULL;
+    if (!cl) { /* not tracked: MHD's own limit and idle timeout still hold it */
+        free(c);
         return;
-    *c = (httpd_conn){.cs = cs, .fd = ci->connect_fd, .since_ms = ev_now_ms()};
+    }
+    *c = (httpd_conn){.cs = cs, .client = cl, .fd = ci->connect_fd, .since_ms = ev_now_ms()};
     *socket_context = c;
     cs->open++;
     cs->kept++;
     httpd_conn_append(c, &cs->waiting);
-    /* Over the limit: the oldest waiting one makes room (never the newcomer itself, and never a
-     * connection inside a request; with every other one busy, MHD's own limit decides). */
+    /* Over the limit: a waiting one of the heaviest client makes room (never the newcomer itself,
+     * and never a connection inside a request; with every other one busy, MHD's own limit
+     * decides). */
     httpd_conn *victim;
     while (cs->limit && cs->kept > cs->limit && (victim = httpd_conns_victim(cs, c)))
         httpd_conn_close(victim);

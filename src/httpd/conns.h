@@ -1,8 +1,8 @@
 /* httpd_conns: the connections of one httpd server, for the limits MHD lacks. Internal to
  * src/httpd. A connection is "waiting" from its accept, and again from the end of each request,
  * until its next request head is in; only waiting connections are ever closed here (by a
- * shutdown of their socket, which MHD then sees and finishes): the one waiting longest when a
- * new one would pass the limit, and any whose head has not arrived within the head timeout. */
+ * shutdown of their socket, which MHD then sees and finishes): one of the heaviest client's when
+ * a new one would pass the limit, and any whose head has not arrived within the head timeout. */
 #ifndef MP_HTTPD_CONNS_H
 #define MP_HTTPD_CONNS_H
 

@@ -1,7 +1,8 @@
 # Issue 25, item 3: connection floods cannot take the probes or the router down. Both binaries start with a
 # soft open-files limit of 1024 (as many containers do) and must raise it. With 1,000 idle connections on
 # the operator's and the router's probe ports and 3,000 half-sent request heads on the router's endpoint,
-# (from 20 addresses: under the per-client cap) /healthz answers on both, the router still forwards a request (its outbound sockets still open), the
+# (from 20 addresses: under the per-client cap) /healthz answers on both (the probe floods come from a
+# workload's address, 127.3.0.1, and curl, as kubelet, from another: the heaviest client pays), the router still forwards a request (its outbound sockets still open), the
 # gauge counts the endpoint's connections, and the half-sent heads are closed after --header-timeout.
 ns=limits
 ulimit -S -n 1024
@@ -29,8 +30,8 @@ api_conns_below() { [ "$(api_conns)" -lt "$1" ]; }
 
 log "3,000 half-sent heads on the router's endpoint, 1,000 idle connections on each probe port"
 flood api "$(router_port api)" 3000 --partial --sources 20
-flood router-health "$(router_port health)" 1000 --reopen
-flood operator-health "$(operator_port health)" 1000 --reopen
+flood router-health "$(router_port health)" 1000 --reopen --sources 1
+flood operator-health "$(operator_port health)" 1000 --reopen --sources 1
 for f in api router-health operator-health; do wait_for 60 flooded "$f"; done
 wait_for 30 api_conns_at_least 3000
 

@@ -30,8 +30,18 @@ int test_listen_loopback(int backlog, int *port)
 /* A blocking client connected to 127.0.0.1:port. */
 int test_connect_loopback(int port)
 {
+    return test_connect_loopback_from(NULL, port);
+}
+
+int test_connect_loopback_from(const char *src, int port)
+{
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     assert_true(fd >= 0);
+    if (src) {
+        struct sockaddr_in from = {.sin_family = AF_INET};
+        assert_int_equal(inet_pton(AF_INET, src, &from.sin_addr), 1);
+        assert_int_equal(bind(fd, (struct sockaddr *)&from, sizeof(from)), 0);
+    }
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);

@@ -10,4 +10,7 @@ int test_listen_loopback(int backlog, int *port);
 /* A blocking client connected to 127.0.0.1:port. */
 int test_connect_loopback(int port);
 
+/* The same from the loopback address src (another client, such as "127.3.0.1"). */
+int test_connect_loopback_from(const char *src, int port);
+
 #endif

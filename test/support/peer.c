@@ -33,7 +33,12 @@ static void peer_on_read(ev_loop *loop, int fd, int events, void *ud)
 
 void test_peer_open(ev_loop *loop, test_peer *p, int port, const char *send)
 {
-    *p = (test_peer){.fd = test_connect_loopback(port)};
+    test_peer_open_from(loop, p, NULL, port, send);
+}
+
+void test_peer_open_from(ev_loop *loop, test_peer *p, const char *src, int port, const char *send)
+{
+    *p = (test_peer){.fd = test_connect_loopback_from(src, port)};
     if (send)
         assert_int_equal(write(p->fd, send, strlen(send)), (ssize_t)strlen(send));
     assert_int_equal(ev_fd_set(loop, p->fd, EV_READ, peer_on_read, p), 0);

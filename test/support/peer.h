@@ -20,6 +20,9 @@ typedef struct test_peer {
 /* Connects to 127.0.0.1:port, writes send (when set), and watches what comes back. */
 void test_peer_open(ev_loop *loop, test_peer *p, int port, const char *send);
 
+/* The same from the loopback address src (NULL: 127.0.0.1). */
+void test_peer_open_from(ev_loop *loop, test_peer *p, const char *src, int port, const char *send);
+
 /* Stops watching p and closes it. */
 void test_peer_close(ev_loop *loop, test_peer *p);
 

@@ -1,6 +1,7 @@
 /* Tests of httpd's connection limits over loopback, clients on the server's loop: a flood of idle
  * connections past the limit cannot keep a new request out (the connection waiting longest is
- * closed for it, a request in progress never is), a client past its per-client cap is closed at
+ * closed for it, a request in progress never is), a flood from one address closes only its own
+ * connections and never another client's that has yet to send its head, a client past its per-client cap is closed at
  * accept, a request head that stalls is closed after the head timeout while a held request
  * outlives it, and the count of open connections follows. */
 #include <errno.h>
@@ -192,6 +193,49 @@ static void test_per_client_cap(void **state)
     ev_free(loop);
 }
 
+#define CHURN 20
+
+/* The heaviest client pays: a limit of 4, filled by idle connections from 127.3.0.1; a probe from
+ * 127.0.0.1 connects and has not sent its head yet; 20 more idle ones from 127.3.0.1 each close
+ * one of their own client's (the oldest), never the probe, which then sends its head and is
+ * answered. By age alone the probe would have been closed by the fourth newcomer. */
+static void test_heaviest_client_pays(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    assert_non_null(loop);
+    server s = {0};
+    char err[200];
+    httpd_config cfg = {
+        .bind = "127.0.0.1:0", .request = on_request, .ud = &s, .max_connections = 4};
+    httpd *h = httpd_start_config(loop, &cfg, err, sizeof(err));
+    assert_non_null(h);
+    int port = httpd_port(h);
+    static test_peer flood[4 + CHURN];
+    for (int i = 0; i < 4; i++)
+        test_peer_open_from(loop, &flood[i], "127.3.0.1", port, NULL);
+    count_at_least c = {h, 4};
+    test_loop_run_until(loop, server_has, &c, 10000);
+    test_peer probe;
+    test_peer_open(loop, &probe, port, NULL);
+    test_loop_run_until(loop, peer_done, &flood[0], 10000);
+    for (int j = 0; j < CHURN; j++) {
+        test_peer_open_from(loop, &flood[4 + j], "127.3.0.1", port, NULL);
+        test_loop_run_until(loop, peer_done, &flood[1 + j], 10000);
+        assert_int_equal(flood[1 + j].len, 0);
+        assert_false(probe.closed);
+    }
+    assert_int_equal(write(probe.fd, GET("/healthz"), strlen(GET("/healthz"))),
+                     (ssize_t)strlen(GET("/healthz")));
+    test_loop_run_until(loop, peer_answered, &probe, 10000);
+    assert_non_null(strstr(probe.buf, "HTTP/1.1 200"));
+    test_peer_close(loop, &probe);
+    for (int i = 0; i < 4 + CHURN; i++)
+        test_peer_close(loop, &flood[i]);
+    httpd_stop(h);
+    ev_free(loop);
+}
+
 static bool server_empty(void *ud)
 {
     return httpd_connections(ud) == 0;
@@ -231,4 +275,5 @@ static void test_head_timeout(void **state)
 }
 
 TEST_MAIN(cmocka_unit_test(test_idle_flood), cmocka_unit_test(test_burst_keeps_request),
-          cmocka_unit_test(test_per_client_cap), cmocka_unit_test(test_head_timeout))
+          cmocka_unit_test(test_per_client_cap), cmocka_unit_test(test_heaviest_client_pays),
+          cmocka_unit_test(test_head_timeout))
