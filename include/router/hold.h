@@ -89,9 +89,9 @@ typedef struct rt_hold_decision {
     /* Decide again at this time even without an event (a grace ends); 0 none. */
     uint64_t wake_at_ms;
     /* Read the pool for the drain fence now (unless a read is in flight or backs off): requests
-     * wait for it (FENCE), or the read that lets them go is half its window old, so a steady stream
-     * does not stop for the next one; and always while the read is refused, to see the right
-     * granted. */
+     * wait for it (FENCE), or the read that lets them go is three quarters of its window old, so a
+     * steady stream does not stop for the next one; and always while the read is refused, to see
+     * the right granted. */
     bool fence_read;
     /* A forward to the serving member must be sending by this time (the fence window's end). */
     uint64_t send_by_ms;

@@ -65,7 +65,9 @@ static rt_hold_verdict judge(const rt_hold_pool *p, const rt_hold_member *m, rt_
 }
 
 /* The fence's read: asked while the serving member's requests wait for it, and ahead of time
- * once the read that lets them go is half its window old. */
+ * once the read that lets them go is three quarters of its window old (so a steady stream costs
+ * about one read per window and a quarter, and a read has the last quarter to come back before
+ * anyone waits for it). */
 static void fence_decide(const rt_hold_pool *p, const rt_hold_verdict *verdicts,
                          rt_hold_decision *out)
 {
@@ -76,7 +78,7 @@ static void fence_decide(const rt_hold_pool *p, const rt_hold_verdict *verdicts,
             continue;
         if (verdicts[i] == RT_HOLD_FENCE ||
             (verdicts[i] == RT_HOLD_SERVE &&
-             p->now_ms - p->fence_read_ms >= p->fence_window_ms / 2))
+             p->now_ms - p->fence_read_ms >= p->fence_window_ms - p->fence_window_ms / 4))
             out->fence_read = true;
     }
 }

@@ -165,13 +165,20 @@ static void rt_pool_free(rt_pool *p)
     free(p);
 }
 
-/* Frees a pool's state once nothing refers to it: no request, no write, no timer, and nothing
- * learnt of a pool that still exists. */
+/* Frees a pool's state once nothing refers to it: no request, no write, no timer, no read for
+ * the drain fence still young enough to let a request go (kept to its window's end, so requests
+ * one after another do not each wait for a read of their own: the next read is asked ahead while
+ * they flow), and nothing learnt of a pool that still exists. */
 static void rt_pool_maybe_free(rt_pool *p)
 {
     if (p->dirty || p->patch || p->verify || p->wake_timer || p->awaiting || p->asked ||
         p->withdraw || p->refused)
         return;
+    uint64_t read_ends = p->verified_ms + rt_fence_window_ms(p->rt);
+    if (p->verified_member && rt_pool_rec(p) && ev_now_ms() < read_ends) {
+        rt_wake_at(p, read_ends); /* freed then, unless a request came */
+        return;
+    }
     for (size_t i = 0; i < p->nmq; i++)
         if (p->mqs[i]->waiting || p->mqs[i]->in_flight)
             return;

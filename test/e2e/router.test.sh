@@ -4,7 +4,8 @@
 # through the pool's annotation, never by scaling), then forwarded; 50 concurrent requests for one model
 # cause exactly one activation; a held client that leaves before the drain began withdraws its request
 # (#26: the resident stays), one of two that leaves changes nothing; a Degraded pool answers 503 with
-# its condition's message at once. slot-check watches throughout.
+# its condition's message at once; requests one after another for the resident share the drain fence's
+# reads (#28). slot-check watches throughout.
 ns=router
 router_setup --terminate-ms 200 --load-ms 200
 
@@ -14,6 +15,17 @@ port=$(router_port api)
 url="http://127.0.0.1:$port"
 
 created() { grep -c "\"created pod\" member=$ns/$1 " "$MP_STATE_DIR/sim.log" || true; }
+
+log "#28: 30 requests one after another for the resident share the fence's reads (the pool's state outlives each request while its read is young)"
+before=$(router_metric 'modelpool_router_fence_reads_total{namespace="router",pool="pool",result="confirmed"}' || echo 0)
+for i in $(seq 1 30); do
+	expect_eq "m-a answers, one after another ($i)" 200 "$(router_post /v1/completions '{"model":"m-a","prompt":"hi"}')"
+done
+after=$(router_metric 'modelpool_router_fence_reads_total{namespace="router",pool="pool",result="confirmed"}')
+log "drain fence reads for 30 requests in a row: $((after - before))"
+# One read a request before the fix (the state, and its read, were freed between requests); a read now
+# covers three quarters of a second of requests, so this fails only if 30 requests take over 11 s.
+[ $((after - before)) -le 15 ] || fail "$((after - before)) confirmed fence reads for 30 requests in a row"
 
 log "GET /v1/models lists every member with its residency"
 curl -fsS "$url/v1/models" >"$MP_STATE_DIR/models"

@@ -235,8 +235,10 @@ static void test_fence(void **state)
     static const t_fence t[] = {
         {"young read of a: served, no read asked", "Ready", NULL,
          {"a:ur:2@0:0", "b::0@0:0"}, "a", 100, false, "SW", false, 9900 + 1000},
-        {"read half its window old: served, the next read asked ahead", "Ready", NULL,
-         {"a:ur:2@0:0", "b::0@0:0"}, "a", 500, false, "SW", true, 9500 + 1000},
+        {"read just under three quarters of its window old: served, no read asked yet", "Ready",
+         NULL, {"a:ur:2@0:0", "b::0@0:0"}, "a", 749, false, "SW", false, 9251 + 1000},
+        {"read three quarters of its window old: served, the next read asked ahead", "Ready", NULL,
+         {"a:ur:2@0:0", "b::0@0:0"}, "a", 750, false, "SW", true, 9250 + 1000},
         {"read past its window: the resident's requests wait for a new one", "Ready", NULL,
          {"a:ur:2@0:0", "b::0@0:0"}, "a", 1000, false, "FW", true, 0},
         {"no read yet: they wait, one is asked", "Ready", NULL,
