@@ -41,6 +41,10 @@ typedef struct rt_hold_pool {
      * (Swapping False/RequestDropped): a swap away from it would wedge the same way, so other
      * members' requests are refused until the pool says otherwise. */
     bool dropped;
+    /* The pool is Degraded by a fault that does not concern its resident (api_status_fault_spares):
+     * the operator changes no replicas while Degraded, so the resident still serves (its Pods
+     * ready, through the drain fence's read as always); every other member is refused. */
+    bool degraded_spares_resident;
     const rt_hold_member *members;
     size_t n_members;
     /* How long a busy resident keeps taking new requests while another member's requests wait. */
@@ -65,9 +69,9 @@ typedef enum {
     RT_HOLD_FENCE,
 } rt_hold_verdict;
 
-/* Why a REJECT: the pool is Degraded, the member cannot load (Failed, Suspended, or
- * WaitingForGPU as the swap's target), the pool cannot swap away from its resident, or the API
- * server refuses the fence's read. */
+/* Why a REJECT: the pool is Degraded (every member but a resident its fault spares), the member
+ * cannot load (Failed, Suspended, or WaitingForGPU as the swap's target), the pool cannot swap away
+ * from its resident, or the API server refuses the fence's read. */
 typedef enum {
     RT_REJECT_NONE = 0,
     RT_REJECT_DEGRADED,

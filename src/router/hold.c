@@ -2,7 +2,8 @@
  * for. The order of service is the order of arrival: members are taken in the order their oldest
  * held request arrived (A A B B C C, never A B A B), so every member gets its turn within the
  * budget. A busy resident keeps its new requests only for grace_ms once another member waits, and
- * gets them only within the drain fence's window after a read of the pool confirmed it. */
+ * gets them only within the drain fence's window after a read of the pool confirmed it. A Degraded
+ * pool changes no replicas: its resident serves unless the fault concerns it, the rest is 503. */
 #include "router/hold.h"
 
 #include <stdio.h>
@@ -53,7 +54,8 @@ static rt_hold_verdict judge(const rt_hold_pool *p, const rt_hold_member *m, rt_
     *why = RT_REJECT_NONE;
     if (p->fence_refused)
         *why = RT_REJECT_FENCE_REFUSED;
-    else if (str_eq(p->phase, API_PHASE_DEGRADED))
+    else if (str_eq(p->phase, API_PHASE_DEGRADED) &&
+             !(p->degraded_spares_resident && servable(p, m)))
         *why = RT_REJECT_DEGRADED;
     else if (servable(p, m))
         return fence_open(p, m) ? RT_HOLD_SERVE : RT_HOLD_FENCE;
