@@ -77,4 +77,13 @@ const api_condition *api_status_cond(const api_status *st, const char *type);
  * it. */
 bool api_status_awaits_probe(const api_status *st);
 
+/* A Degraded pool's fault spares member: the operator changes no replicas while Degraded, so a
+ * router may serve a resident the fault is not about. True only when MembersValid is False (a spec
+ * fault, written with the intent kept as it was) and every clause of its message (the faults, "; "
+ * between them, as the operator's rule 5 writes them) is a fault of a known shape that names no
+ * member or another member than this one. Any other Degraded (a swap's target that fails, with
+ * SlotAllocated False), a message empty or with a clause of another shape (an older or newer
+ * operator, a field value that holds "; ") concerns every member: false (fail closed). */
+bool api_status_fault_spares(const api_status *st, const char *member);
+
 #endif

@@ -34,8 +34,8 @@ typedef struct app_options {
     const char *bind_addr;       /* --bind-address: the OpenAI endpoint; :8080 */
     const char *label_selector;  /* --label-selector: the ModelPools fronted; NULL all */
     long long max_body_bytes;    /* --max-body-size BYTES (or 32Mi, 1Gi): larger is 413; 32 MiB */
-    long resident_grace_ms;      /* --resident-grace DURATION: a busy resident's new requests go on
-                                    while another member waits, for this long; 10s */
+    long resident_grace_ms;      /* --resident-grace DURATION: while another member waits, a busy
+                                    resident keeps the slot this long before it is asked for; 10s */
     long upstream_timeout_ms;    /* --upstream-timeout DURATION: once the request is sent, the
                                     longest a member may send no byte (head or body); 10m */
     long long body_budget_bytes; /* --body-buffer-budget BYTES: body bytes kept by all requests at

@@ -41,9 +41,14 @@ typedef struct rt_hold_pool {
      * (Swapping False/RequestDropped): a swap away from it would wedge the same way, so other
      * members' requests are refused until the pool says otherwise. */
     bool dropped;
+    /* The pool is Degraded by a fault that does not concern its resident (api_status_fault_spares):
+     * the operator changes no replicas while Degraded, so the resident still serves (its Pods
+     * ready, through the drain fence's read as always); every other member is refused. */
+    bool degraded_spares_resident;
     const rt_hold_member *members;
     size_t n_members;
-    /* How long a busy resident keeps taking new requests while another member's requests wait. */
+    /* How long a busy resident keeps the slot before another member whose requests wait is
+     * asked for (its new requests go on until the operator takes that request: serve_before_ms). */
     uint64_t grace_ms;
     uint64_t now_ms; /* the clock of first_wait_ms */
     /* The drain fence (the router's half): a request goes to the resident only within
@@ -65,9 +70,9 @@ typedef enum {
     RT_HOLD_FENCE,
 } rt_hold_verdict;
 
-/* Why a REJECT: the pool is Degraded, the member cannot load (Failed, Suspended, or
- * WaitingForGPU as the swap's target), the pool cannot swap away from its resident, or the API
- * server refuses the fence's read. */
+/* Why a REJECT: the pool is Degraded (every member but a resident its fault spares), the member
+ * cannot load (Failed, Suspended, or WaitingForGPU as the swap's target), the pool cannot swap away
+ * from its resident, or the API server refuses the fence's read. */
 typedef enum {
     RT_REJECT_NONE = 0,
     RT_REJECT_DEGRADED,
@@ -84,7 +89,13 @@ typedef struct rt_hold_decision {
      * again and again). */
     ptrdiff_t activate;
     /* For the member that serves: only its requests that arrived before this time go to it, the
-     * later ones wait behind the member asked for next (the grace of a busy resident); 0 all. */
+     * later ones wait behind the member whose requests waited longest (the grace of a busy
+     * resident); 0 all. Set only once the operator has taken the request for that member (the
+     * pool shows it pendingMember, its drain begun): until then, asked or not, the resident's new
+     * requests keep going (an operator that is down, or a swap that stalls, would make them wait
+     * for nothing). Once taken, the swap's drain has begun and the resident serves nothing new
+     * anyway (it serves with a swap pending only while the swap awaits its probe, which has no
+     * grace): so a serving member gets 0 today; the rule is kept here, where it is decided. */
     uint64_t serve_before_ms;
     /* Decide again at this time even without an event (a grace ends); 0 none. */
     uint64_t wake_at_ms;

@@ -208,8 +208,9 @@ static const app_flag app_router_flags[] = {
      .min = 1,
      .max = APP_DAY_MS,
      APP_AT(resident_grace_ms),
-     .help = "while requests wait for another member, new requests for a busy resident still go "
-             "to it for this long, then wait their turn"},
+     .help = "while requests wait for another member, a busy resident keeps the slot this long "
+             "before that member is asked for; its new requests go to it until the pool takes "
+             "the request"},
     {.name = "upstream-timeout",
      .kind = APP_FLAG_DURATION,
      .arg = "DURATION",

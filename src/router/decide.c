@@ -117,8 +117,10 @@ static int rt_pass_run(rt_pass *x, rt_pool *p, const api_pool *o, uint64_t now)
             x->hm[i].in_flight = x->mq[i]->in_flight;
         }
     }
+    bool spares = api_status_fault_spares(&o->status, o->status.resident_member);
     rt_hold_pool hp = {.phase = o->status.phase,
                        .dropped = rt_view_dropped(o, x->dropped, sizeof(x->dropped)),
+                       .degraded_spares_resident = spares,
                        .resident = o->status.resident_member,
                        .pending = o->status.pending_member,
                        .requested = o->requested,

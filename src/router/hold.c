@@ -1,8 +1,10 @@
 /* hold: which requests of a pool go now, wait or are refused, and which member the router asks
  * for. The order of service is the order of arrival: members are taken in the order their oldest
  * held request arrived (A A B B C C, never A B A B), so every member gets its turn within the
- * budget. A busy resident keeps its new requests only for grace_ms once another member waits, and
- * gets them only within the drain fence's window after a read of the pool confirmed it. */
+ * budget. While another member waits, a busy resident is asked away from only after grace_ms, and
+ * keeps its new requests until the operator has taken that request (the pool Swapping to it); it
+ * gets them only within the drain fence's window after a read of the pool confirmed it. A Degraded
+ * pool changes no replicas: its resident serves unless the fault concerns it, the rest is 503. */
 #include "router/hold.h"
 
 #include <stdio.h>
@@ -53,7 +55,8 @@ static rt_hold_verdict judge(const rt_hold_pool *p, const rt_hold_member *m, rt_
     *why = RT_REJECT_NONE;
     if (p->fence_refused)
         *why = RT_REJECT_FENCE_REFUSED;
-    else if (str_eq(p->phase, API_PHASE_DEGRADED))
+    else if (str_eq(p->phase, API_PHASE_DEGRADED) &&
+             !(p->degraded_spares_resident && servable(p, m)))
         *why = RT_REJECT_DEGRADED;
     else if (servable(p, m))
         return fence_open(p, m) ? RT_HOLD_SERVE : RT_HOLD_FENCE;
@@ -106,9 +109,11 @@ void rt_hold_decide(const rt_hold_pool *p, rt_hold_verdict *verdicts, rt_hold_re
     uint64_t grace_end = h->first_wait_ms + p->grace_ms;
     bool grace_over = p->now_ms >= grace_end;
 
-    /* The resident, if it serves: requests for it that arrived within the grace go to it (those
-     * held for its activation included), later ones wait behind the head, so it drains and the
-     * swap can happen. It is busy while it serves any. */
+    /* The resident, if it serves: once the operator has taken the request for the head (the
+     * pool Swapping to it), requests for it that arrived within the grace go to it (those held
+     * for its activation included), later ones wait behind the head, so it drains and the swap
+     * can happen; before that they all go, as nothing may ever take the request. It is busy while
+     * it serves any. */
     bool resident_busy = false;
     for (size_t i = 0; i < p->n_members; i++) {
         const rt_hold_member *m = &p->members[i];
@@ -116,7 +121,7 @@ void rt_hold_decide(const rt_hold_pool *p, rt_hold_verdict *verdicts, rt_hold_re
             continue;
         /* No grace while the swap awaits the resident's probe: its drain has not begun, and
          * holding its requests would not begin it (they would starve until the drop). */
-        if (!p->awaiting_probe)
+        if (!p->awaiting_probe && str_eq(p->pending, h->name))
             out->serve_before_ms = grace_end;
         resident_busy = m->in_flight > 0 || (m->waiting > 0 && m->first_wait_ms < grace_end);
     }

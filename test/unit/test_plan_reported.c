@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/status.h"
 #include "plan_case.h"
 
 /* ---- the target: loading, Ready, failed, stuck ---- */
@@ -378,6 +379,116 @@ static void test_recovery(void **state)
     free(f);
 }
 
+/* The router reads the operator's Degraded messages (api_status_fault_spares): a resident serves
+ * on while the pool is Degraded only by faults not about it. Each row a pool with resident a (up,
+ * Ready) as the real plan reports it, and whether the fault spares a and b. */
+typedef struct {
+    t_case c;
+    bool spares_a, spares_b;
+} t_spare;
+
+static void test_faults_attributed(void **state)
+{
+    (void)state;
+    static const t_spare t[] = {
+        {{.title = "b not created yet",
+          .m = {{"a", 1, "Ready", "R"}, {"b", 0, NULL, NULL, NULL, NULL, 0, true}}},
+         true,
+         false},
+        {{.title = "the resident's InferenceService missing",
+          .m = {{"a", 1, NULL, NULL, NULL, NULL, 0, true}, {"b", 0}}},
+         false,
+         true},
+        {{.title = "b claimed by another pool",
+          .m = {{"a", 1, "Ready", "R"}, {"b", 0, NULL, NULL, NULL, NULL, 0, false, "other"}}},
+         true,
+         false},
+        {{.title = "the resident claimed by another pool",
+          .m = {{"a", 1, "Ready", "R", NULL, NULL, 0, false, "other"}, {"b", 0}}},
+         false,
+         true},
+        {{.title = "b listed twice", .m = {{"a", 1, "Ready", "R"}, {"b", 0}, {"b", 0}}},
+         true,
+         false},
+        {{.title = "the resident listed twice", .m = {{"a", 1, "Ready", "R"}, {"a", 1}, {"b", 0}}},
+         false,
+         true},
+        {{.title = "an empty member name", .m = {{"a", 1, "Ready", "R"}, {"", 0}, {"b", 0}}},
+         true,
+         true},
+        {{.title = "default not a member", .m = {{"a", 1, "Ready", "R"}, {"b", 0}}, .dflt = "z"},
+         true,
+         true},
+        {{.title = "bad swapBudget", .m = {{"a", 1, "Ready", "R"}, {"b", 0}}, .budget = "soon"},
+         true,
+         true},
+        {{.title = "a swapBudget that reads as two faults: no clause of a known shape for its rest",
+          .m = {{"a", 1, "Ready", "R"}, {"b", 0}},
+          .budget = "x; member q is listed 2 times"},
+         false,
+         false},
+        {{.title = "bad unload-after annotation",
+          .m = {{"a", 1, "Ready", "R"}, {"b", 0}},
+          .unload_after = "later"},
+         true,
+         true},
+        {{.title = "unsupported swapPolicy",
+          .m = {{"a", 1, "Ready", "R"}, {"b", 0}},
+          .policy = "greedy"},
+         true,
+         true},
+        {{.title = "the resident removed from spec.members", .m = {{"b", 0}}}, false, true},
+        {{.title = "the pending member removed from spec.members",
+          .m = {{"a", 1, "Ready", "R"}},
+          .pending = "b",
+          .stage = "Loading"},
+         true,
+         false},
+        {{.title = "several faults, one about the resident",
+          .m = {{"a", 1, "Ready", "R", NULL, NULL, 0, false, "other"},
+                {"b", 0, NULL, NULL, NULL, NULL, 0, true}},
+          .budget = "soon"},
+         false,
+         false},
+        {{.title = "a prefix of the resident's name is not its name",
+          .m = {{"a", 1, "Ready", "R"}, {"ab", 0, NULL, NULL, NULL, NULL, 0, true}}},
+         true,
+         true},
+        {{.title = "valid: not Degraded", .m = {{"a", 1, "Ready", "R"}, {"b", 0}}}, false, false},
+        {{.title = "a swap's target Failed (SlotAllocated): not a spec fault",
+          .m = {{"a", 0, "Stopped"}, {"b", 1, "Failed", "P"}},
+          .pending = "b",
+          .stage = "Loading"},
+         false,
+         false},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        t_case c = t[i].c;
+        c.resident = "a";
+        t_fix *f = case_fix_new(&c);
+        plan_result *p = case_plan(&f->s);
+        bool a = api_status_fault_spares(&p->status, "a"),
+             b = api_status_fault_spares(&p->status, "b");
+        const api_condition *v = case_cond(&p->status, "MembersValid");
+        if (a != t[i].spares_a || b != t[i].spares_b)
+            fail_msg("%s: spares a %d (want %d), b %d (want %d); phase %s, MembersValid %s",
+                     c.title, a, t[i].spares_a, b, t[i].spares_b, case_nz(p->status.phase),
+                     v ? case_nz(v->message) : "(none)");
+        plan_free(p);
+        free(f);
+    }
+    api_status none = {.phase = "Degraded"};
+    assert_false(api_status_fault_spares(&none, "a")); /* no MembersValid: fail closed */
+    api_condition empty = {"MembersValid", "False", "MissingMembers", "", NOW};
+    none.conditions = &empty;
+    none.n_conditions = 1;
+    assert_false(api_status_fault_spares(&none, "a")); /* no message: fail closed */
+    api_condition other = {"MembersValid", "False", "SomethingNew", "member b is odd", NOW};
+    none.conditions = &other;
+    assert_false(api_status_fault_spares(&none, "a")); /* a shape not known: fail closed */
+    assert_false(api_status_fault_spares(&none, NULL));
+}
+
 /* members[] mirrors phase and residency, once per name; observedGeneration follows the spec;
  * lastTransitionTime moves only when a condition's status does. */
 static void test_status_mirror(void **state)
@@ -466,6 +577,6 @@ static void test_bad_args(void **state)
 }
 
 TEST_MAIN(cmocka_unit_test(test_target), cmocka_unit_test(test_target_waiting),
-          cmocka_unit_test(test_invalid), cmocka_unit_test(test_recovery),
-          cmocka_unit_test(test_status_mirror), cmocka_unit_test(test_idempotence),
-          cmocka_unit_test(test_bad_args))
+          cmocka_unit_test(test_invalid), cmocka_unit_test(test_faults_attributed),
+          cmocka_unit_test(test_recovery), cmocka_unit_test(test_status_mirror),
+          cmocka_unit_test(test_idempotence), cmocka_unit_test(test_bad_args))
