@@ -48,7 +48,9 @@ typedef struct rt_hold_pool {
     const rt_hold_member *members;
     size_t n_members;
     /* How long a busy resident keeps the slot before another member whose requests wait is
-     * asked for (its new requests go on until the operator takes that request: serve_before_ms). */
+     * asked for. Its new requests go on until the operator takes that request (an operator that
+     * is down, or a swap that stalls, must not make them wait for nothing); once taken, the
+     * swap's drain has begun and the resident is not served anyway. */
     uint64_t grace_ms;
     uint64_t now_ms; /* the clock of first_wait_ms */
     /* The drain fence (the router's half): a request goes to the resident only within
@@ -63,7 +65,7 @@ typedef struct rt_hold_pool {
 
 typedef enum {
     RT_HOLD_WAIT = 0, /* hold its requests (new ones too) */
-    RT_HOLD_SERVE,    /* forward its requests to its ready Pods (see serve_before_ms) */
+    RT_HOLD_SERVE,    /* forward its requests to its ready Pods */
     RT_HOLD_REJECT,   /* answer its held requests, and new ones, 503 now */
     /* Servable as the caches say, but no read of the pool young enough for the drain fence
      * confirms it: hold its requests until one does (fence_read). */
@@ -88,15 +90,6 @@ typedef struct rt_hold_decision {
      * is up (it is starting: the pool would only clear such a request, and it would be asked
      * again and again). */
     ptrdiff_t activate;
-    /* For the member that serves: only its requests that arrived before this time go to it, the
-     * later ones wait behind the member whose requests waited longest (the grace of a busy
-     * resident); 0 all. Set only once the operator has taken the request for that member (the
-     * pool shows it pendingMember, its drain begun): until then, asked or not, the resident's new
-     * requests keep going (an operator that is down, or a swap that stalls, would make them wait
-     * for nothing). Once taken, the swap's drain has begun and the resident serves nothing new
-     * anyway (it serves with a swap pending only while the swap awaits its probe, which has no
-     * grace): so a serving member gets 0 today; the rule is kept here, where it is decided. */
-    uint64_t serve_before_ms;
     /* Decide again at this time even without an event (a grace ends); 0 none. */
     uint64_t wake_at_ms;
     /* Read the pool for the drain fence now (unless a read is in flight or backs off): requests

@@ -139,11 +139,11 @@ static int rt_pass_run(rt_pass *x, rt_pool *p, const api_pool *o, uint64_t now)
     return 0;
 }
 
-/* Forwards m's requests that arrived before `before` (0: all). Returns when the first one put
- * back after a refused forward may go again, if it stopped there (0 otherwise). */
-static uint64_t rt_serve(rt_mq *m, uint64_t before, uint64_t send_by, uint64_t now)
+/* Forwards m's requests. Returns when the first one put back after a refused forward may go
+ * again, if it stopped there (0 otherwise). */
+static uint64_t rt_serve(rt_mq *m, uint64_t send_by, uint64_t now)
 {
-    while (m->head && (before == 0 || m->head->arrived_ms < before)) {
+    while (m->head) {
         rt_req *q = m->head;
         if (q->retry_at > now) /* put back: its turn comes a little later */
             return q->retry_at;
@@ -201,7 +201,7 @@ void rt_decide(rt_pool *p)
         if (x.v[i] == RT_HOLD_REJECT)
             rt_reject_member(p, o, &x, i);
         else if (x.v[i] == RT_HOLD_SERVE) {
-            uint64_t at = rt_serve(x.mq[i], x.d.serve_before_ms, x.d.send_by_ms, now);
+            uint64_t at = rt_serve(x.mq[i], x.d.send_by_ms, now);
             if (at && (!wake || at < wake))
                 wake = at;
         }

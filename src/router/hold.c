@@ -109,20 +109,15 @@ void rt_hold_decide(const rt_hold_pool *p, rt_hold_verdict *verdicts, rt_hold_re
     uint64_t grace_end = h->first_wait_ms + p->grace_ms;
     bool grace_over = p->now_ms >= grace_end;
 
-    /* The resident, if it serves: once the operator has taken the request for the head (the
-     * pool Swapping to it), requests for it that arrived within the grace go to it (those held
-     * for its activation included), later ones wait behind the head, so it drains and the swap
-     * can happen; before that they all go, as nothing may ever take the request. It is busy while
-     * it serves any. */
+    /* The resident, if it serves, is busy while it has a request in flight or one held from
+     * within the grace: the head is asked for once it is idle or the grace is over. Its new
+     * requests keep going until the operator takes that request (the drain then begins and it is
+     * not servable). */
     bool resident_busy = false;
     for (size_t i = 0; i < p->n_members; i++) {
         const rt_hold_member *m = &p->members[i];
         if (verdicts[i] != RT_HOLD_SERVE && verdicts[i] != RT_HOLD_FENCE)
             continue;
-        /* No grace while the swap awaits the resident's probe: its drain has not begun, and
-         * holding its requests would not begin it (they would starve until the drop). */
-        if (!p->awaiting_probe && str_eq(p->pending, h->name))
-            out->serve_before_ms = grace_end;
         resident_busy = m->in_flight > 0 || (m->waiting > 0 && m->first_wait_ms < grace_end);
     }
 

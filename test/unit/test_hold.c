@@ -34,7 +34,6 @@ typedef struct {
     const char *want; /* verdict letters in member order: S, W, D (degraded), M (phase) */
     int activate;     /* -1 none */
     uint64_t wake;    /* T0 + this, 0 none */
-    uint64_t before;  /* serve_before_ms: T0 + this, 0 none */
     bool spares;      /* degraded_spares_resident */
 } t_case;
 
@@ -98,14 +97,10 @@ static void run(const t_case *t, size_t n)
                                                   : 'M';
         got[k] = '\0';
         uint64_t wake = t[c].wake ? T0 + t[c].wake : 0;
-        uint64_t before = t[c].before ? T0 + t[c].before : 0;
-        if (strcmp(got, t[c].want) != 0 || d.activate != t[c].activate || d.wake_at_ms != wake ||
-            d.serve_before_ms != before)
-            fail_msg("%s: verdicts %s (want %s), activate %td (want %d), wake %llu (want %llu), "
-                     "before %llu (want %llu)",
+        if (strcmp(got, t[c].want) != 0 || d.activate != t[c].activate || d.wake_at_ms != wake)
+            fail_msg("%s: verdicts %s (want %s), activate %td (want %d), wake %llu (want %llu)",
                      t[c].title, got, t[c].want, d.activate, t[c].activate,
-                     (unsigned long long)d.wake_at_ms, (unsigned long long)wake,
-                     (unsigned long long)d.serve_before_ms, (unsigned long long)before);
+                     (unsigned long long)d.wake_at_ms, (unsigned long long)wake);
     }
 }
 
@@ -116,33 +111,33 @@ static void test_serve_and_activate(void **state)
     (void)state;
     static const t_case t[] = {
         {"resident ready: served, nothing asked", "Ready", "a", NULL, NULL, false,
-         {"a:ur:3@0:0", "b::0@0:0"}, 10, "SW", -1, 0, 0},
+         {"a:ur:3@0:0", "b::0@0:0"}, 10, "SW", -1, 0},
         {"request for a stopped member, resident idle: asked at once", "Ready", "a", NULL, NULL,
-         false, {"a:ur:0@0:0", "b::2@0:0"}, 10, "SW", 1, 0, 0},
+         false, {"a:ur:0@0:0", "b::2@0:0"}, 10, "SW", 1, 0},
         {"resident busy, grace running: it keeps serving, wake at grace end", "Ready", "a", NULL,
-         NULL, false, {"a:ur:0@0:2", "b::1@100:0"}, 1000, "SW", -1, 5100, 0},
+         NULL, false, {"a:ur:0@0:2", "b::1@100:0"}, 1000, "SW", -1, 5100},
         {"resident busy, grace over: b asked, the resident's new requests still go (not taken)",
-         "Ready", "a", NULL, NULL, false, {"a:ur:0@0:2", "b::1@100:0"}, 5100, "SW", 1, 0, 0},
+         "Ready", "a", NULL, NULL, false, {"a:ur:0@0:2", "b::1@100:0"}, 5100, "SW", 1, 0},
         {"our request for b not taken long past the grace (operator down): the resident serves all",
-         "Ready", "a", NULL, "b", false, {"a:ur:3@20000:2", "b::1@100:0"}, 60000, "SW", -1, 0, 0},
+         "Ready", "a", NULL, "b", false, {"a:ur:3@20000:2", "b::1@100:0"}, 60000, "SW", -1, 0},
         {"our request written, not seen yet, past the grace: the resident serves all", "Ready",
-         "a", NULL, NULL, true, {"a:ur:3@20000:2", "b::1@100:0"}, 60000, "SW", -1, 0, 0},
+         "a", NULL, NULL, true, {"a:ur:3@20000:2", "b::1@100:0"}, 60000, "SW", -1, 0},
         {"resident's held requests from within the grace keep it busy", "Ready", "a", NULL, NULL,
-         false, {"a:ur:2@200:0", "b::1@100:0"}, 300, "SW", -1, 5100, 0},
+         false, {"a:ur:2@200:0", "b::1@100:0"}, 300, "SW", -1, 5100},
         {"swap in flight: everything waits, nothing asked", "Swapping", "a", "b", NULL, false,
-         {"a:ur:1@0:0", "b:u:4@0:0"}, 10, "WW", -1, 0, 0},
+         {"a:ur:1@0:0", "b:u:4@0:0"}, 10, "WW", -1, 0},
         {"another's request in the annotation: not overwritten", "Ready", "a", NULL, "c", false,
-         {"a:ur:0@0:0", "b::1@0:0", "c::0@0:0"}, 10, "SWW", -1, 0, 0},
+         {"a:ur:0@0:0", "b::1@0:0", "c::0@0:0"}, 10, "SWW", -1, 0},
         {"our own request not seen yet: not asked twice", "Ready", "a", NULL, NULL, true,
-         {"a:ur:0@0:0", "b::1@0:0"}, 10, "SW", -1, 0, 0},
+         {"a:ur:0@0:0", "b::1@0:0"}, 10, "SW", -1, 0},
         {"target became resident and ready: served", "Ready", "b", NULL, NULL, false,
-         {"a::0@0:0", "b:ur:5@0:0"}, 10, "WS", -1, 0, 0},
+         {"a::0@0:0", "b:ur:5@0:0"}, 10, "WS", -1, 0},
         {"resident up but not ready (starting): waits, not asked again", "Ready", "a", NULL, NULL,
-         false, {"a:u:2@0:0", "b::0@0:0"}, 10, "WW", -1, 0, 0},
+         false, {"a:u:2@0:0", "b::0@0:0"}, 10, "WW", -1, 0},
         {"resident stopped (cancelled swap): asked again", "Ready", "a", NULL, NULL, false,
-         {"a::2@0:0", "b::0@0:0"}, 10, "WW", 0, 0, 0},
+         {"a::2@0:0", "b::0@0:0"}, 10, "WW", 0, 0},
         {"cold pool without resident: the first waiter's member asked", "Pending", NULL, NULL,
-         NULL, false, {"a::1@50:0", "b::1@20:0"}, 100, "WW", 1, 0, 0},
+         NULL, false, {"a::1@50:0", "b::1@20:0"}, 100, "WW", 1, 0},
     };
     run(t, sizeof t / sizeof t[0]);
 }
@@ -152,30 +147,30 @@ static void test_reject(void **state)
     (void)state;
     static const t_case t[] = {
         {"Degraded by a fault about the resident (or unknown): every member 503, nothing asked",
-         "Degraded", "a", NULL, NULL, false, {"a:ur:1@0:0", "b::1@0:0"}, 10, "DD", -1, 0, 0},
+         "Degraded", "a", NULL, NULL, false, {"a:ur:1@0:0", "b::1@0:0"}, 10, "DD", -1, 0},
         {"Degraded by a fault that spares the resident: it serves, the others 503, nothing asked",
          "Degraded", "a", NULL, NULL, false, {"a:ur:1@0:2", "b::1@0:0", "c:x:1@0:0"}, 10000,
-         "SDD", -1, 0, 0, true},
+         "SDD", -1, 0, true},
         {"Degraded sparing the resident, which has no ready Pod: 503, nothing held", "Degraded",
-         "a", NULL, NULL, false, {"a:u:1@0:0", "b::1@0:0"}, 10, "DD", -1, 0, 0, true},
+         "a", NULL, NULL, false, {"a:u:1@0:0", "b::1@0:0"}, 10, "DD", -1, 0, true},
         {"Degraded sparing the resident, a swap pending (its drain begun): 503", "Degraded", "a",
-         "b", NULL, false, {"a:ur:1@0:0", "b:u:1@0:0"}, 10, "DD", -1, 0, 0, true},
+         "b", NULL, false, {"a:ur:1@0:0", "b:u:1@0:0"}, 10, "DD", -1, 0, true},
         {"Degraded sparing the resident, no resident: every member 503", "Degraded", NULL, NULL,
-         NULL, false, {"a:ur:1@0:0", "b::1@0:0"}, 10, "DD", -1, 0, 0, true},
+         NULL, false, {"a:ur:1@0:0", "b::1@0:0"}, 10, "DD", -1, 0, true},
         {"Failed member: 503, the others untouched", "Ready", "a", NULL, NULL, false,
-         {"a:ur:0@0:0", "b:F:1@0:0", "c::1@5:0"}, 10, "SMW", 2, 0, 0},
+         {"a:ur:0@0:0", "b:F:1@0:0", "c::1@5:0"}, 10, "SMW", 2, 0},
         {"Suspended member: 503", "Ready", "a", NULL, NULL, false,
-         {"a:ur:0@0:0", "b:S:1@0:0"}, 10, "SM", -1, 0, 0},
+         {"a:ur:0@0:0", "b:S:1@0:0"}, 10, "SM", -1, 0},
         {"WaitingForGPU target: 503", "Swapping", "a", "b", NULL, false,
-         {"a::0@0:0", "b:uG:1@0:0"}, 10, "WM", -1, 0, 0},
+         {"a::0@0:0", "b:uG:1@0:0"}, 10, "WM", -1, 0},
         {"WaitingForGPU on a member that is not the target: not judged", "Ready", "a", NULL, NULL,
-         false, {"a:ur:0@0:0", "b:G:1@0:0"}, 10, "SW", 1, 0, 0},
+         false, {"a:ur:0@0:0", "b:G:1@0:0"}, 10, "SW", 1, 0},
         {"missing InferenceService: 503", "Ready", "a", NULL, NULL, false,
-         {"a:ur:0@0:0", "b:x:1@0:0"}, 10, "SM", -1, 0, 0},
+         {"a:ur:0@0:0", "b:x:1@0:0"}, 10, "SM", -1, 0},
         {"#26: not cached, cache behind the pool: waits, never asked for", "Ready", "a", NULL,
-         NULL, false, {"a:ur:0@0:0", "b:?:1@0:0"}, 10, "SW", -1, 0, 0},
+         NULL, false, {"a:ur:0@0:0", "b:?:1@0:0"}, 10, "SW", -1, 0},
         {"#26: the same in a cold pool: waits, not 503 member is missing", "Pending", NULL, NULL,
-         NULL, false, {"a:?:1@0:0", "b::0@0:0"}, 10, "WW", -1, 0, 0},
+         NULL, false, {"a:?:1@0:0", "b::0@0:0"}, 10, "WW", -1, 0},
     };
     run(t, sizeof t / sizeof t[0]);
 }
@@ -286,7 +281,7 @@ static void test_fence(void **state)
 
 /* A request for another member while the resident waits for the fence's read: the resident is
  * busy with it all the same (its requests are served once the read comes), so b is not asked for
- * before the grace ends; none of its requests waits behind b, which nobody has taken yet. */
+ * before the grace ends. */
 static void test_fence_keeps_grace(void **state)
 {
     (void)state;
@@ -309,7 +304,6 @@ static void test_fence_keeps_grace(void **state)
     assert_true(d.fence_read);
     assert_int_equal(d.activate, -1);
     assert_int_equal(d.wake_at_ms, T0 + 5000);
-    assert_int_equal(d.serve_before_ms, 0);
 }
 
 /* #26: a swap whose resident's idle probe cannot decide has not begun to drain it (Swapping
@@ -323,7 +317,6 @@ typedef struct {
     const char *a;           /* the resident as parse_member reads it */
     const char *read_member; /* the fence's last read, 100 ms ago */
     const char *want;        /* verdicts of a and b */
-    uint64_t before;         /* serve_before_ms: T0 + this, 0 none */
     bool read;
     bool spares; /* degraded_spares_resident */
 } t_await;
@@ -334,16 +327,16 @@ static void test_awaiting_probe(void **state)
     // clang-format off
     static const t_await t[] = {
         {"awaiting: the resident serves, no grace", "Swapping", true, "a:ur:2@8000:1", "a",
-         "SW", 0, false},
+         "SW", false},
         {"not awaiting (draining): the resident's requests wait", "Swapping", false,
-         "a:ur:2@8000:1", "a", "WW", 0, false},
+         "a:ur:2@8000:1", "a", "WW", false},
         {"awaiting, no young read: they wait for one", "Swapping", true, "a:ur:2@8000:0", NULL,
-         "FW", 0, true},
+         "FW", true},
         {"awaiting, the resident has no ready Pod: wait", "Swapping", true, "a:u:2@8000:0", "a",
-         "WW", 0, false},
-        {"awaiting but Degraded: 503", "Degraded", true, "a:ur:2@8000:0", "a", "DD", 0, false},
+         "WW", false},
+        {"awaiting but Degraded: 503", "Degraded", true, "a:ur:2@8000:0", "a", "DD", false},
         {"awaiting, Degraded by a fault sparing the resident: it serves", "Degraded", true,
-         "a:ur:2@8000:0", "a", "SD", 0, false, true},
+         "a:ur:2@8000:0", "a", "SD", false, true},
     };
     // clang-format on
     for (size_t c = 0; c < sizeof t / sizeof t[0]; c++) {
@@ -375,12 +368,9 @@ static void test_awaiting_probe(void **state)
                      : v[i] == RT_HOLD_WAIT       ? 'W'
                      : r[i] == RT_REJECT_DEGRADED ? 'D'
                                                   : 'M';
-        uint64_t before = t[c].before ? T0 + t[c].before : 0;
-        if (strcmp(got, t[c].want) != 0 || d.serve_before_ms != before ||
-            d.fence_read != t[c].read || d.activate != -1)
-            fail_msg("%s: verdicts %s (want %s), before %llu, read %d, activate %td", t[c].title,
-                     got, t[c].want, (unsigned long long)d.serve_before_ms, d.fence_read,
-                     d.activate);
+        if (strcmp(got, t[c].want) != 0 || d.fence_read != t[c].read || d.activate != -1)
+            fail_msg("%s: verdicts %s (want %s), read %d, activate %td", t[c].title, got,
+                     t[c].want, d.fence_read, d.activate);
     }
 }
 
@@ -426,12 +416,12 @@ static void test_order(void **state)
     (void)state;
     static const t_case t[] = {
         {"the member whose first request is oldest goes first", "Ready", "a", NULL, NULL, false,
-         {"a:ur:0@0:0", "b::3@300:0", "c::1@200:0"}, 1000, "SWW", 2, 0, 0},
+         {"a:ur:0@0:0", "b::3@300:0", "c::1@200:0"}, 1000, "SWW", 2, 0},
         {"ties go to spec order", "Ready", "a", NULL, NULL, false,
-         {"a:ur:0@0:0", "b::1@200:0", "c::1@200:0"}, 1000, "SWW", 1, 0, 0},
+         {"a:ur:0@0:0", "b::1@200:0", "c::1@200:0"}, 1000, "SWW", 1, 0},
         {"a busy resident past the grace: a asked, b's new ones still go (not taken yet)",
          "Ready", "b", NULL, NULL, false, {"a::1@100:0", "b:ur:2@50:1", "c::1@200:0"}, 6000,
-         "WSW", 0, 0, 0},
+         "WSW", 0, 0},
     };
     run(t, sizeof t / sizeof t[0]);
 }
@@ -496,8 +486,7 @@ static void test_no_starvation(void **state)
             if (v[i] != RT_HOLD_SERVE)
                 continue;
             serving++;
-            while (q[i].head < q[i].tail &&
-                   (d.serve_before_ms == 0 || q[i].at[q[i].head] < d.serve_before_ms)) {
+            while (q[i].head < q[i].tail) {
                 uint64_t w = now - q[i].at[q[i].head++];
                 max_wait = w > max_wait ? w : max_wait;
                 served[i]++;
