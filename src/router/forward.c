@@ -444,7 +444,7 @@ int fwd_start(fwd *f, const fwd_request *req, const fwd_client *cl, void *ud, fw
             goto fail;
         c->ntargets++;
     }
-    if (fwd_buf_append(c, req->body, req->body_len) < 0)
+    if ((rc = fwd_buf_append(c, req->body, req->body_len)) < 0)
         goto fail;
     c->pushed = req->body_len;
     if (c->pushed > f->cfg.replay_cap)
