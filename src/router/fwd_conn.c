@@ -100,7 +100,7 @@ bool fwd_conn_start(fwd_call *c)
     struct sockaddr_in6 in6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)t->port)};
     bool v6 = inet_pton(AF_INET, t->ip, &in4.sin_addr) != 1;
     if (v6 && inet_pton(AF_INET6, t->ip, &in6.sin6_addr) != 1)
-        return false; /* fwd_check let only numeric addresses in */
+        return false; /* fwd_request_invalid let only numeric addresses in */
     c->conn_fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->conn_fd < 0) {
         fwd_conn_failed(c, CURLE_COULDNT_CONNECT, errno);
