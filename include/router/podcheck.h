@@ -27,7 +27,8 @@ rt_pod_verdict rt_podcheck_judge(long code, const api_pod *read, const char *uid
 typedef struct rt_podref {
     char *ns, *name, *uid, *ip;
 } rt_podref;
-/* 0, or -1 out of memory (r then cleared). */
+/* Copies pod's namespace, name, UID and address into r (what r held is freed first). 0, or
+ * -ENOMEM (r then cleared). */
 int rt_podref_set(rt_podref *r, const api_pod *pod);
 void rt_podref_clear(rt_podref *r);
 

@@ -274,7 +274,10 @@ static void rt_body(void *ud, const char *data, size_t len, bool end)
         return;
     }
     if (q->state == RQ_FORWARDING) {
-        if (fwd_body(q->call, data, len, end) == 1 && !end) {
+        int frc = fwd_body(q->call, data, len, end);
+        if (frc < 0) /* the call fails (done() answers the client), or already had (-EPIPE) */
+            return;
+        if (frc == 1 && !end) {
             q->body_paused = true;
             httpd_req_body_pause(q->hr);
         }

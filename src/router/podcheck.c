@@ -1,13 +1,14 @@
 /* rt_podcheck: confirms a member Pod at its address by a read from the API server, before the
- * first request on a new connection (forward.c's connected()), and remembers the Pods it refuted.
- * Why a read after the connect is enough: the Pod's IP is set once by the kubelet and released only
- * with the Pod's sandbox, after which the Pod is terminating or terminal in the API server (the
- * kubelet updates the status as it tears the sandbox down); a read made after the connect that
- * shows the Pod alive at that address means the address was the Pod's at the connect, so the
- * connection reached it. Another Pod taking the address later cannot take over the connection: its
- * network stack has no state for it and answers with a reset. */
+ * first request on a new connection (fwd's connected(), router/forward.h), and remembers the Pods
+ * it refuted. Why a read after the connect is enough: the Pod's IP is set once by the kubelet and
+ * released only with the Pod's sandbox, after which the Pod is terminating or terminal in the API
+ * server (the kubelet updates the status as it tears the sandbox down); a read made after the
+ * connect that shows the Pod alive at that address means the address was the Pod's at the connect,
+ * so the connection reached it. Another Pod taking the address later cannot take over the
+ * connection: its network stack has no state for it and answers with a reset. */
 #include "router/podcheck.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +71,7 @@ int rt_podref_set(rt_podref *r, const api_pod *pod)
     if (r->ns && r->name && r->uid && r->ip)
         return 0;
     rt_podref_clear(r);
-    return -1;
+    return -ENOMEM;
 }
 
 void rt_podref_clear(rt_podref *r)
@@ -137,6 +138,7 @@ static void rt_pc_refute(rt_podcheck *pc, const rt_podref *r)
         pc->nrefuted--;
     }
     api_pod p = {.ns = r->ns, .name = r->name, .uid = r->uid, .ip = r->ip};
+    /* -ENOMEM: not remembered; the cost is one more read of the Pod. */
     if (rt_podref_set(&pc->refuted[pc->nrefuted], &p) == 0)
         pc->nrefuted++;
 }

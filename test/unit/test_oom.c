@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "api/records.h"
 #include "informer/expect.h"
 #include "informer/informer.h"
@@ -33,8 +35,10 @@
 #include "pool/pool_metrics.h"
 #include "pool/probe.h"
 #include "pool/snapshot.h"
+#include "router/fwd_headers.h"
 #include "router/model.h"
 #include "router/oai.h"
+#include "router/podcheck.h"
 #include "router/routes.h"
 #include "util/strmap.h"
 
@@ -839,6 +843,42 @@ static int sc_pool_metrics(char **out)
     return 0;
 }
 
+/* The router's forwarding side: the header list sent to a member (curl's own allocations are not
+ * failed, the forwarder's are) and the copy of a Pod a request was sent to. */
+static int sc_forward(char **out)
+{
+    static const fwd_header h[] = {{"Connection", "close, X-Drop"},
+                                   {"X-Drop", "1"},
+                                   {"Content-Type", "application/json"},
+                                   {"X-Empty", ""},
+                                   {"X-Forwarded-For", "1.1.1.1"}};
+    fwd_request req = {.method = "POST",
+                       .path = "/v1/chat/completions",
+                       .headers = h,
+                       .nheaders = sizeof(h) / sizeof(h[0]),
+                       .client_addr = "10.0.0.1"};
+    struct curl_slist *l = NULL;
+    int rc = fwd_build_headers(&l, &req);
+    if (rc < 0) {
+        curl_slist_free_all(l);
+        return rc;
+    }
+    api_pod pod = {.ns = "ns", .name = "a-0", .uid = "u-1", .ip = "10.1.0.7"};
+    rt_podref r = {0};
+    if ((rc = rt_podref_set(&r, &pod)) < 0) {
+        curl_slist_free_all(l);
+        return rc;
+    }
+    char lines[512] = "";
+    size_t n = 0;
+    for (const struct curl_slist *i = l; i; i = i->next)
+        n += (size_t)snprintf(lines + n, sizeof(lines) - n, "%s|", i->data);
+    *out = answer("%s %s/%s %s %s", lines, r.ns, r.name, r.uid, r.ip);
+    curl_slist_free_all(l);
+    rt_podref_clear(&r);
+    return 0;
+}
+
 #define OOM_TEST(name)                                                                             \
     static void test_##name(void **state)                                                          \
     {                                                                                              \
@@ -859,6 +899,7 @@ OOM_TEST(expect)
 OOM_TEST(workqueue)
 OOM_TEST(probe)
 OOM_TEST(routes)
+OOM_TEST(forward)
 OOM_TEST(pool_metrics)
 
 int main(void)
@@ -879,6 +920,7 @@ int main(void)
         cmocka_unit_test(test_workqueue),
         cmocka_unit_test(test_probe),
         cmocka_unit_test(test_routes),
+        cmocka_unit_test(test_forward),
         cmocka_unit_test(test_pool_metrics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
