@@ -10,11 +10,15 @@
 typedef struct ev_loop ev_loop;
 
 /* EV_ERROR alone watches for errors and hang-ups only (epoll reports those whatever is asked):
- * for a socket whose end of file, always readable, must not wake the loop again and again. */
-enum { EV_READ = 1, EV_WRITE = 2, EV_ERROR = 4 };
+ * for a socket whose end of file, always readable, must not wake the loop again and again.
+ * EV_HANGUP watches a stream socket for its peer's end of file (EPOLLRDHUP), which the kernel
+ * reports once the bytes before it have arrived, read or not: bytes waiting to be read do not
+ * wake the loop, as they would with EV_READ. */
+enum { EV_READ = 1, EV_WRITE = 2, EV_ERROR = 4, EV_HANGUP = 8 };
 
 /* Called when fd is ready; events is a mask of EV_READ/EV_WRITE (errors and hang-ups are
- * reported as EV_READ so the owner's read sees them, and as EV_ERROR). */
+ * reported as EV_READ so the owner's read sees them, and as EV_ERROR), and EV_HANGUP when the
+ * peer's end of file arrived (asked for or not). */
 typedef void (*ev_fd_fn)(ev_loop *loop, int fd, int events, void *ud);
 /* Called once when a timer fires; the timer is already gone when it runs. */
 typedef void (*ev_timer_fn)(ev_loop *loop, void *ud);

@@ -38,8 +38,8 @@ struct httpd_req {
     bool closed;       /* ended under its owner: its work is cancelled (or being cancelled) */
     bool peer_gone;    /* the client closed while the req waited: MHD must drop it */
     bool watching;     /* fd is in the loop, watched for the client's close while asleep */
-    bool eof_seen;     /* the client sent its end of file: only an error or hang-up is watched */
-    bool http11;       /* the request line says HTTP/1.1 (an interim 1xx may be sent) */
+    bool eof_seen; /* the client sent its end of file (probed): an error or hang-up is watched */
+    bool http11;   /* the request line says HTTP/1.1 (an interim 1xx may be sent) */
     int fd;
     httpd_body_fn body;
     void *body_ud;
@@ -86,8 +86,8 @@ enum MHD_Result httpd_queue(struct MHD_Connection *conn, httpd_reply *r);
 void httpd_req_unwatch(httpd_req *r);
 /* r ended under its owner: every piece of work registered for it is cancelled, once. */
 void httpd_req_gone(httpd_req *r);
-/* r's connection waits, suspended (watch: its socket watched for the client leaving). */
-void httpd_req_sleep(httpd_req *r, bool watch);
+/* r's connection waits, suspended, its socket watched for the client leaving. */
+void httpd_req_sleep(httpd_req *r);
 /* r's connection is resumed and MHD run from the loop. */
 void httpd_req_wake(httpd_req *r);
 void httpd_req_free(httpd_req *r);

@@ -61,35 +61,39 @@ void httpd_req_gone(httpd_req *r)
 static bool httpd_req_raw_ok(httpd_req *r, bool plain);
 static bool httpd_req_send_raw(httpd_req *r, const char *bytes, size_t len);
 
-/* A sleeping req's socket became readable. Nothing is expected from a client waiting for its
- * answer. An error means it left: its owner is told now, and MHD, woken, drops the connection
+/* Writes a probe to r's client, which sent its end of file: a peer that closed answers it with a
+ * reset, one that only half-closed takes it quietly. A plain HTTP/1.1 request gets an interim
+ * "100 Continue" (clients must accept an unexpected 1xx, RFC 9110 section 15.2); HTTP/1.0, which
+ * must get no 1xx, one byte of TCP urgent data, which the client's kernel keeps out of the bytes
+ * it reads (SO_OOBINLINE off, as every HTTP client leaves it: the byte is seen by no read). Under
+ * TLS nothing is written. False when the write failed: the client is gone. */
+static bool httpd_req_probe(httpd_req *r)
+{
+    static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    if (r->h->tls_cert)
+        return true;
+    if (r->http11)
+        return httpd_req_send_raw(r, cont, sizeof(cont) - 1);
+    return send(r->fd, "!", 1, MSG_OOB | MSG_NOSIGNAL | MSG_DONTWAIT) == 1;
+}
+
+/* A sleeping req's client sent its end of file, or its socket has an error; nothing else wakes
+ * the watch (bytes it sends, a body left unread while the req waits, are MHD's to read), and the
+ * kernel tells the end of file once every byte before it has arrived, read or not. An error (a
+ * reset) means it left: its owner is told now, and MHD, woken, drops the connection
  * (httpd_req_step, httpd_stream_read). End of file is a client that closed, or one that only
  * half-closed (shutdown(SHUT_WR)) and still reads: TCP tells them apart only when something is
- * written. So a plain HTTP/1.1 request with no response begun gets an interim "100 Continue"
- * (clients must accept unexpected 1xx, RFC 9110 section 15.2): a closed peer answers it with a
- * reset, which the watch, now on errors and hang-ups only (end of file stays readable), sees at
- * once; a half-closed one stays quiet and gets its answer. Where nothing may be written (TLS,
- * HTTP/1.0) the request stays, and a gone client fails at the write. Once its response has begun
- * (a stream waiting for bytes), end of file means gone, as a client stopping a stream would. Bytes
- * instead (a pipelined request) cannot be told from a close without reading them, which is
- * MHD's job: the watch ends there. */
+ * written. So with no response begun the client is probed once (httpd_req_probe) and the watch,
+ * now on errors and hang-ups only, sees a closed peer's reset at once; a half-closed one stays
+ * quiet and gets its answer. Under TLS, with no probe, the request stays and a gone client fails
+ * at the write. Once its response has begun (a stream waiting for bytes), end of file means gone,
+ * as a client stopping a stream would. */
 static void httpd_on_peer(ev_loop *loop, int fd, int events, void *ud)
 {
     httpd_req *r = ud;
-    char c;
-    ssize_t n = r->eof_seen ? -1 : recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n < 0 && !r->eof_seen && (errno == EAGAIN || errno == EINTR))
-        return;
-    if (n > 0) {
-        httpd_req_unwatch(r);
-        return;
-    }
-    if (n == 0 && !(events & EV_ERROR) && httpd_req_raw_ok(r, false)) {
-        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    if (!(events & EV_ERROR) && !r->eof_seen && httpd_req_raw_ok(r, false)) {
         r->eof_seen = true;
-        bool kept = !httpd_req_raw_ok(r, true) ||
-                    httpd_req_send_raw(r, cont, sizeof(cont) - 1); /* else it reset already */
-        if (kept && ev_fd_set(loop, fd, EV_ERROR, httpd_on_peer, r) == 0)
+        if (httpd_req_probe(r) && ev_fd_set(loop, fd, EV_ERROR, httpd_on_peer, r) == 0)
             return;
     }
     httpd_req_unwatch(r);
@@ -102,17 +106,18 @@ static void httpd_on_peer(ev_loop *loop, int fd, int events, void *ud)
 
 /* MHD allows suspending only from inside its callbacks; a req sleeps there when it has nothing
  * to do until its owner acts (answers, resumes the body, writes stream bytes). MHD does not poll
- * a suspended socket, so one waiting for its answer or stream bytes (watch) is watched here. */
-void httpd_req_sleep(httpd_req *r, bool watch)
+ * a suspended socket, so its client is watched here for leaving (httpd_on_peer), whatever it
+ * waits for: its answer, stream bytes, or its owner to read a body paused part way. */
+void httpd_req_sleep(httpd_req *r)
 {
     if (r->suspended)
         return;
     r->suspended = true;
     MHD_suspend_connection(r->conn);
     const union MHD_ConnectionInfo *ci =
-        watch ? MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
-    if (ci && ev_fd_set(r->h->loop, ci->connect_fd, r->eof_seen ? EV_ERROR : EV_READ, httpd_on_peer,
-                        r) == 0) {
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci && ev_fd_set(r->h->loop, ci->connect_fd, r->eof_seen ? EV_ERROR : EV_HANGUP,
+                        httpd_on_peer, r) == 0) {
         r->fd = ci->connect_fd;
         r->watching = true;
     }
@@ -204,21 +209,21 @@ enum MHD_Result httpd_req_step(httpd_req *r, const char *upload, size_t *upload_
             return r->discarded <= HTTPD_DISCARD_MAX ? MHD_YES : MHD_NO;
         }
         if (r->body_paused || !r->body) { /* left in MHD's buffer: MHD stops reading */
-            httpd_req_sleep(r, false);
+            httpd_req_sleep(r);
             return MHD_YES;
         }
         size_t n = *upload_size;
         *upload_size = 0;
         r->body(r->body_ud, upload, n, false);
         if (r->body_paused && !httpd_req_answered(r))
-            httpd_req_sleep(r, false);
+            httpd_req_sleep(r);
         return MHD_YES;
     }
     if (!r->past_headers) { /* MHD waits for a word on the body before reading it */
         if (httpd_req_answered(r))
             return httpd_req_queue(r);
         if (!r->body) { /* the answer comes first (or the body is asked for later) */
-            httpd_req_sleep(r, true);
+            httpd_req_sleep(r);
             return MHD_YES;
         }
         r->past_headers = true;
@@ -227,7 +232,7 @@ enum MHD_Result httpd_req_step(httpd_req *r, const char *upload, size_t *upload_
     /* The whole body is in. */
     if (!httpd_req_answered(r) && r->body && !r->body_ended) {
         if (r->body_paused) {
-            httpd_req_sleep(r, false);
+            httpd_req_sleep(r);
             return MHD_YES;
         }
         r->body_ended = true;
@@ -235,7 +240,7 @@ enum MHD_Result httpd_req_step(httpd_req *r, const char *upload, size_t *upload_
     }
     if (httpd_req_answered(r))
         return httpd_req_queue(r);
-    httpd_req_sleep(r, true);
+    httpd_req_sleep(r);
     return MHD_YES;
 }
 

@@ -53,7 +53,7 @@ static ssize_t httpd_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     }
     if (st->ended)
         return st->ok ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
-    httpd_req_sleep(r, true);
+    httpd_req_sleep(r);
     return 0;
 }
 

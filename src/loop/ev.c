@@ -83,7 +83,7 @@ void ev_free(ev_loop *loop)
 
 int ev_fd_set(ev_loop *loop, int fd, int events, ev_fd_fn fn, void *ud)
 {
-    if (fd < 0 || !fn || !(events & (EV_READ | EV_WRITE | EV_ERROR)))
+    if (fd < 0 || !fn || !(events & (EV_READ | EV_WRITE | EV_ERROR | EV_HANGUP)))
         return -EINVAL;
     if ((size_t)fd >= loop->nfds) {
         size_t n = loop->nfds ? loop->nfds : 64;
@@ -101,6 +101,8 @@ int ev_fd_set(ev_loop *loop, int fd, int events, ev_fd_fn fn, void *ud)
         ee.events |= EPOLLIN;
     if (events & EV_WRITE)
         ee.events |= EPOLLOUT;
+    if (events & EV_HANGUP)
+        ee.events |= EPOLLRDHUP;
     int op = loop->fds[fd].events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
     if (epoll_ctl(loop->epfd, op, fd, &ee) < 0)
         return -errno;
@@ -273,6 +275,8 @@ int ev_run(ev_loop *loop)
                 mask |= EV_ERROR;
             if (evs[i].events & EPOLLOUT)
                 mask |= EV_WRITE;
+            if (evs[i].events & EPOLLRDHUP)
+                mask |= EV_HANGUP;
             ev_fdreg r = loop->fds[fd];
             r.fn(loop, fd, mask, r.ud);
         }

@@ -302,9 +302,9 @@ static void rt_body(void *ud, const char *data, size_t len, bool end)
     ev_timer_cancel(rt->loop, q->idle_timer);
     q->idle_timer = 0;
     rt_unreserve(q, q->cap); /* the rest streams to the member: only what is kept stays */
-    /* Hold the rest of the body until the request goes out; a body all here is not paused, so
-     * its end is read and a client that leaves while held is seen at once (#26: its request is
-     * withdrawn). */
+    /* Hold the rest of the body until the request goes out; httpd watches a paused request's
+     * client as any waiting one, so a client that leaves while held is seen at once, its body
+     * read whole or not (#26: its request is withdrawn; #27). */
     if (!end && (q->content_length < 0 || q->body_total < (uint64_t)q->content_length)) {
         q->body_paused = true;
         httpd_req_body_pause(q->hr);

@@ -1,9 +1,10 @@
 /* Tests of the event loop: timer order, cancel, timers added from callbacks, fd readiness, and
- * clearing an fd from inside its own callback. */
+ * clearing an fd from inside its own callback; errors alone, a peer's end of file alone. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -190,6 +191,38 @@ static void test_fd_error_only(void **state)
     ev_free(loop);
 }
 
+static void test_on_hangup(ev_loop *loop, int fd, int events, void *ud)
+{
+    test_pipe *p = ud;
+    assert_true(events & EV_HANGUP);
+    assert_false(events & EV_ERROR);
+    p->reads++;
+    ev_fd_clear(loop, fd);
+    ev_stop(loop);
+}
+
+/* EV_HANGUP: bytes to read do not wake the loop; the peer's end of file does, though the bytes
+ * before it are still unread. */
+static void test_fd_hangup(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_new();
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    test_pipe p = {0};
+    assert_int_equal(ev_fd_set(loop, sv[0], EV_HANGUP, test_on_hangup, &p), 0);
+    assert_int_equal(write(sv[1], "x", 1), 1);
+    assert_true(ev_timer_add(loop, 0, test_stop, NULL) > 0);
+    assert_int_equal(ev_run(loop), 0);
+    assert_int_equal(p.reads, 0);
+    assert_int_equal(shutdown(sv[1], SHUT_WR), 0);
+    assert_int_equal(ev_run(loop), 0);
+    assert_int_equal(p.reads, 1);
+    close(sv[0]);
+    close(sv[1]);
+    ev_free(loop);
+}
+
 TEST_MAIN(cmocka_unit_test(test_timer_order), cmocka_unit_test(test_timer_from_callback),
           cmocka_unit_test(test_timer_cancel_many), cmocka_unit_test(test_fd_ready),
-          cmocka_unit_test(test_fd_error_only))
+          cmocka_unit_test(test_fd_error_only), cmocka_unit_test(test_fd_hangup))

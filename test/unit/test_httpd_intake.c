@@ -1,10 +1,13 @@
 /* httpd's intake and a waiting client's end of file: the checks of a request's head (framing,
  * the path's encoding) as pure functions and as a server answers them; a client that half-closes
- * gets its answer after an interim 100, one that closes or resets is seen gone without an answer;
- * httpd_req_abort's reply to a stalled upload. Each client is a thread doing blocking I/O on a
+ * gets its answer after an interim 100 (HTTP/1.1) or a byte of urgent data it never reads
+ * (HTTP/1.0), one that closes or resets is seen gone without an answer, whether it waits for its
+ * answer or for its owner to read a body paused part way; httpd_req_abort's reply to a stalled
+ * upload. Each client is a thread doing blocking I/O on a
  * raw socket while the loop runs the server; it tells the loop through a pipe. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -92,6 +95,8 @@ typedef struct srv {
     httpd *h;
     httpd_req *r; /* the request held */
     int requests, closes;
+    int bodies;  /* body chunks the owner took (HOLD_BODY: one, then it pauses) */
+    bool urgent; /* the client received the urgent byte "!" out of band */
     char target[256];
     int mode;    /* what the server does with a request: see on_request */
     int wake[2]; /* client -> loop: a byte to act on, EOF when done */
@@ -105,7 +110,7 @@ typedef struct srv {
     size_t got_len;
 } srv;
 
-enum { HOLD = 0, ANSWER_ON_WAKE = 1, ABORT_ON_WAKE = 2, ANSWER_NOW = 3 };
+enum { HOLD = 0, ANSWER_ON_WAKE = 1, ABORT_ON_WAKE = 2, ANSWER_NOW = 3, HOLD_BODY = 4 };
 
 static void on_close(void *ud)
 {
@@ -117,7 +122,12 @@ static void on_close(void *ud)
 
 static void on_body(void *ud, const char *data, size_t len, bool end)
 {
-    (void)ud, (void)data, (void)len, (void)end;
+    (void)data, (void)len, (void)end;
+    srv *s = ud;
+    if (s->mode == HOLD_BODY && s->r) { /* the rest waits, unread, as a held request's does */
+        httpd_req_body_pause(s->r);
+        __atomic_add_fetch(&s->bodies, 1, __ATOMIC_SEQ_CST);
+    }
 }
 
 static void on_request(void *ud, httpd_req *r)
@@ -129,7 +139,7 @@ static void on_request(void *ud, httpd_req *r)
     free(t);
     s->r = r;
     assert_non_null(httpd_req_work(r, on_close, s));
-    if (s->mode == ABORT_ON_WAKE)
+    if (s->mode == ABORT_ON_WAKE || s->mode == HOLD_BODY)
         assert_int_equal(httpd_req_body(r, on_body, s), 0);
     if (s->mode == ANSWER_NOW) {
         httpd_reply rep = {.code = 200, .body = strdup("ok\n"), .len = 3};
@@ -167,11 +177,19 @@ static bool has(const srv *s, const char *what)
     return memmem(s->got, s->got_len, what, strlen(what)) != NULL;
 }
 
-/* Until the server holds the request: its head was read. */
+/* Until the server holds the request: its head was read (HOLD_BODY: its body paused). */
 static void client_wait_held(srv *s)
 {
-    while (!__atomic_load_n(&s->requests, __ATOMIC_SEQ_CST))
+    while (!__atomic_load_n(s->mode == HOLD_BODY ? &s->bodies : &s->requests, __ATOMIC_SEQ_CST))
         usleep(1000);
+}
+
+/* The urgent byte a half-closed HTTP/1.0 client is probed with, out of the bytes it reads. */
+static bool client_urgent(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLPRI};
+    char c = 0;
+    return poll(&p, 1, 10000) == 1 && recv(fd, &c, 1, MSG_OOB) == 1 && c == '!';
 }
 
 static void *client(void *ud)
@@ -196,6 +214,12 @@ static void *client(void *ud)
         close(fd);
         close(s->wake[1]);
         return NULL;
+    }
+    if (s->after == 1 && s->mode == ANSWER_ON_WAKE && strstr(s->send, "HTTP/1.0\r\n")) {
+        s->urgent = client_urgent(fd);
+        woke = true;
+        if (write(s->wake[1], "x", 1) != 1)
+            abort();
     }
     for (;;) {
         ssize_t n = read(fd, s->got + s->got_len, sizeof(s->got) - 1 - s->got_len);
@@ -255,6 +279,7 @@ static void run_client(srv *s, int mode, const char *send, int after)
 }
 
 static const char req[] = "GET /held HTTP/1.1\r\nHost: x\r\n\r\n";
+static const char req10[] = "GET /held HTTP/1.0\r\nHost: x\r\n\r\n";
 
 /* A client that half-closes after its request gets an interim 100, then its answer. */
 static void test_half_close_answered(void **state)
@@ -268,17 +293,46 @@ static void test_half_close_answered(void **state)
     assert_true(has(&s, "answered\n"));
 }
 
+/* HTTP/1.0 gets no interim 100: a half-closed client is probed with a byte of urgent data, which
+ * its reads never see; its answer comes whole. */
+static void test_half_close_http10_answered(void **state)
+{
+    (void)state;
+    srv s;
+    run_client(&s, ANSWER_ON_WAKE, req10, 1);
+    assert_int_equal(s.requests, 1);
+    assert_int_equal(s.closes, 0);
+    assert_true(s.urgent);
+    assert_memory_equal(s.got, "HTTP/1.1 200 OK\r\n", 17); /* nothing before it */
+    assert_true(has(&s, "answered\n"));
+}
+
 /* A client that closes, or resets, while its request is held is seen gone at once, with no
- * answer from the owner. */
+ * answer from the owner: in HTTP/1.1 or 1.0, waiting for its answer or with its body paused part
+ * way, the rest left unread (in httpd's buffer: a chunked body's last chunk; in the socket: a
+ * body larger than httpd's buffer). */
 static void test_close_and_reset_seen(void **state)
 {
     (void)state;
-    for (int after = 2; after <= 3; after++) {
-        srv s;
-        run_client(&s, HOLD, req, after);
-        assert_int_equal(s.requests, 1);
-        assert_int_equal(s.closes, 1);
-    }
+    static char big[200 + 48 * 1024];
+    int n = snprintf(big, sizeof(big),
+                     "POST /held HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", 48 * 1024);
+    memset(big + n, 'x', 48 * 1024);
+    big[n + 48 * 1024] = 0;
+    static const char chunked[] = "POST /held HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                                  "\r\n5\r\nhello\r\n0\r\n\r\n";
+    const struct {
+        int mode;
+        const char *send;
+    } cases[] = {{HOLD, req}, {HOLD, req10}, {HOLD_BODY, chunked}, {HOLD_BODY, big}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        for (int after = 2; after <= 3; after++) {
+            srv s;
+            run_client(&s, cases[i].mode, cases[i].send, after);
+            if (s.requests != 1 || s.closes != 1)
+                fail_msg("case %zu, after %d: %d requests, %d closes", i, after, s.requests,
+                         s.closes);
+        }
 }
 
 /* Refused before the owner sees them: framing two readers could take two ways, ambiguous
@@ -334,6 +388,7 @@ static void test_abort_stalled(void **state)
 }
 
 TEST_MAIN(cmocka_unit_test(test_framing), cmocka_unit_test(test_paths),
-          cmocka_unit_test(test_half_close_answered), cmocka_unit_test(test_close_and_reset_seen),
-          cmocka_unit_test(test_refused_heads), cmocka_unit_test(test_target),
-          cmocka_unit_test(test_abort_stalled))
+          cmocka_unit_test(test_half_close_answered),
+          cmocka_unit_test(test_half_close_http10_answered),
+          cmocka_unit_test(test_close_and_reset_seen), cmocka_unit_test(test_refused_heads),
+          cmocka_unit_test(test_target), cmocka_unit_test(test_abort_stalled))
