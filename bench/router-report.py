@@ -22,6 +22,8 @@ def targets(d):
 def groups(d, phase):
     """[(round, {target: run}, first target)] of one phase, in run order."""
     n = len(targets(d))
+    if not n:
+        return []
     by = [r for r in d["runs"] if r["phase"] == phase]
     out = []
     for i in range(0, len(by) - n + 1, n):
