@@ -77,6 +77,27 @@ static void reply_held(server *s)
     s->held = NULL;
 }
 
+/* A server on a loopback port the kernel picks, on a new loop, answering with on_request; cfg
+ * gives the limits. */
+static httpd *start(ev_loop **loop, server *s, httpd_config cfg)
+{
+    *loop = ev_new();
+    assert_non_null(*loop);
+    cfg.bind = "127.0.0.1:0";
+    cfg.request = on_request;
+    cfg.ud = s;
+    char err[200];
+    httpd *h = httpd_start_config(*loop, &cfg, err, sizeof(err));
+    assert_non_null(h);
+    return h;
+}
+
+static void stop(ev_loop *loop, httpd *h)
+{
+    httpd_stop(h);
+    ev_free(loop);
+}
+
 #define GET(path) "GET " path " HTTP/1.1\r\nHost: x\r\n\r\n"
 #define FLOOD 80
 
@@ -85,13 +106,9 @@ static void reply_held(server *s)
 static void test_idle_flood(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    assert_non_null(loop);
+    ev_loop *loop;
     server s = {0};
-    char err[200];
-    httpd_config cfg = {.bind = "127.0.0.1:0", .request = on_request, .ud = &s};
-    httpd *h = httpd_start_config(loop, &cfg, err, sizeof(err));
-    assert_non_null(h);
+    httpd *h = start(&loop, &s, (httpd_config){0});
     int port = httpd_port(h);
 
     test_peer held;
@@ -123,8 +140,7 @@ static void test_idle_flood(void **state)
     test_peer_close(loop, &held);
     for (int i = 0; i < FLOOD; i++)
         test_peer_close(loop, &idle[i]);
-    httpd_stop(h);
-    ev_free(loop);
+    stop(loop, h);
 }
 
 /* A request that arrived in a burst of newer connections is not the one evicted: a limit of 2, and
@@ -133,14 +149,9 @@ static void test_idle_flood(void **state)
 static void test_burst_keeps_request(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    assert_non_null(loop);
+    ev_loop *loop;
     server s = {0};
-    char err[200];
-    httpd_config cfg = {
-        .bind = "127.0.0.1:0", .request = on_request, .ud = &s, .max_connections = 2};
-    httpd *h = httpd_start_config(loop, &cfg, err, sizeof(err));
-    assert_non_null(h);
+    httpd *h = start(&loop, &s, (httpd_config){.max_connections = 2});
     int port = httpd_port(h);
     test_peer idle[4], req;
     test_peer_open(loop, &idle[0], port, NULL);
@@ -153,8 +164,7 @@ static void test_burst_keeps_request(void **state)
     test_peer_close(loop, &req);
     for (int i = 0; i < 4; i++)
         test_peer_close(loop, &idle[i]);
-    httpd_stop(h);
-    ev_free(loop);
+    stop(loop, h);
 }
 
 /* A cap of 3 per client: the fourth connection from 127.0.0.1 is closed, unanswered; the first
@@ -162,14 +172,9 @@ static void test_burst_keeps_request(void **state)
 static void test_per_client_cap(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    assert_non_null(loop);
+    ev_loop *loop;
     server s = {0};
-    char err[200];
-    httpd_config cfg = {
-        .bind = "127.0.0.1:0", .request = on_request, .ud = &s, .max_per_client = 3};
-    httpd *h = httpd_start_config(loop, &cfg, err, sizeof(err));
-    assert_non_null(h);
+    httpd *h = start(&loop, &s, (httpd_config){.max_per_client = 3});
     int port = httpd_port(h);
     test_peer p[4];
     for (int i = 0; i < 3; i++)
@@ -189,8 +194,7 @@ static void test_per_client_cap(void **state)
     }
     for (int i = 0; i < 4; i++)
         test_peer_close(loop, &p[i]);
-    httpd_stop(h);
-    ev_free(loop);
+    stop(loop, h);
 }
 
 #define CHURN 20
@@ -202,14 +206,9 @@ static void test_per_client_cap(void **state)
 static void test_heaviest_client_pays(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    assert_non_null(loop);
+    ev_loop *loop;
     server s = {0};
-    char err[200];
-    httpd_config cfg = {
-        .bind = "127.0.0.1:0", .request = on_request, .ud = &s, .max_connections = 4};
-    httpd *h = httpd_start_config(loop, &cfg, err, sizeof(err));
-    assert_non_null(h);
+    httpd *h = start(&loop, &s, (httpd_config){.max_connections = 4});
     int port = httpd_port(h);
     static test_peer flood[4 + CHURN];
     for (int i = 0; i < 4; i++)
@@ -232,8 +231,7 @@ static void test_heaviest_client_pays(void **state)
     test_peer_close(loop, &probe);
     for (int i = 0; i < 4 + CHURN; i++)
         test_peer_close(loop, &flood[i]);
-    httpd_stop(h);
-    ev_free(loop);
+    stop(loop, h);
 }
 
 static bool server_empty(void *ud)
@@ -246,14 +244,9 @@ static bool server_empty(void *ud)
 static void test_head_timeout(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    assert_non_null(loop);
+    ev_loop *loop;
     server s = {0};
-    char err[200];
-    httpd_config cfg = {
-        .bind = "127.0.0.1:0", .request = on_request, .ud = &s, .head_timeout_ms = 50};
-    httpd *h = httpd_start_config(loop, &cfg, err, sizeof(err));
-    assert_non_null(h);
+    httpd *h = start(&loop, &s, (httpd_config){.head_timeout_ms = 50});
     int port = httpd_port(h);
     test_peer held, partial;
     test_peer_open(loop, &held, port, GET("/hold"));
@@ -270,8 +263,7 @@ static void test_head_timeout(void **state)
     test_loop_run_until(loop, server_empty, h, 10000);
     test_peer_close(loop, &held);
     test_peer_close(loop, &partial);
-    httpd_stop(h);
-    ev_free(loop);
+    stop(loop, h);
 }
 
 TEST_MAIN(cmocka_unit_test(test_idle_flood), cmocka_unit_test(test_burst_keeps_request),
