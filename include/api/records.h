@@ -25,6 +25,13 @@
  * member, written with the pool's resourceVersion as a precondition while that router saw the swap
  * as its own; the operator cancels the swap if nothing was unloaded yet, and removes it. */
 #define API_WITHDRAW_ANNOTATION "modelpool-operator.dev/withdraw"
+/* Between router replicas only (the operator ignores it): "MEMBER@MS", the member whose clients
+ * have waited longest on a router that could not ask for it (a swap in flight, or another request
+ * first), and since when (Unix time, ms). A router about to ask for a member of its own asks for
+ * this one instead when its clients waited longer, and does not ask away from it, once resident,
+ * within its grace; the writer clears it once none of those clients waits. So the replica slower
+ * to the API server, which loses every race to ask, still gets its turn. */
+#define API_WAITING_ANNOTATION "modelpool-operator.dev/waiting"
 /* On a ModelPool, a Go duration: a resident that cannot be probed is unloaded once a swap has
  * waited this long (an opt-in; without it the request is dropped after swapBudget). */
 #define API_UNLOAD_AFTER_ANNOTATION "modelpool-operator.dev/unprobeable-unload-after"
@@ -78,6 +85,7 @@ typedef struct api_pool {
     const char *swap_policy;    /* spec.swapPolicy */
     const char *requested;      /* annotation API_REQUEST_ANNOTATION */
     const char *withdrawn;      /* annotation API_WITHDRAW_ANNOTATION */
+    const char *waiting;        /* annotation API_WAITING_ANNOTATION, as written */
     const char *unload_after;   /* annotation API_UNLOAD_AFTER_ANNOTATION */
     /* spec.members[].inferenceServiceRef.name in order; an entry without one is NULL. */
     const char *const *members;
@@ -145,6 +153,9 @@ char *api_request_clear_patch(const char *member);
  * asked for another member meanwhile) gets 409 rather than overwriting that request. NULL when out
  * of memory. */
 char *api_request_set_patch(const char *member, const char *resource_version);
+/* The merge patch that sets the pool's waiting annotation to value (NULL: removes it), with
+ * resource_version as the precondition. NULL when out of memory. */
+char *api_waiting_patch(const char *value, const char *resource_version);
 /* The JSON patch that removes the pool's withdraw annotation if it still names member. NULL when
  * out of memory. */
 char *api_withdraw_clear_patch(const char *member);

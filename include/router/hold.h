@@ -59,6 +59,16 @@ typedef struct rt_hold_pool {
     const char *fence_member;
     uint64_t fence_read_ms;
     uint64_t fence_window_ms;
+    /* The pool's waiting annotation (API_WAITING_ANNOTATION, from another replica or this one):
+     * the member whose clients waited longest on a router that could not ask for it, and since
+     * when on this clock (NULL: none, or one too old to matter, past the swap budget). Its writer
+     * clears it once none of those clients waits any more; until then, named by a swap's target
+     * or by the resident, it stays, and a resident it names is not asked away from within the
+     * grace after this router saw it become resident (resident_since_ms, 0 unknown), so the
+     * replica that named it can send its clients there first. */
+    const char *waiting_member;
+    uint64_t waiting_since_ms;
+    uint64_t resident_since_ms;
     /* The API server refuses the fence's read (401/403): no request can go, none is asked for. */
     bool fence_refused;
 } rt_hold_pool;
@@ -90,6 +100,11 @@ typedef struct rt_hold_decision {
      * is up (it is starting: the pool would only clear such a request, and it would be asked
      * again and again). */
     ptrdiff_t activate;
+    /* Member index to name in the pool's waiting annotation, or -1: this router's head, when a
+     * swap in flight or another's request keeps it from asking, and no older waiter is named
+     * there. The replica that asks next then asks for it if it waited longest (activate may be
+     * such a member, with no waiter here). */
+    ptrdiff_t advertise;
     /* Decide again at this time even without an event (a grace ends); 0 none. */
     uint64_t wake_at_ms;
     /* Read the pool for the drain fence now (unless a read is in flight or backs off): requests
@@ -105,6 +120,10 @@ typedef struct rt_hold_decision {
  * without waiters get a verdict too: the one a new request for them would get. */
 void rt_hold_decide(const rt_hold_pool *pool, rt_hold_verdict *verdicts, rt_hold_reject *reasons,
                     rt_hold_decision *out);
+
+/* Reads a waiting annotation, "MEMBER@MS" (MS: Unix time in ms): the member into member (len
+ * bytes) and MS into *since_unix_ms. False for anything else (then nothing is named). */
+bool rt_hold_waiting_parse(const char *s, char *member, size_t len, uint64_t *since_unix_ms);
 
 /* Retry-After for a request whose hold ran out, in whole seconds: what is left of this pool's
  * typical swap (estimate_ms, 0 when none was seen) since the swap began (swap_started_ms, 0 when

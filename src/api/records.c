@@ -404,6 +404,8 @@ static void rec_pool_fill(const cJSON *o, void *out, rec_pack *p)
         rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, API_REQUEST_ANNOTATION)));
     r->withdrawn =
         rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, API_WITHDRAW_ANNOTATION)));
+    r->waiting =
+        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, API_WAITING_ANNOTATION)));
     r->unload_after = rec_pack_str(
         p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, API_UNLOAD_AFTER_ANNOTATION)));
     const cJSON *spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
@@ -645,6 +647,21 @@ char *api_request_set_patch(const char *member, const char *resource_version)
     char *body = NULL;
     if (ann && cJSON_AddStringToObject(ann, API_REQUEST_ANNOTATION, member) &&
         (!resource_version || cJSON_AddStringToObject(meta, "resourceVersion", resource_version)))
+        body = cJSON_PrintUnformatted(patch);
+    cJSON_Delete(patch);
+    return body;
+}
+
+char *api_waiting_patch(const char *value, const char *resource_version)
+{
+    cJSON *patch = cJSON_CreateObject();
+    cJSON *meta = cJSON_AddObjectToObject(patch, "metadata");
+    cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
+    char *body = NULL;
+    if (ann &&
+        (value ? cJSON_AddStringToObject(ann, API_WAITING_ANNOTATION, value) != NULL
+               : cJSON_AddNullToObject(ann, API_WAITING_ANNOTATION) != NULL) &&
+        cJSON_AddStringToObject(meta, "resourceVersion", resource_version))
         body = cJSON_PrintUnformatted(patch);
     cJSON_Delete(patch);
     return body;

@@ -1,7 +1,9 @@
 /* activate: this router's writes to a pool, each a merge patch of its annotations with the pool's
  * resourceVersion as the precondition: the request for a member (which the operator turns into
- * pendingMember), and its withdrawal once every client waiting for that member left before the
- * operator began to unload anything (#26). Whether to withdraw is decided by a pure function. */
+ * pendingMember), its withdrawal once every client waiting for that member left before the
+ * operator began to unload anything (#26), and the waiting annotation that names this router's
+ * longest waiter for the replica that asks next (#27). Whether to withdraw is decided by a pure
+ * function. */
 #include "router/activate.h"
 
 #include <stdio.h>
@@ -25,7 +27,20 @@ static void rt_patch_done(void *ud, const kube_error *err, long code, const cJSO
     p->patch = NULL;
     free(p->request_rv);
     p->request_rv = NULL;
-    if (err->kind == KUBE_OK || code == 409) {
+    if (p->patch_advert && (err->kind == KUBE_OK || code == 409)) {
+        /* As for a request: nothing more is written until the cache shows this version. */
+        const char *rv = err->kind == KUBE_OK ? api_answer_version(body) : NULL;
+        p->request_rv = rv ? strdup(rv) : NULL;
+        p->awaiting = true;
+        p->patch_failures = 0;
+        p->patch_not_before = 0;
+        log_kv(LOG_DEBUG,
+               err->kind == KUBE_OK ? "named this router's longest waiter in the pool"
+                                    : "naming this router's longest waiter lost a race",
+               "pool", p->key, "waiting", p->patch_member ? p->patch_member : "(none)", NULL);
+        free(p->advertised);
+        p->advertised = err->kind == KUBE_OK && p->patch_member ? strdup(p->patch_member) : NULL;
+    } else if (err->kind == KUBE_OK || code == 409) {
         /* 409: the pool changed since this router's cache saw it (another replica asked, the
          * operator wrote its status): nothing is asked until the cache has caught up, and then
          * only if it still needs asking. */
@@ -50,8 +65,11 @@ static void rt_patch_done(void *ud, const kube_error *err, long code, const cJSO
         p->patch_not_before = rt_backoff(p, &p->patch_failures, 500, 30000);
         char c[8];
         snprintf(c, sizeof(c), "%ld", code);
-        log_kv(LOG_ERROR, "request through the pool failed", "pool", p->key, "member",
-               p->patch_member, "code", c, "error", err->message ? err->message : "", NULL);
+        log_kv(LOG_ERROR,
+               p->patch_advert ? "naming this router's longest waiter in the pool failed"
+                               : "request through the pool failed",
+               "pool", p->key, "member", p->patch_member ? p->patch_member : "", "code", c, "error",
+               err->message ? err->message : "", NULL);
     }
     rt_mark(p);
 }
@@ -77,6 +95,7 @@ void rt_activate(rt_pool *p, const api_pool *o, const char *member)
 {
     free(p->patch_member);
     p->patch_member = strdup(member);
+    p->patch_advert = false;
     free(p->request_old_rv);
     p->request_old_rv = o->rv ? strdup(o->rv) : NULL;
     kube_error err = {0};
@@ -85,6 +104,23 @@ void rt_activate(rt_pool *p, const api_pool *o, const char *member)
     if (!p->patch) {
         log_kv(LOG_ERROR, "cannot request member through the pool", "pool", p->key, "member",
                member, "error", err.message ? err.message : "out of memory", NULL);
+        p->patch_not_before = ev_now_ms() + 1000;
+        rt_wake_at(p, p->patch_not_before);
+    }
+    kube_error_clear(&err);
+}
+
+void rt_advertise(rt_pool *p, const api_pool *o, const char *value)
+{
+    free(p->patch_member);
+    p->patch_member = value ? strdup(value) : NULL;
+    p->patch_advert = true;
+    free(p->request_old_rv);
+    p->request_old_rv = o->rv ? strdup(o->rv) : NULL;
+    kube_error err = {0};
+    char *body = (!value || p->patch_member) && o->rv ? api_waiting_patch(value, o->rv) : NULL;
+    p->patch = rt_pool_patch(p, body, rt_patch_done, &err);
+    if (!p->patch) {
         p->patch_not_before = ev_now_ms() + 1000;
         rt_wake_at(p, p->patch_not_before);
     }

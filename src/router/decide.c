@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/status.h"
 #include "informer/expect.h"
@@ -37,6 +38,7 @@ static void rt_swap_clock(rt_pool *p, const api_pool *o)
         uint64_t d = now - p->swap_seen_ms;
         p->swap_estimate_ms = p->swap_estimate_ms ? (p->swap_estimate_ms + d) / 2 : d;
         p->swap_seen_ms = 0;
+        p->settled_ms = now;
     }
 }
 
@@ -53,6 +55,8 @@ static void rt_pool_gone(rt_pool *p)
     p->request_rv = NULL;
     free(p->asked);
     p->asked = NULL;
+    free(p->advertised);
+    p->advertised = NULL;
     p->awaiting = false;
     p->patch_not_before = 0;
 }
@@ -79,6 +83,7 @@ static void rt_reject_unlisted(rt_pool *p, const api_pool *o)
  * what rt_hold made of them. */
 typedef struct rt_pass {
     size_t n;
+    char waiting[256]; /* the member the pool's waiting annotation names, "" none */
     rt_hold_member *hm;
     rt_hold_verdict *v;
     rt_hold_reject *why;
@@ -90,6 +95,31 @@ typedef struct rt_pass {
 static void rt_pass_free(rt_pass *x)
 {
     free(x->hm), free(x->v), free(x->why), free(x->mq);
+}
+
+/* Unix time in ms. */
+static uint64_t rt_unix_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The pool's waiting annotation on this router's clock: the member into x->waiting and since when
+ * (monotonic ms) into *since; nothing when absent, unreadable, or older than the pool's swap
+ * budget (its clients have had their answer by now). */
+static void rt_pass_waiting(rt_pass *x, const api_pool *o, uint64_t now, uint64_t *since)
+{
+    uint64_t unix_since = 0, unix_now = rt_unix_ms();
+    x->waiting[0] = '\0';
+    if (!rt_hold_waiting_parse(o->waiting, x->waiting, sizeof(x->waiting), &unix_since))
+        return;
+    uint64_t age = unix_now > unix_since ? unix_now - unix_since : 0;
+    if (age >= rt_view_budget_ms(o) || age > now) {
+        x->waiting[0] = '\0';
+        return;
+    }
+    *since = now - age;
 }
 
 /* Reads the pool and decides. -ENOMEM. */
@@ -118,6 +148,8 @@ static int rt_pass_run(rt_pass *x, rt_pool *p, const api_pool *o, uint64_t now)
         }
     }
     bool spares = api_status_fault_spares(&o->status, o->status.resident_member);
+    uint64_t waiting_since = 0;
+    rt_pass_waiting(x, o, now, &waiting_since);
     rt_hold_pool hp = {.phase = o->status.phase,
                        .dropped = rt_view_dropped(o, x->dropped, sizeof(x->dropped)),
                        .degraded_spares_resident = spares,
@@ -134,6 +166,9 @@ static int rt_pass_run(rt_pass *x, rt_pool *p, const api_pool *o, uint64_t now)
                        .fence_member = p->verified_member,
                        .fence_read_ms = p->verified_ms,
                        .fence_window_ms = rt_fence_window_ms(rt),
+                       .waiting_member = x->waiting[0] ? x->waiting : NULL,
+                       .waiting_since_ms = waiting_since,
+                       .resident_since_ms = p->settled_ms,
                        .fence_refused = p->refused != NULL};
     rt_hold_decide(&hp, x->v, x->why, &x->d);
     return 0;
@@ -170,6 +205,34 @@ static void rt_reject_member(rt_pool *p, const api_pool *o, const rt_pass *x, si
                   why == RT_REJECT_FENCE_REFUSED ? "fence_refused"
                   : why == RT_REJECT_DEGRADED    ? "degraded"
                                                  : "member_unavailable");
+}
+
+/* The pool's waiting annotation from this router: its head named there when rt_hold says so;
+ * what it named before cleared once no client here waits for that member. One write at a time,
+ * none while a request of this router's is unseen. */
+static void rt_advertise_check(rt_pool *p, const api_pool *o, const rt_pass *x, uint64_t now)
+{
+    if (p->advertised && !rt_str_eq(o->waiting, p->advertised)) {
+        free(p->advertised); /* replaced or cleared since */
+        p->advertised = NULL;
+    }
+    if (p->patch || p->awaiting || now < p->patch_not_before || !o->rv)
+        return;
+    if (x->d.advertise >= 0) {
+        const rt_hold_member *h = &x->hm[x->d.advertise];
+        char v[300];
+        uint64_t age = now - h->first_wait_ms, unix_now = rt_unix_ms();
+        snprintf(v, sizeof(v), "%s@%llu", h->name,
+                 (unsigned long long)(unix_now > age ? unix_now - age : 0));
+        rt_advertise(p, o, v);
+        return;
+    }
+    if (!p->advertised)
+        return;
+    for (size_t i = 0; i < x->n; i++)
+        if (x->mq[i] && x->mq[i]->waiting > 0 && rt_str_eq(x->hm[i].name, x->waiting))
+            return; /* still waited for here */
+    rt_advertise(p, o, NULL);
 }
 
 void rt_decide(rt_pool *p)
@@ -210,6 +273,8 @@ void rt_decide(rt_pool *p)
         rt_verify(p, now);
     if (x.d.activate >= 0 && !rt->stopping) /* a stopping router asks nothing more */
         rt_activate(p, o, x.hm[x.d.activate].name);
+    else if (!rt->stopping)
+        rt_advertise_check(p, o, &x, now);
     const rt_mq *asked_mq = NULL;
     for (size_t i = 0; p->asked && i < p->nmq; i++)
         if (strcmp(p->mqs[i]->member, p->asked) == 0)

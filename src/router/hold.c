@@ -86,10 +86,35 @@ static void fence_decide(const rt_hold_pool *p, const rt_hold_verdict *verdicts,
     }
 }
 
+/* What the pool's waiting annotation names: nothing (absent, or a member that does not exist or
+ * cannot load), a member to bring in (its index in *i), or a member being brought in or resident
+ * (its clients are being answered: left as it is). */
+typedef enum { NAMED_NONE, NAMED_QUEUED, NAMED_SERVING } named_state;
+
+static named_state waiting_named(const rt_hold_pool *p, ptrdiff_t *i)
+{
+    *i = -1;
+    if (is_empty(p->waiting_member))
+        return NAMED_NONE;
+    for (size_t k = 0; k < p->n_members; k++) {
+        const rt_hold_member *m = &p->members[k];
+        if (!str_eq(m->name, p->waiting_member))
+            continue;
+        if (str_eq(m->name, p->resident) || str_eq(m->name, p->pending) ||
+            str_eq(m->name, p->requested))
+            return NAMED_SERVING;
+        if (!m->exists || cannot_load(p, m))
+            return NAMED_NONE;
+        *i = (ptrdiff_t)k;
+        return NAMED_QUEUED;
+    }
+    return NAMED_NONE;
+}
+
 void rt_hold_decide(const rt_hold_pool *p, rt_hold_verdict *verdicts, rt_hold_reject *reasons,
                     rt_hold_decision *out)
 {
-    *out = (rt_hold_decision){.activate = -1, .wake_at_ms = 0};
+    *out = (rt_hold_decision){.activate = -1, .advertise = -1, .wake_at_ms = 0};
 
     /* The next member to bring in: the one whose oldest held request is the oldest of all. */
     ptrdiff_t head = -1;
@@ -105,8 +130,17 @@ void rt_hold_decide(const rt_hold_pool *p, rt_hold_verdict *verdicts, rt_hold_re
     if (head < 0)
         return;
 
+    /* Another replica's waiter named in the pool, if it waited longer than this router's head:
+     * its member is asked for instead (fairness across replicas). */
+    ptrdiff_t named;
+    named_state ns = waiting_named(p, &named);
+    uint64_t first = p->members[head].first_wait_ms;
+    if (ns == NAMED_QUEUED && p->waiting_since_ms < first) {
+        head = named;
+        first = p->waiting_since_ms;
+    }
     const rt_hold_member *h = &p->members[head];
-    uint64_t grace_end = h->first_wait_ms + p->grace_ms;
+    uint64_t grace_end = first + p->grace_ms;
     bool grace_over = p->now_ms >= grace_end;
 
     /* The resident, if it serves, is busy while it has a request in flight or one held from
@@ -122,16 +156,48 @@ void rt_hold_decide(const rt_hold_pool *p, rt_hold_verdict *verdicts, rt_hold_re
     }
 
     /* Ask only when no swap is in flight and no request waits to be taken, ours or another's:
-     * the operator takes the newest request, so a second one would cut a swap short. */
-    if (!is_empty(p->pending) || !is_empty(p->requested) || p->request_unseen)
+     * the operator takes the newest request, so a second one would cut a swap short. Kept from
+     * asking by another's swap or request, the head is named in the pool for whoever asks next,
+     * unless an older waiter is named there already or the head is what is being brought in. */
+    if (p->request_unseen)
         return;
+    if (!is_empty(p->pending) || !is_empty(p->requested)) {
+        bool replace = ns == NAMED_NONE ||
+                       (ns == NAMED_QUEUED && named != head && first < p->waiting_since_ms);
+        if (replace && !str_eq(h->name, p->pending) && !str_eq(h->name, p->requested))
+            out->advertise = head;
+        return;
+    }
     if (str_eq(h->name, p->resident) && h->up)
         return;
+    /* The resident named for another replica's clients: theirs first, within the grace. */
+    if (ns == NAMED_SERVING && str_eq(p->waiting_member, p->resident) && p->resident_since_ms &&
+        p->now_ms < p->resident_since_ms + p->grace_ms) {
+        out->wake_at_ms = p->resident_since_ms + p->grace_ms;
+        return;
+    }
     if (resident_busy && !grace_over) {
         out->wake_at_ms = grace_end;
         return;
     }
     out->activate = head;
+}
+
+bool rt_hold_waiting_parse(const char *s, char *member, size_t len, uint64_t *since_unix_ms)
+{
+    const char *at = s ? strrchr(s, '@') : NULL;
+    if (!at || at == s || (size_t)(at - s) >= len || !at[1])
+        return false;
+    uint64_t v = 0;
+    for (const char *d = at + 1; *d; d++) {
+        if (*d < '0' || *d > '9' || v > (UINT64_MAX - 9) / 10)
+            return false;
+        v = v * 10 + (uint64_t)(*d - '0');
+    }
+    memcpy(member, s, (size_t)(at - s));
+    member[at - s] = '\0';
+    *since_unix_ms = v;
+    return true;
 }
 
 uint32_t rt_hold_retry_after_s(uint64_t estimate_ms, uint64_t swap_started_ms, uint64_t now_ms,

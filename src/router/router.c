@@ -147,6 +147,7 @@ static void rt_pool_free(rt_pool *p)
     if (p->withdraw)
         kube_call_cancel(p->withdraw);
     free(p->asked);
+    free(p->advertised);
     free(p->withdraw_rv);
     if (p->verify)
         kube_call_cancel(p->verify);
@@ -172,7 +173,7 @@ static void rt_pool_free(rt_pool *p)
 static void rt_pool_maybe_free(rt_pool *p)
 {
     if (p->dirty || p->patch || p->verify || p->wake_timer || p->awaiting || p->asked ||
-        p->withdraw || p->refused)
+        p->advertised || p->withdraw || p->refused)
         return;
     uint64_t read_ends = p->verified_ms + rt_fence_window_ms(p->rt);
     if (p->verified_member && rt_pool_rec(p) && ev_now_ms() < read_ends) {

@@ -98,6 +98,11 @@ struct rt_pool {
      * that version, so a lagging cache costs one write, not one per round trip). */
     char *asked;
     bool asked_left;
+    /* What this router last wrote to the pool's waiting annotation ("MEMBER@MS"), while the pool
+     * shows it: cleared by this router once no client here waits for that member. The write in
+     * flight is p->patch, as for a request (patch_advert tells them apart). */
+    char *advertised;
+    bool patch_advert;
     kube_call *withdraw;
     char *withdraw_rv;
     uint64_t wake_timer;
@@ -105,6 +110,7 @@ struct rt_pool {
     /* Swap timing from the status as this router saw it change (monotonic ms). */
     uint64_t swap_seen_ms;
     uint64_t swap_estimate_ms;
+    uint64_t settled_ms; /* when the last swap seen here ended (0: none seen) */
     /* The drain fence's read of the pool: in flight (sent at verify_sent_ms), then the member the
      * last good read showed resident with no swap (NULL: none) and when that read was sent. */
     kube_call *verify;
@@ -182,6 +188,9 @@ void rt_forward_cancel(rt_req *q);
 
 /* activate.c: this router's writes to a pool (a request, a withdrawal). */
 void rt_activate(rt_pool *p, const api_pool *o, const char *member);
+/* Sets the pool's waiting annotation to value ("MEMBER@MS"; NULL removes it, when it is still
+ * what this router wrote), with the pool's version as the precondition. */
+void rt_advertise(rt_pool *p, const api_pool *o, const char *value);
 void rt_withdraw_check(rt_pool *p, const api_pool *o, const rt_mq *mq);
 
 /* fence.c: the drain fence's read of a pool. */

@@ -369,8 +369,8 @@ static void test_awaiting_probe(void **state)
                      : r[i] == RT_REJECT_DEGRADED ? 'D'
                                                   : 'M';
         if (strcmp(got, t[c].want) != 0 || d.fence_read != t[c].read || d.activate != -1)
-            fail_msg("%s: verdicts %s (want %s), read %d, activate %td", t[c].title, got,
-                     t[c].want, d.fence_read, d.activate);
+            fail_msg("%s: verdicts %s (want %s), read %d, activate %td", t[c].title, got, t[c].want,
+                     d.fence_read, d.activate);
     }
 }
 
@@ -426,6 +426,116 @@ static void test_order(void **state)
     run(t, sizeof t / sizeof t[0]);
 }
 // clang-format on
+
+/* #27, fairness across replicas: the pool's waiting annotation names another replica's longest
+ * waiter. A row: the pool (resident a, b and c stopped, d missing), what this router holds, the
+ * named member and how long ago its waiter came (ms; none: NULL), then the member asked for and
+ * the member this router names (-1 none), and for a named resident when this router saw its swap
+ * end and when to decide again. Now is T0 + 10000; the grace is 5000 ms. */
+typedef struct {
+    const char *title;
+    const char *pending, *requested;
+    const char *m[MAXM];
+    const char *named;
+    uint64_t named_ago;
+    int activate, advertise;
+    uint64_t settled_ago; /* the last swap ended here that long ago; 0 none seen */
+    uint64_t wake_in;     /* wake_at_ms: now + this; 0 none */
+} t_fair;
+
+static void test_fair_across_replicas(void **state)
+{
+    (void)state;
+    // clang-format off
+    static const t_fair t[] = {
+        {"named waiter older than ours: it is asked for, not ours", NULL, NULL,
+         {"a:ur:0@0:0", "b::1@9000:0", "c::0@0:0"}, "c", 3000, 2, -1},
+        {"named waiter younger than ours: ours is asked for", NULL, NULL,
+         {"a:ur:0@0:0", "b::1@5000:0", "c::0@0:0"}, "c", 1000, 1, -1},
+        {"named waiter for our own member, older: asked (its grace from the older)", NULL, NULL,
+         {"a:ur:0@0:0", "b::1@9000:0", "c::0@0:0"}, "b", 8000, 1, -1},
+        {"no waiter here: another's name is not acted on", NULL, NULL,
+         {"a:ur:0@0:0", "b::0@0:0", "c::0@0:0"}, "c", 3000, -1, -1},
+        {"named member is the resident: ignored, ours asked", NULL, NULL,
+         {"a:ur:0@0:0", "b::1@9000:0", "c::0@0:0"}, "a", 9000, 1, -1},
+        {"named member does not exist: ignored", NULL, NULL,
+         {"a:ur:0@0:0", "b::1@9000:0", "c::0@0:0", "d:x:0@0:0"}, "d", 9000, 1, -1},
+        {"swap in flight, nothing named: ours is named", "c", NULL,
+         {"a:ur:0@0:0", "b::1@9000:0", "c:u:0@0:0"}, NULL, 0, -1, 1},
+        {"another's request waits, a younger waiter named: ours replaces it", NULL, "c",
+         {"a:ur:0@0:0", "b::1@5000:0", "c::0@0:0", "d::0@0:0"}, "d", 1000, -1, 1},
+        {"swap in flight, an older waiter named: left as it is", "c", NULL,
+         {"a:ur:0@0:0", "b::1@9000:0", "c:u:0@0:0", "d::0@0:0"}, "d", 3000, -1, -1},
+        {"swap in flight to our member: nothing named", "b", NULL,
+         {"a:ur:0@0:0", "b:u:1@9000:0", "c::0@0:0"}, NULL, 0, -1, -1},
+        {"swap in flight to the named member (its clients about to be answered): left", "c",
+         NULL, {"a:ur:0@0:0", "b::1@9000:0", "c:u:0@0:0"}, "c", 3000, -1, -1},
+        {"the resident named, settled 1 s ago: not asked away from within the grace", NULL, NULL,
+         {"a:ur:0@0:0", "b::1@9000:0", "c::0@0:0"}, "a", 3000, -1, -1, 1000, 4000},
+        {"the resident named, settled 6 s ago: the grace is over, ours asked", NULL, NULL,
+         {"a:ur:0@0:0", "b::1@9000:0", "c::0@0:0"}, "a", 3000, 1, -1, 6000},
+        {"the resident named, its settling not seen here: ours asked", NULL, NULL,
+         {"a:ur:0@0:0", "b::1@9000:0", "c::0@0:0"}, "a", 3000, 1, -1},
+        {"swap in flight, our member already named (by us, younger): left", "c", NULL,
+         {"a:ur:0@0:0", "b::1@5000:0", "c:u:0@0:0"}, "b", 1000, -1, -1},
+    };
+    // clang-format on
+    for (size_t c = 0; c < sizeof t / sizeof t[0]; c++) {
+        rt_hold_member ms[MAXM];
+        char names[MAXM][16];
+        size_t k = 0;
+        for (; k < MAXM && t[c].m[k]; k++)
+            parse_member(t[c].m[k], &ms[k], names[k]);
+        uint64_t now = T0 + 10000;
+        rt_hold_pool p = {.phase = t[c].pending ? "Swapping" : "Ready",
+                          .resident = "a",
+                          .pending = t[c].pending,
+                          .requested = t[c].requested,
+                          .members = ms,
+                          .n_members = k,
+                          .grace_ms = 5000,
+                          .now_ms = now,
+                          .fence_member = "a",
+                          .fence_read_ms = now,
+                          .fence_window_ms = 1000,
+                          .waiting_member = t[c].named,
+                          .waiting_since_ms = now - t[c].named_ago,
+                          .resident_since_ms = t[c].settled_ago ? now - t[c].settled_ago : 0};
+        rt_hold_verdict v[MAXM];
+        rt_hold_reject r[MAXM];
+        rt_hold_decision d;
+        rt_hold_decide(&p, v, r, &d);
+        uint64_t wake = t[c].wake_in ? now + t[c].wake_in : 0;
+        if (d.activate != t[c].activate || d.advertise != t[c].advertise || d.wake_at_ms != wake)
+            fail_msg("%s: activate %td (want %d), advertise %td (want %d), wake %llu (want %llu)",
+                     t[c].title, d.activate, t[c].activate, d.advertise, t[c].advertise,
+                     (unsigned long long)d.wake_at_ms, (unsigned long long)wake);
+    }
+}
+
+static void test_waiting_parse(void **state)
+{
+    (void)state;
+    char m[16];
+    uint64_t since = 0;
+    assert_true(rt_hold_waiting_parse("m-b@1700000000123", m, sizeof(m), &since));
+    assert_string_equal(m, "m-b");
+    assert_true(since == 1700000000123ULL);
+    assert_true(rt_hold_waiting_parse("a@b@42", m, sizeof(m), &since)); /* the last '@' */
+    assert_string_equal(m, "a@b");
+    assert_true(since == 42);
+    const char *bad[] = {NULL,
+                         "",
+                         "m-b",
+                         "@5",
+                         "m-b@",
+                         "m-b@12x",
+                         "m-b@-1",
+                         "a-member-name-too-long@5",
+                         "m@99999999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_false(rt_hold_waiting_parse(bad[i], m, sizeof(m), &since));
+}
 
 /* A whole run: requests for a, b, c arrive interleaved (a b c a b c ...), each member's requests
  * in a queue of arrival times; the pool follows every request after a fixed swap time, and served
@@ -551,4 +661,5 @@ TEST_MAIN(cmocka_unit_test(test_serve_and_activate), cmocka_unit_test(test_rejec
           cmocka_unit_test(test_fence), cmocka_unit_test(test_fence_keeps_grace),
           cmocka_unit_test(test_awaiting_probe), cmocka_unit_test(test_dropped),
           cmocka_unit_test(test_order), cmocka_unit_test(test_no_starvation),
+          cmocka_unit_test(test_fair_across_replicas), cmocka_unit_test(test_waiting_parse),
           cmocka_unit_test(test_retry_after), cmocka_unit_test(test_fence_refused))

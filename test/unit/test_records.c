@@ -416,6 +416,14 @@ static void test_patches(void **state)
                         "{\"metadata\":{\"annotations\":{\"modelpool-operator.dev/request\":\"b\"},"
                         "\"resourceVersion\":\"42\"}}");
     free(b);
+    b = api_waiting_patch("c@1700000000000", "43");
+    assert_string_equal(b, "{\"metadata\":{\"annotations\":{\"modelpool-operator.dev/waiting\":"
+                           "\"c@1700000000000\"},\"resourceVersion\":\"43\"}}");
+    free(b);
+    b = api_waiting_patch(NULL, "44");
+    assert_string_equal(b, "{\"metadata\":{\"annotations\":{\"modelpool-operator.dev/waiting\":"
+                           "null},\"resourceVersion\":\"44\"}}");
+    free(b);
     cJSON *answer = cJSON_Parse("{\"metadata\":{\"resourceVersion\":\"77\"}}");
     assert_string_equal(api_answer_version(answer), "77");
     cJSON_Delete(answer);
