@@ -431,7 +431,10 @@ int fwd_start(fwd *f, const fwd_request *req, const fwd_client *cl, void *ud, fw
     bool bodied_method = strcmp(req->method, "POST") == 0 || strcmp(req->method, "PUT") == 0 ||
                          strcmp(req->method, "PATCH") == 0;
     c->upload = strcmp(req->method, "HEAD") != 0 && (c->total != 0 || bodied_method);
-    c->body_end = !req->more || c->total == 0;
+    /* All of a Content-Length body here already: its end is known, whatever the caller's more
+     * says (its end-of-body push, empty, is then a no-op). */
+    c->body_end =
+        !req->more || c->total == 0 || (c->total > 0 && req->body_len == (uint64_t)c->total);
     c->method = strdup(req->method);
     c->path = strdup(req->path);
     c->targets = calloc(req->ntargets, sizeof(*c->targets));
@@ -505,7 +508,7 @@ int fwd_body(fwd_call *c, const char *data, size_t len, bool end)
     if (c->finished) /* the member answered without waiting for the rest */
         return 0;
     if (c->body_end)
-        return len || !end ? fwd_body_fail(c, "forward: request body after its end", -EINVAL) : 0;
+        return len ? fwd_body_fail(c, "forward: request body after its end", -EINVAL) : 0;
     if (!c->upload && len)
         return fwd_body_fail(c, "forward: a HEAD request cannot carry a body", -EINVAL);
     if (c->total >= 0 && c->pushed + len > (uint64_t)c->total)

@@ -24,6 +24,8 @@
 #define FWD_DEF_IDLE_AGE_MS 4000L
 #define FWD_DEF_HIGH_WATER ((size_t)256 << 10)
 #define FWD_DEF_REPLAY_CAP ((size_t)1 << 20)
+/* A body up to this size that is complete at the start goes out in the head's write. */
+#define FWD_WHOLE_MAX (16u << 10)
 /* A caller that ignores fwd_body()'s 1 and pushes on is failed past this many times the mark. */
 #define FWD_OVERRUN_FACTOR 8
 /* curl hands over what one recv() returned, up to this: small enough for many calls at once,
@@ -86,6 +88,7 @@ struct fwd_call {
     uint64_t base, pushed;
     int64_t total; /* -1: unknown */
     bool upload;
+    bool whole; /* all of the body sent with the request's head (POSTFIELDS, no read callback) */
     bool body_end;
     bool replayable;
     bool told_full;

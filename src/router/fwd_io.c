@@ -283,8 +283,13 @@ static int fwd_on_prereq(void *ud, char *primary_ip, char *local_ip, int primary
 {
     (void)primary_ip, (void)local_ip, (void)primary_port, (void)local_port;
     fwd_call *c = ud;
-    if (ev_now_ms() <= c->send_by_ms)
+    if (!c->send_by_ms || ev_now_ms() <= c->send_by_ms) {
+        if (c->whole) { /* the request goes out with this write: the member's silence counts */
+            c->bytes_up = c->len;
+            fwd_body_out(c);
+        }
         return CURL_PREREQFUNC_OK;
+    }
     c->late = true;
     c->failed = true;
     c->error = "forward: not sent within the drain fence's window (connected too late)";
@@ -335,7 +340,6 @@ int fwd_setup(fwd_call *c, const fwd_request *req)
     FWD_SET(CURLOPT_TCP_KEEPIDLE, FWD_KEEPALIVE_S);
     FWD_SET(CURLOPT_TCP_KEEPINTVL, FWD_KEEPALIVE_S);
     FWD_SET(CURLOPT_BUFFERSIZE, FWD_BUFFER_SIZE);
-    FWD_SET(CURLOPT_HTTPHEADER, c->headers);
     FWD_SET(CURLOPT_HEADERFUNCTION, fwd_on_header);
     FWD_SET(CURLOPT_HEADERDATA, c);
     FWD_SET(CURLOPT_WRITEFUNCTION, fwd_on_write);
@@ -347,12 +351,28 @@ int fwd_setup(fwd_call *c, const fwd_request *req)
         FWD_SET(CURLOPT_SOCKOPTFUNCTION, fwd_on_sockopt);
         FWD_SET(CURLOPT_SOCKOPTDATA, c);
     }
-    if (c->send_by_ms) {
+    /* A small body that is all here goes out in the request's own write (curl's POSTFIELDS),
+     * not in a second one after it from the read callback: one segment, no poll between. */
+    c->whole = c->upload && c->body_end && c->len > 0 && c->len <= FWD_WHOLE_MAX && c->replayable &&
+               rc == CURLE_OK;
+    if (c->whole) {
+        struct curl_slist *l = curl_slist_append(c->headers, "Content-Type:"); /* no default */
+        if (!l)
+            return -ENOMEM;
+        c->headers = l;
+    }
+    FWD_SET(CURLOPT_HTTPHEADER, c->headers);
+    if (c->send_by_ms || c->whole) {
         FWD_SET(CURLOPT_PREREQFUNCTION, fwd_on_prereq);
         FWD_SET(CURLOPT_PREREQDATA, c);
     }
     if (strcmp(req->method, "HEAD") == 0) {
         FWD_SET(CURLOPT_NOBODY, 1L);
+    } else if (c->whole) {
+        /* The bytes stay in c->buf, untouched until the call is freed (no read callback). */
+        FWD_SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)c->len);
+        FWD_SET(CURLOPT_POSTFIELDS, c->buf);
+        FWD_SET(CURLOPT_CUSTOMREQUEST, c->method);
     } else if (c->upload) {
         /* UPLOAD streams from the read callback; the method is the client's (curl would say
          * PUT), and a body of unknown length goes chunked. */

@@ -750,6 +750,43 @@ static void test_post(void **state)
     t_teardown(&t, loop, &u);
 }
 
+/* A body all here at the start, as the router has it once the model is read (more, with the
+ * whole Content-Length): it goes out with the head (one write), curl adds no Content-Type of its
+ * own, and the caller's empty end-of-body push afterwards is a no-op. */
+static void test_post_whole_body(void **state)
+{
+    (void)state;
+    ev_loop *loop;
+    up u;
+    t_cli t;
+    t_setup(&t, &loop, &u, UP_OK, NULL);
+    fwd_target tg = {"127.0.0.1", u.port};
+    const char *body = "{\"model\":\"a\",\"prompt\":\"hi\"}";
+    fwd_request req = {.method = "POST",
+                       .path = "/v1/completions",
+                       .targets = &tg,
+                       .ntargets = 1,
+                       .body = body,
+                       .body_len = strlen(body),
+                       .more = true,
+                       .content_length = (int64_t)strlen(body)};
+    t_start(&t, &req);
+    assert_int_equal(fwd_body(t.call, "", 0, false), 0);
+    assert_int_equal(fwd_body(t.call, NULL, 0, true), 0);
+    t_run(&t);
+    assert_int_equal(t.r.outcome, FWD_OK);
+    assert_int_equal(t.r.status, 200);
+    assert_string_equal(u.body, body);
+    assert_int_equal(t.r.bytes_up, strlen(body));
+    char cl[64];
+    snprintf(cl, sizeof(cl), "\r\nContent-Length: %zu\r\n", strlen(body));
+    assert_non_null(strcasestr(u.last_head, cl));
+    assert_null(strcasestr(u.last_head, "\r\nContent-Type:"));
+    assert_null(strcasestr(u.last_head, "\r\nExpect:"));
+    assert_null(strcasestr(u.last_head, "\r\nTransfer-Encoding:"));
+    t_teardown(&t, loop, &u);
+}
+
 /* 5 MiB of unknown length (chunked up), pushed a piece per loop turn; the member does not read
  * until fwd_body says "full", so the high-water mark and body_drained are crossed for sure. */
 static void test_big_body_streamed_up(void **state)
@@ -1603,9 +1640,9 @@ static void test_body_overrun(void **state)
 }
 
 TEST_MAIN(cmocka_unit_test(test_get), cmocka_unit_test(test_post),
-          cmocka_unit_test(test_big_body_streamed_up), cmocka_unit_test(test_body_trickles_up),
-          cmocka_unit_test(test_sse_ping_pong), cmocka_unit_test(test_response_backpressure),
-          cmocka_unit_test(test_hop_by_hop_and_xff),
+          cmocka_unit_test(test_post_whole_body), cmocka_unit_test(test_big_body_streamed_up),
+          cmocka_unit_test(test_body_trickles_up), cmocka_unit_test(test_sse_ping_pong),
+          cmocka_unit_test(test_response_backpressure), cmocka_unit_test(test_hop_by_hop_and_xff),
           cmocka_unit_test(test_second_target_after_refusal),
           cmocka_unit_test(test_second_target_after_reset),
           cmocka_unit_test(test_dead_kept_alive_connection),
