@@ -50,9 +50,11 @@ bench_name=router
 source "$src/bench/lib.sh"
 
 ticks=$(getconf CLK_TCK)
-# cpu_ticks PID: utime+stime in clock ticks; cpu_ns PID: time on CPU in ns (schedstat, finer).
+# cpu_ticks PID: utime+stime in clock ticks; cpu_ns PID: time on CPU in ns (schedstat, finer), summed
+# over the process's threads (/proc/PID/schedstat is its main thread's alone: haproxy runs one thread
+# per core, and its second thread's time was not counted before).
 cpu_ticks() { awk '{ s = $0; sub(/^.*\) /, "", s); split(s, f, " "); print f[12] + f[13] }' "/proc/$1/stat"; }
-cpu_ns() { awk '{ print $1 }' "/proc/$1/schedstat"; }
+cpu_ns() { cat "/proc/$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
 # kib PID FIELD: a /proc/PID/status field in KiB (VmRSS, VmHWM, RssAnon, ...).
 kib() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
 fds() { ls "/proc/$1/fd" | wc -l; }
