@@ -47,5 +47,8 @@ void ev_stop(ev_loop *loop);
 uint64_t ev_now_ms(void);
 /* The same clock in microseconds, for latency measurements. */
 uint64_t ev_now_us(void);
+/* Wall-clock time in milliseconds since the Unix epoch (CLOCK_REALTIME): for times other
+ * processes read (the API's timestamps), never for timeouts. */
+uint64_t ev_wall_ms(void);
 
 #endif

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "api/records.h"
 #include "controller_internal.h"
@@ -17,13 +16,6 @@
  * after this long: the cache's own events usually settle it first (a pool applied with its
  * members), and a quiet cluster's watch may send nothing for a minute. */
 #define PC_ABSENT_GRACE_MS 1000
-
-static int64_t pc_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static const prober_memo *pc_memo_lookup(void *ud, const char *uid)
 {
@@ -180,7 +172,7 @@ static int pc_build(pc_run *run, const api_pool *pool, bool absence_confirmed)
                         .absence_confirmed = absence_confirmed};
     pool_snapshot snap;
     uint64_t mono = ev_now_ms();
-    int rc = pool_snapshot_build(pool, &src, pc_wall_ms(), (int64_t)mono, &snap);
+    int rc = pool_snapshot_build(pool, &src, (int64_t)ev_wall_ms(), (int64_t)mono, &snap);
     if (rc < 0)
         return rc;
     if ((rc = pc_fence(pc, run->key, pool, mono, &snap.snap)) < 0) {

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "api/status.h"
 #include "informer/expect.h"
@@ -97,20 +96,12 @@ static void rt_pass_free(rt_pass *x)
     free(x->hm), free(x->v), free(x->why), free(x->mq);
 }
 
-/* Unix time in ms. */
-static uint64_t rt_unix_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* The pool's waiting annotation on this router's clock: the member into x->waiting and since when
  * (monotonic ms) into *since; nothing when absent, unreadable, or older than the pool's swap
  * budget (its clients have had their answer by now). */
 static void rt_pass_waiting(rt_pass *x, const api_pool *o, uint64_t now, uint64_t *since)
 {
-    uint64_t unix_since = 0, unix_now = rt_unix_ms();
+    uint64_t unix_since = 0, unix_now = ev_wall_ms();
     x->waiting[0] = '\0';
     if (!rt_hold_waiting_parse(o->waiting, x->waiting, sizeof(x->waiting), &unix_since))
         return;
@@ -221,7 +212,7 @@ static void rt_advertise_check(rt_pool *p, const api_pool *o, const rt_pass *x, 
     if (x->d.advertise >= 0) {
         const rt_hold_member *h = &x->hm[x->d.advertise];
         char v[300];
-        uint64_t age = now - h->first_wait_ms, unix_now = rt_unix_ms();
+        uint64_t age = now - h->first_wait_ms, unix_now = ev_wall_ms();
         snprintf(v, sizeof(v), "%s@%llu", h->name,
                  (unsigned long long)(unix_now > age ? unix_now - age : 0));
         rt_advertise(p, o, v);

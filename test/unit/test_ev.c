@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -223,6 +224,17 @@ static void test_fd_hangup(void **state)
     ev_free(loop);
 }
 
-TEST_MAIN(cmocka_unit_test(test_timer_order), cmocka_unit_test(test_timer_from_callback),
-          cmocka_unit_test(test_timer_cancel_many), cmocka_unit_test(test_fd_ready),
-          cmocka_unit_test(test_fd_error_only), cmocka_unit_test(test_fd_hangup))
+/* The wall clock is Unix time in ms: between two reads of time() around it. */
+static void test_wall_clock(void **state)
+{
+    (void)state;
+    time_t before = time(NULL);
+    uint64_t ms = ev_wall_ms();
+    time_t after = time(NULL);
+    assert_true(ms >= (uint64_t)before * 1000 && ms < ((uint64_t)after + 1) * 1000);
+}
+
+TEST_MAIN(cmocka_unit_test(test_wall_clock), cmocka_unit_test(test_timer_order),
+          cmocka_unit_test(test_timer_from_callback), cmocka_unit_test(test_timer_cancel_many),
+          cmocka_unit_test(test_fd_ready), cmocka_unit_test(test_fd_error_only),
+          cmocka_unit_test(test_fd_hangup))
