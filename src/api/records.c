@@ -624,47 +624,38 @@ char *api_withdraw_clear_patch(const char *member)
                                       member);
 }
 
-char *api_withdraw_patch(const char *member, bool untaken, const char *resource_version)
+/* The merge patch that sets the pool's annotation name to value (NULL: removes it), with
+ * resource_version (if not NULL) as the precondition. NULL when out of memory. */
+static char *api_annotation_patch(const char *name, const char *value, const char *resource_version)
 {
     cJSON *patch = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(patch, "metadata");
     cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
     char *body = NULL;
     if (ann &&
-        (untaken ? cJSON_AddNullToObject(ann, API_REQUEST_ANNOTATION) != NULL
-                 : cJSON_AddStringToObject(ann, API_WITHDRAW_ANNOTATION, member) != NULL) &&
+        (value ? cJSON_AddStringToObject(ann, name, value) != NULL
+               : cJSON_AddNullToObject(ann, name) != NULL) &&
         (!resource_version || cJSON_AddStringToObject(meta, "resourceVersion", resource_version)))
         body = cJSON_PrintUnformatted(patch);
     cJSON_Delete(patch);
     return body;
+}
+
+char *api_withdraw_patch(const char *member, bool untaken, const char *resource_version)
+{
+    return untaken ? api_annotation_patch(API_REQUEST_ANNOTATION, NULL, resource_version)
+                   : api_annotation_patch(API_WITHDRAW_ANNOTATION, member, resource_version);
 }
 
 char *api_request_set_patch(const char *member, const char *resource_version)
 {
-    cJSON *patch = cJSON_CreateObject();
-    cJSON *meta = cJSON_AddObjectToObject(patch, "metadata");
-    cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
-    char *body = NULL;
-    if (ann && cJSON_AddStringToObject(ann, API_REQUEST_ANNOTATION, member) &&
-        (!resource_version || cJSON_AddStringToObject(meta, "resourceVersion", resource_version)))
-        body = cJSON_PrintUnformatted(patch);
-    cJSON_Delete(patch);
-    return body;
+    return api_annotation_patch(API_REQUEST_ANNOTATION, member, resource_version);
 }
 
 char *api_waiting_patch(const char *value, const char *resource_version)
 {
-    cJSON *patch = cJSON_CreateObject();
-    cJSON *meta = cJSON_AddObjectToObject(patch, "metadata");
-    cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
-    char *body = NULL;
-    if (ann &&
-        (value ? cJSON_AddStringToObject(ann, API_WAITING_ANNOTATION, value) != NULL
-               : cJSON_AddNullToObject(ann, API_WAITING_ANNOTATION) != NULL) &&
-        cJSON_AddStringToObject(meta, "resourceVersion", resource_version))
-        body = cJSON_PrintUnformatted(patch);
-    cJSON_Delete(patch);
-    return body;
+    return resource_version ? api_annotation_patch(API_WAITING_ANNOTATION, value, resource_version)
+                            : NULL;
 }
 
 /* ---- the status patch: every field (null when empty), so that a merge patch replaces the status
