@@ -27,29 +27,24 @@ static void rt_patch_done(void *ud, const kube_error *err, long code, const cJSO
     p->patch = NULL;
     free(p->request_rv);
     p->request_rv = NULL;
-    if (p->patch_advert && (err->kind == KUBE_OK || code == 409)) {
-        /* As for a request: nothing more is written until the cache shows this version. */
-        const char *rv = err->kind == KUBE_OK ? api_answer_version(body) : NULL;
-        p->request_rv = rv ? strdup(rv) : NULL;
-        p->awaiting = true;
-        p->patch_failures = 0;
-        p->patch_not_before = 0;
-        log_kv(LOG_DEBUG,
-               err->kind == KUBE_OK ? "named this router's longest waiter in the pool"
-                                    : "naming this router's longest waiter lost a race",
-               "pool", p->key, "waiting", p->patch_member ? p->patch_member : "(none)", NULL);
-        free(p->advertised);
-        p->advertised = err->kind == KUBE_OK && p->patch_member ? strdup(p->patch_member) : NULL;
-    } else if (err->kind == KUBE_OK || code == 409) {
+    if (err->kind == KUBE_OK || code == 409) {
         /* 409: the pool changed since this router's cache saw it (another replica asked, the
-         * operator wrote its status): nothing is asked until the cache has caught up, and then
-         * only if it still needs asking. */
+         * operator wrote its status): nothing is written until the cache has caught up, and then
+         * only if it still needs writing. */
         const char *rv = err->kind == KUBE_OK ? api_answer_version(body) : NULL;
         p->request_rv = rv ? strdup(rv) : NULL;
         p->awaiting = true;
         p->patch_failures = 0;
         p->patch_not_before = 0;
-        if (err->kind == KUBE_OK) {
+        if (p->patch_advert) {
+            log_kv(LOG_DEBUG,
+                   err->kind == KUBE_OK ? "named this router's longest waiter in the pool"
+                                        : "naming this router's longest waiter lost a race",
+                   "pool", p->key, "waiting", p->patch_member ? p->patch_member : "(none)", NULL);
+            free(p->advertised);
+            p->advertised =
+                err->kind == KUBE_OK && p->patch_member ? strdup(p->patch_member) : NULL;
+        } else if (err->kind == KUBE_OK) {
             log_kv(LOG_INFO, "requested member through the pool", "pool", p->key, "member",
                    p->patch_member, NULL);
             free(p->asked);
@@ -91,13 +86,20 @@ static kube_call *rt_pool_patch(rt_pool *p, char *body, kube_done_fn done, kube_
     return c;
 }
 
-void rt_activate(rt_pool *p, const api_pool *o, const char *member)
+/* Records what p's next write is (value, NULL for a removal; advert: the waiting annotation, not
+ * a request) and the pool's version it is made at. */
+static void rt_patch_begin(rt_pool *p, const api_pool *o, const char *value, bool advert)
 {
     free(p->patch_member);
-    p->patch_member = strdup(member);
-    p->patch_advert = false;
+    p->patch_member = value ? strdup(value) : NULL;
+    p->patch_advert = advert;
     free(p->request_old_rv);
     p->request_old_rv = o->rv ? strdup(o->rv) : NULL;
+}
+
+void rt_activate(rt_pool *p, const api_pool *o, const char *member)
+{
+    rt_patch_begin(p, o, member, false);
     kube_error err = {0};
     char *body = p->patch_member ? api_request_set_patch(member, o->rv) : NULL;
     p->patch = rt_pool_patch(p, body, rt_patch_done, &err);
@@ -112,11 +114,7 @@ void rt_activate(rt_pool *p, const api_pool *o, const char *member)
 
 void rt_advertise(rt_pool *p, const api_pool *o, const char *value)
 {
-    free(p->patch_member);
-    p->patch_member = value ? strdup(value) : NULL;
-    p->patch_advert = true;
-    free(p->request_old_rv);
-    p->request_old_rv = o->rv ? strdup(o->rv) : NULL;
+    rt_patch_begin(p, o, value, true);
     kube_error err = {0};
     char *body = (!value || p->patch_member) && o->rv ? api_waiting_patch(value, o->rv) : NULL;
     p->patch = rt_pool_patch(p, body, rt_patch_done, &err);
