@@ -1,9 +1,9 @@
 /* Tests of httpd's connection limits over loopback, clients on the server's loop: a flood of idle
  * connections past the limit cannot keep a new request out (the connection waiting longest is
  * closed for it, a request in progress never is), a flood from one address closes only its own
- * connections and never another client's that has yet to send its head, a client past its per-client cap is closed at
- * accept, a request head that stalls is closed after the head timeout while a held request
- * outlives it, and the count of open connections follows. */
+ * connections and never another client's that has yet to send its head, a client past its
+ * per-client cap is closed at accept, a request head that stalls is closed after the head timeout
+ * while a held request outlives it, and the count of open connections follows. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
