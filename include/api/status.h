@@ -77,6 +77,26 @@ const api_condition *api_status_cond(const api_status *st, const char *type);
  * it. */
 bool api_status_awaits_probe(const api_status *st);
 
+/* The faults of a pool's spec as the operator writes them in MembersValid's message (rule 5),
+ * printf formats, "; " between faults; api_status_fault_spares reads them back. In those marked
+ * NAMED the first conversion is the member the fault is about. */
+#define API_FAULT_NO_MEMBERS "spec.members is empty"
+#define API_FAULT_EMPTY_NAME "spec.members[%zu] has an empty name"
+#define API_FAULT_DUPLICATE /* NAMED */ "member %s is listed %zu times"
+#define API_FAULT_DEFAULT /* NAMED */ "default %s is not in spec.members"
+#define API_FAULT_BUDGET "swapBudget \"%s\" is not a positive duration such as 300s or 5m"
+#define API_FAULT_UNLOAD_AFTER                                                                     \
+    "annotation modelpool-operator.dev/unprobeable-unload-after \"%s\" is not a positive "         \
+    "duration such as 10m"
+#define API_FAULT_POLICY "swapPolicy %s is not supported (sticky is)"
+#define API_FAULT_RESIDENT_REMOVED /* NAMED */                                                     \
+    "residentMember %s was removed from spec.members (add it back, move the slot to another "      \
+    "member, then remove it)"
+#define API_FAULT_PENDING_REMOVED /* NAMED */                                                      \
+    "pendingMember %s was removed from spec.members (add it back until the swap ends)"
+#define API_FAULT_CLAIMED /* NAMED */ "member %s is also claimed by pool %s"
+#define API_FAULT_MISSING /* NAMED */ "InferenceService %s not found in namespace %s"
+
 /* A Degraded pool's fault spares member: the operator changes no replicas while Degraded, so a
  * router may serve a resident the fault is not about. True only when MembersValid is False (a spec
  * fault, written with the intent kept as it was) and every clause of its message (the faults, "; "

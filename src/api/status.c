@@ -1,7 +1,7 @@
 /* status: the questions both binaries ask of a ModelPool status (which condition, whether a swap
  * awaits its resident's probe, whether a Degraded pool's fault concerns a member), answered once;
- * the names are api/status.h's. The fault shapes below are the messages of the operator's rule 5
- * (src/pool/plan_validate.c), each tested against a real plan in test_plan_reported. */
+ * the names, and the faults' wording the operator writes (rule 5, src/pool/plan_validate.c), are
+ * api/status.h's; test_plan_reported reads the faults of a real plan back. */
 #include "api/status.h"
 
 #include <string.h>
@@ -26,44 +26,54 @@ bool api_status_awaits_probe(const api_status *st)
            status_eq(sw->reason, API_REASON_AWAITING_PROBE);
 }
 
-/* One fault of rule 5 as its clause reads: head, then (named) a member's name and after, then
- * anything but "; "; or (not named) head, anything, and tail at the clause's end. */
-typedef struct {
-    const char *head;
+/* The faults of rule 5 (api/status.h); named: its first conversion is a member's name. */
+static const struct {
+    const char *fmt;
     bool named;
-    const char *after; /* named: what follows the name; else the clause's tail */
-} status_fault_shape;
-
-static const status_fault_shape status_faults[] = {
-    {"spec.members is empty", false, ""},
-    {"spec.members[", false, "] has an empty name"},
-    {"member ", true, " is listed "},
-    {"member ", true, " is also claimed by pool "},
-    {"default ", true, " is not in spec.members"},
-    {"swapBudget \"", false, "\" is not a positive duration such as 300s or 5m"},
-    {"annotation modelpool-operator.dev/unprobeable-unload-after \"", false,
-     "\" is not a positive duration such as 10m"},
-    {"swapPolicy ", false, " is not supported (sticky is)"},
-    {"residentMember ", true, " was removed from spec.members "},
-    {"pendingMember ", true, " was removed from spec.members "},
-    {"InferenceService ", true, " not found in namespace "},
+} status_faults[] = {
+    {API_FAULT_NO_MEMBERS, false},     {API_FAULT_EMPTY_NAME, false},
+    {API_FAULT_DUPLICATE, true},       {API_FAULT_DEFAULT, true},
+    {API_FAULT_BUDGET, false},         {API_FAULT_UNLOAD_AFTER, false},
+    {API_FAULT_POLICY, false},         {API_FAULT_RESIDENT_REMOVED, true},
+    {API_FAULT_PENDING_REMOVED, true}, {API_FAULT_CLAIMED, true},
+    {API_FAULT_MISSING, true},
 };
 
-/* The clause c (n bytes) is a fault of a known shape that does not name member. */
+/* A format's literal text before its first conversion (*head_len bytes of fmt) and the literal
+ * text after that conversion, up to the next one or the end (*after, *after_len; "" when fmt has
+ * no conversion). */
+static void status_fault_parts(const char *fmt, size_t *head_len, const char **after,
+                               size_t *after_len)
+{
+    const char *pct = strchr(fmt, '%');
+    *head_len = pct ? (size_t)(pct - fmt) : strlen(fmt);
+    *after = "";
+    *after_len = 0;
+    if (!pct)
+        return;
+    const char *conv = pct + 1 + strspn(pct + 1, "zlh"); /* length modifiers */
+    *after = *conv ? conv + 1 : conv;
+    *after_len = strcspn(*after, "%");
+}
+
+/* The clause c (n bytes) is a fault of a known shape that does not name member: its head, then
+ * (named) a member's name and the text after it, or (not named) anything and the text after the
+ * conversion at the clause's end. */
 static bool status_clause_spares(const char *c, size_t n, const char *member)
 {
     for (size_t i = 0; i < sizeof(status_faults) / sizeof(status_faults[0]); i++) {
-        const status_fault_shape *f = &status_faults[i];
-        size_t h = strlen(f->head), a = strlen(f->after);
-        if (n < h + a || strncmp(c, f->head, h) != 0)
+        size_t h, a;
+        const char *after;
+        status_fault_parts(status_faults[i].fmt, &h, &after, &a);
+        if (n < h + a || strncmp(c, status_faults[i].fmt, h) != 0)
             continue;
-        if (!f->named) {
-            if (strncmp(c + n - a, f->after, a) == 0)
+        if (!status_faults[i].named) {
+            if (strncmp(c + n - a, after, a) == 0)
                 return true;
             continue;
         }
         const char *name = c + h, *end = memchr(name, ' ', n - h);
-        if (end == NULL || (size_t)(c + n - end) < a || strncmp(end, f->after, a) != 0)
+        if (end == NULL || (size_t)(c + n - end) < a || strncmp(end, after, a) != 0)
             continue;
         return (size_t)(end - name) != strlen(member) ||
                strncmp(name, member, (size_t)(end - name)) != 0;

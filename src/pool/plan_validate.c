@@ -22,10 +22,10 @@ const char *plan_validate(const plan_snapshot *s, int64_t *budget_ms, plan_msg *
     const char *reason = NULL;
 
     if (s->n_members == 0)
-        fault(&reason, msg, "NoMembers", "spec.members is empty");
+        fault(&reason, msg, "NoMembers", API_FAULT_NO_MEMBERS);
     for (size_t i = 0; i < s->n_members; i++)
         if (is_empty(s->members[i].name))
-            fault(&reason, msg, "EmptyMemberName", "spec.members[%zu] has an empty name", i);
+            fault(&reason, msg, "EmptyMemberName", API_FAULT_EMPTY_NAME, i);
     for (size_t i = 0; i < s->n_members; i++) {
         if (!plan_first_of_name(s, i))
             continue;
@@ -33,46 +33,34 @@ const char *plan_validate(const plan_snapshot *s, int64_t *budget_ms, plan_msg *
         for (size_t j = i; j < s->n_members; j++)
             n += str_eq(s->members[j].name, s->members[i].name);
         if (n > 1)
-            fault(&reason, msg, "DuplicateMember", "member %s is listed %zu times",
-                  s->members[i].name, n);
+            fault(&reason, msg, "DuplicateMember", API_FAULT_DUPLICATE, s->members[i].name, n);
     }
     if (!is_empty(s->default_member) && plan_member_named(s, s->default_member) == NULL)
-        fault(&reason, msg, "DefaultNotMember", "default %s is not in spec.members",
-              s->default_member);
+        fault(&reason, msg, "DefaultNotMember", API_FAULT_DEFAULT, s->default_member);
     *budget_ms = API_SWAP_BUDGET_DEFAULT_MS;
     if (!is_empty(s->swap_budget) &&
         (duration_parse_ms(s->swap_budget, budget_ms) != 0 || *budget_ms <= 0))
-        fault(&reason, msg, "InvalidSwapBudget",
-              "swapBudget \"%s\" is not a positive duration such as 300s or 5m", s->swap_budget);
+        fault(&reason, msg, "InvalidSwapBudget", API_FAULT_BUDGET, s->swap_budget);
     int64_t unload_ms = 0;
     if (!is_empty(s->unload_after) &&
         (duration_parse_ms(s->unload_after, &unload_ms) != 0 || unload_ms <= 0))
-        fault(&reason, msg, "InvalidUnloadAfter",
-              "annotation modelpool-operator.dev/unprobeable-unload-after \"%s\" is not a "
-              "positive duration such as 10m",
-              s->unload_after);
+        fault(&reason, msg, "InvalidUnloadAfter", API_FAULT_UNLOAD_AFTER, s->unload_after);
     if (!is_empty(s->swap_policy) && !str_eq(s->swap_policy, "sticky"))
-        fault(&reason, msg, "UnsupportedSwapPolicy", "swapPolicy %s is not supported (sticky is)",
-              s->swap_policy);
+        fault(&reason, msg, "UnsupportedSwapPolicy", API_FAULT_POLICY, s->swap_policy);
     /* A member dropped from the spec mid-flight would hold the GPU out of our sight. */
     const char *res = or_null(s->status.resident_member), *pend = or_null(s->status.pending_member);
     if (res && plan_member_named(s, res) == NULL)
-        fault(&reason, msg, "ResidentNotMember",
-              "residentMember %s was removed from spec.members (add it back, move the slot to "
-              "another member, then remove it)",
-              res);
+        fault(&reason, msg, "ResidentNotMember", API_FAULT_RESIDENT_REMOVED, res);
     if (pend && plan_member_named(s, pend) == NULL)
-        fault(&reason, msg, "PendingNotMember",
-              "pendingMember %s was removed from spec.members (add it back until the swap ends)",
-              pend);
+        fault(&reason, msg, "PendingNotMember", API_FAULT_PENDING_REMOVED, pend);
     for (size_t i = 0; i < s->n_members; i++)
         if (plan_first_of_name(s, i) && !is_empty(s->members[i].claimed_by))
-            fault(&reason, msg, "MemberInMultiplePools", "member %s is also claimed by pool %s",
-                  s->members[i].name, s->members[i].claimed_by);
+            fault(&reason, msg, "MemberInMultiplePools", API_FAULT_CLAIMED, s->members[i].name,
+                  s->members[i].claimed_by);
     for (size_t i = 0; i < s->n_members; i++)
         if (plan_first_of_name(s, i) && !s->members[i].exists)
-            fault(&reason, msg, "MissingMembers", "InferenceService %s not found in namespace %s",
-                  s->members[i].name, s->ns ? s->ns : "");
+            fault(&reason, msg, "MissingMembers", API_FAULT_MISSING, s->members[i].name,
+                  s->ns ? s->ns : "");
     return reason;
 }
 
