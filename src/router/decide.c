@@ -101,10 +101,11 @@ static void rt_pass_free(rt_pass *x)
  * budget (its clients have had their answer by now). */
 static void rt_pass_waiting(rt_pass *x, const api_pool *o, uint64_t now, uint64_t *since)
 {
-    uint64_t unix_since = 0, unix_now = ev_wall_ms();
+    uint64_t unix_since = 0;
     x->waiting[0] = '\0';
     if (!rt_hold_waiting_parse(o->waiting, x->waiting, sizeof(x->waiting), &unix_since))
         return;
+    uint64_t unix_now = ev_wall_ms();
     uint64_t age = unix_now > unix_since ? unix_now - unix_since : 0;
     if (age >= rt_view_budget_ms(o) || age > now) {
         x->waiting[0] = '\0';
