@@ -3,11 +3,15 @@
 #ifndef MP_API_FENCE_H
 #define MP_API_FENCE_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 /* The rule. Operator: a swap's resident is unloaded only on an idle probe sent at least F after
- * this replica first saw the swap (pendingMember set). Router: it stops forwarding to a resident
- * once it sees pendingMember, and forwards only on a read of the pool from the API server that was
- * sent less than F/2 ago and showed that member resident. So a request forwarded on such a read
- * reaches the Pod before the probe that could let it go. */
+ * this replica first saw the swap (pendingMember set), or sooner once every router replica has
+ * acknowledged the swap (below). Router: it stops forwarding to a resident once it sees
+ * pendingMember, and forwards only on a read of the pool from the API server that was sent less
+ * than F/2 ago and showed that member resident. So a request forwarded on such a read reaches the
+ * Pod before the probe that could let it go. */
 
 /* F when not configured (0). */
 #define API_DRAIN_FENCE_DEFAULT_MS 2000
@@ -25,5 +29,57 @@ static inline long api_fence_window_ms(long fence_ms)
 {
     return fence_ms / 2;
 }
+
+/* Acknowledged swaps: the fence ended early.
+ *
+ * Registration. Each router replica keeps a coordination.k8s.io/v1 Lease of its own, labelled
+ * API_ROUTER_LEASE_LABEL, in the operator's namespace, with spec.leaseDurationSeconds D. Its
+ * registration is valid until D after it sent its last write of that Lease that succeeded, by its
+ * own monotonic clock; it forwards nothing to any member while its registration is not valid, and
+ * a forward must be sending before the registration's end as before the fence window's. A read of
+ * a pool counts for the fence only when sent after the registration in force began (the answer to
+ * the first successful write after none was valid). Every write of the Lease carries the
+ * resourceVersion it read last (a write that timed out can never land after a later one).
+ *
+ * Acknowledgement. The Lease's annotation API_FENCED_ANNOTATION lists entries "NS/POOL=MEMBER"
+ * separated by one space. A replica writes an entry once its caches show the pool's swap with its
+ * drain begun (pendingMember set, not api_status_awaits_probe) and MEMBER resident, it sends
+ * nothing more to MEMBER of that pool, and every request it sent there has had an answer's head
+ * (the member's server has taken it: its idle probe says busy until it is done). From the send of
+ * that write until a later write without the entry has succeeded, it sends nothing to MEMBER of
+ * that pool; after that, only on a fence read sent after that success.
+ *
+ * Operator. Once it has seen a swap's drain begun, it may send the resident's idle probe before F
+ * is over when a list of the router Leases from the API server (a quorum read, sent after it saw
+ * the drain begun) shows, for every Lease, either the entry for the pool and its resident, or a
+ * Lease this replica has seen unchanged (same resourceVersion) for D + F on its own clock: that
+ * replica's registration has ended and its last forward has reached the Pod.
+ *
+ * Why no request reaches a Pod being unloaded: a router whose Lease was in that list acked (it
+ * sends nothing to the resident until a later write commits, after the list, and then forwards
+ * only on a read sent after that, which shows the swap) or has stopped; a router whose Lease was
+ * not in the list registered after it, so its fence reads were sent after the swap was written and
+ * show it. Clocks: each side measures only its own intervals on a monotonic clock; the rates may
+ * differ by less than F/2 over D + F, and a forward sending by the end of a window or a
+ * registration reaches the Pod within F/2, as for the fence itself. Deleting a live router's Lease
+ * by hand breaks the argument (as deleting a leader's Lease would): routers re-create theirs. */
+
+/* The label that marks a router replica's Lease (any value). */
+#define API_ROUTER_LEASE_LABEL "modelpool-operator.dev/router"
+/* The Lease annotation of the swaps a router acknowledges. */
+#define API_FENCED_ANNOTATION "modelpool-operator.dev/fenced"
+/* D: a router's registration, and how often it renews it. */
+#define API_ROUTER_LEASE_S 10
+#define API_ROUTER_RENEW_MS 2000
+
+/* Whether fenced (an API_FENCED_ANNOTATION value, NULL none) holds entry ns/pool=member. */
+bool api_fenced_has(const char *fenced, const char *ns, const char *pool, const char *member);
+
+/* Calls fn for each entry of fenced with its namespace, pool and member (not NUL-terminated:
+ * pointers into fenced with lengths); stops when fn returns false. Malformed entries are skipped.
+ */
+typedef bool (*api_fenced_fn)(void *ud, const char *ns, size_t ns_len, const char *pool,
+                              size_t pool_len, const char *member, size_t member_len);
+void api_fenced_each(const char *fenced, api_fenced_fn fn, void *ud);
 
 #endif
