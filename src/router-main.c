@@ -2,10 +2,12 @@
  * the pools it fronts on one event loop until SIGTERM/SIGINT; then held requests are answered 503
  * (Retry-After 1: another replica takes them), requests being forwarded finish (up to 25 s, within
  * the Pod's default 30 s grace), and it exits 0. Replicas are all active: no leader. */
+#include <ctype.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "app/boot.h"
@@ -30,7 +32,8 @@ static const char *router_unready(void *ud)
     router_main *m = ud;
     if (rt_router_synced(m->rt)) {
         char why[sizeof(m->unready) - 32];
-        if (!rt_router_refused(m->rt, why, sizeof(why)))
+        rt_router_unregistered(m->rt, why, sizeof(why));
+        if (!*why && !rt_router_refused(m->rt, why, sizeof(why)))
             return NULL;
         snprintf(m->unready, sizeof(m->unready), "not ready: %s", why);
         return m->unready;
@@ -40,6 +43,32 @@ static const char *router_unready(void *ud)
     snprintf(m->unready, sizeof(m->unready), "not ready: waiting for %s",
              *what ? what : "the caches");
     return m->unready;
+}
+
+/* This process's Lease name (api/fence.h): modelpool-router-, the Pod's name (or the host's) as a
+ * DNS label would have it, and a random suffix, so a restarted process never takes over the
+ * registration of the one before it. NULL when out of memory or no randomness. */
+static char *router_lease_name(void)
+{
+    char host[256] = "";
+    const char *base = getenv("POD_NAME");
+    if (!base || !*base) {
+        gethostname(host, sizeof(host) - 1);
+        base = host;
+    }
+    char clean[200];
+    size_t n = 0;
+    for (const char *c = base; *c && n < sizeof(clean) - 1; c++)
+        clean[n++] = isalnum((unsigned char)*c) ? (char)tolower((unsigned char)*c) : '-';
+    clean[n] = '\0';
+    unsigned char r[4];
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+        return NULL;
+    char *name = NULL;
+    if (asprintf(&name, "modelpool-router-%s%s%02x%02x%02x%02x", clean, n ? "-" : "", r[0], r[1],
+                 r[2], r[3]) < 0)
+        return NULL;
+    return name;
 }
 
 static void router_drained(void *ud)
@@ -90,6 +119,7 @@ int main(int argc, char **argv)
     }
     int rc = 1;
     router_main m = {0};
+    char *lease_name = router_lease_name();
     char err[256];
     if (app_runtime_start(&m.run, &cfg, router_shutdown, &m, err, sizeof(err)) < 0) {
         fprintf(stderr, "modelpool-router: %s\n", err);
@@ -108,7 +138,13 @@ int main(int argc, char **argv)
                          .max_connections = max_conn,
                          .max_per_client = opts.max_per_client,
                          .header_timeout_ms = opts.header_timeout_ms,
+                         .lease_namespace = opts.router_lease_ns,
+                         .lease_name = lease_name,
                          .metrics = telemetry_registry(m.run.tm)};
+    if (!lease_name) {
+        fprintf(stderr, "modelpool-router: cannot make a name for this replica's Lease\n");
+        goto out;
+    }
     if (!(m.rt = rt_router_new(m.run.loop, m.run.client, &ro, msg, sizeof(msg))) ||
         rt_router_start(m.rt, msg, sizeof(msg)) < 0) {
         fprintf(stderr, "modelpool-router: %s\n", msg);
@@ -127,11 +163,13 @@ int main(int argc, char **argv)
     snprintf(hport, sizeof(hport), "%d", telemetry_health_port(m.run.tm));
     log_kv(LOG_INFO, "started", "version", MP_VERSION, "server", cfg.server, "config", cfg.origin,
            "namespace", opts.namespace_ ? opts.namespace_ : "(all)", "home_namespace", home, "port",
-           port, "metrics_port", mport, "health_port", hport, "max_connections", maxc, NULL);
+           port, "metrics_port", mport, "health_port", hport, "max_connections", maxc, "lease",
+           lease_name, NULL);
     rc = ev_run(m.run.loop) < 0 ? 1 : 0;
     log_kv(LOG_INFO, "stopped", NULL);
 out:
     rt_router_free(m.rt);
+    free(lease_name);
     app_runtime_stop(&m.run);
     kube_config_clear(&cfg);
     return rc;

@@ -30,6 +30,9 @@ typedef struct app_options {
     long probe_timeout_ms;         /* --probe-timeout DURATION: each idle probe request; 2s */
     /* --drain-fence DURATION, both programs': the rule both keep is api/fence.h's. 2s */
     long drain_fence_ms;
+    /* --router-lease-namespace NS, both programs': where router replicas keep their Leases
+     * (api/fence.h). modelpool-system */
+    const char *router_lease_ns;
     /* The router's own. */
     const char *bind_addr;       /* --bind-address: the OpenAI endpoint; :8080 */
     const char *label_selector;  /* --label-selector: the ModelPools fronted; NULL all */

@@ -71,6 +71,13 @@ typedef struct rt_hold_pool {
     uint64_t resident_since_ms;
     /* The API server refuses the fence's read (401/403): no request can go, none is asked for. */
     bool fence_refused;
+    /* This replica's registration (api/fence.h) is valid until then (0: not registered): nothing
+     * goes to any member without it, and a forward must be sending before it ends. */
+    uint64_t registered_until_ms;
+    /* This replica's acknowledgement of a swap away from the resident may still stand in its
+     * Lease: nothing goes to the resident, and no read is asked for it, until a write without it
+     * has succeeded (the registry marks the pool then). */
+    bool resident_blocked;
 } rt_hold_pool;
 
 typedef enum {
@@ -120,6 +127,12 @@ typedef struct rt_hold_decision {
  * without waiters get a verdict too: the one a new request for them would get. */
 void rt_hold_decide(const rt_hold_pool *pool, rt_hold_verdict *verdicts, rt_hold_reject *reasons,
                     rt_hold_decision *out);
+
+/* The member this replica acknowledges in pool's swap (api/fence.h): the resident, once the
+ * swap's drain has begun (pending set and not awaiting its probe) and every request this replica
+ * sent to the resident has had an answer's head (unanswered 0); NULL otherwise. */
+const char *rt_hold_ack(const char *resident, const char *pending, bool awaiting_probe,
+                        size_t unanswered);
 
 /* Reads a waiting annotation, "MEMBER@MS" (MS: Unix time in ms): the member into member (len
  * bytes) and MS into *since_unix_ms. False for anything else (then nothing is named). */

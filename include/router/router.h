@@ -40,6 +40,9 @@ typedef struct rt_router_opts {
      * cap), and the time for a whole request head (ms). */
     unsigned max_connections, max_per_client;
     long header_timeout_ms;
+    /* This replica's registration (api/fence.h): its Lease's namespace (the operator's) and its
+     * name, unique per process. */
+    const char *lease_namespace, *lease_name;
     metrics *metrics; /* where the router's series go; borrowed */
 } rt_router_opts;
 
@@ -57,6 +60,9 @@ bool rt_router_synced(const rt_router *r);
 /* True when the API server refuses a drain-fence read of some pool (the router lacks a right),
  * with the reason (the first such pool's, and how many more) in buf: /readyz fails with it. */
 bool rt_router_refused(const rt_router *rt, char *buf, size_t len);
+/* Why this replica is not registered with the operator ("" when it is): /readyz fails with it
+ * (requests wait meanwhile). */
+void rt_router_unregistered(const rt_router *r, char *buf, size_t len);
 /* What /readyz waits for, as informer_waiting writes it ("" when synced). */
 void rt_router_waiting(const rt_router *r, char *buf, size_t len);
 /* Stops taking requests: held ones get 503 with Retry-After 1 (another replica can take them),

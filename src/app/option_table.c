@@ -255,6 +255,14 @@ static const app_flag app_router_flags[] = {
      APP_AT(drain_fence_ms),
      .help = "forward to a resident only on a read of its pool from the API server (not the "
              "cache) younger than half of this, else hold the request; the operator's value"},
+    {.name = "router-lease-namespace",
+     .arg = "NS",
+     .value = "modelpool-system",
+     .empty = APP_EMPTY_REFUSED,
+     APP_AT(router_lease_ns),
+     .help = "register there with a Lease of this replica's own, which acknowledges swaps so the "
+             "operator need not wait the whole fence (nothing is forwarded unregistered); the "
+             "operator's value"},
     APP_FLAG_LOG_LEVEL,
     APP_FLAG_LOG_FORMAT,
     {.name = "metrics-bind-address",

@@ -140,28 +140,34 @@ static int rt_pass_run(rt_pass *x, rt_pool *p, const api_pool *o, uint64_t now)
         }
     }
     bool spares = api_status_fault_spares(&o->status, o->status.resident_member);
+    /* A fence read counts once sent after this replica's registration began and after its last
+     * acknowledgement of this pool's swap was withdrawn (registry.h). */
+    const char *fence_member =
+        p->verified_ms >= rt_registry_reads_from(rt->reg, p->key) ? p->verified_member : NULL;
     uint64_t waiting_since = 0;
     rt_pass_waiting(x, o, now, &waiting_since);
-    rt_hold_pool hp = {.phase = o->status.phase,
-                       .dropped = rt_view_dropped(o, x->dropped, sizeof(x->dropped)),
-                       .degraded_spares_resident = spares,
-                       .resident = o->status.resident_member,
-                       .pending = o->status.pending_member,
-                       .requested = o->requested,
-                       .awaiting_probe = api_status_awaits_probe(&o->status),
-                       .request_unseen =
-                           p->patch != NULL || p->awaiting || now < p->patch_not_before,
-                       .members = x->hm,
-                       .n_members = n,
-                       .grace_ms = (uint64_t)rt->o.resident_grace_ms,
-                       .now_ms = now,
-                       .fence_member = p->verified_member,
-                       .fence_read_ms = p->verified_ms,
-                       .fence_window_ms = rt_fence_window_ms(rt),
-                       .waiting_member = x->waiting[0] ? x->waiting : NULL,
-                       .waiting_since_ms = waiting_since,
-                       .resident_since_ms = p->settled_ms,
-                       .fence_refused = p->refused != NULL};
+    rt_hold_pool hp = {
+        .phase = o->status.phase,
+        .dropped = rt_view_dropped(o, x->dropped, sizeof(x->dropped)),
+        .degraded_spares_resident = spares,
+        .resident = o->status.resident_member,
+        .pending = o->status.pending_member,
+        .requested = o->requested,
+        .awaiting_probe = api_status_awaits_probe(&o->status),
+        .request_unseen = p->patch != NULL || p->awaiting || now < p->patch_not_before,
+        .members = x->hm,
+        .n_members = n,
+        .grace_ms = (uint64_t)rt->o.resident_grace_ms,
+        .now_ms = now,
+        .fence_member = fence_member,
+        .registered_until_ms = rt_registry_until(rt->reg, now),
+        .resident_blocked = rt_registry_blocks(rt->reg, p->key, o->status.resident_member),
+        .fence_read_ms = p->verified_ms,
+        .fence_window_ms = rt_fence_window_ms(rt),
+        .waiting_member = x->waiting[0] ? x->waiting : NULL,
+        .waiting_since_ms = waiting_since,
+        .resident_since_ms = p->settled_ms,
+        .fence_refused = p->refused != NULL};
     rt_hold_decide(&hp, x->v, x->why, &x->d);
     return 0;
 }
@@ -236,6 +242,7 @@ void rt_decide(rt_pool *p)
         return;
     }
     rt_swap_clock(p, o);
+    rt_ack(rt, o); /* a forward answered may be what it waited for */
     if (p->awaiting && expect_rv_shows(o->rv, p->request_old_rv, p->request_rv)) {
         free(p->request_rv);
         p->request_rv = NULL;

@@ -3,7 +3,9 @@
  * within half of that after a read of the pool from the API server (not the cache, which may lag
  * by a relist's backoff) showed it resident with no swap: such a request has reached the Pod before
  * the probe that could unload it is sent. This file sends that read and keeps its answer; rt_hold
- * decides with it. A read the API server refuses (401/403) is a missing right, named. */
+ * decides with it. A read the API server refuses (401/403) is a missing right, named. It also
+ * hands the registry (registry.h) this replica's acknowledgement of each pool's swap, which lets
+ * the operator probe before the fence is over. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,4 +119,22 @@ void rt_verify(rt_pool *p, uint64_t now)
     }
     kube_error_clear(&err);
     free(path);
+}
+
+void rt_ack(rt_router *rt, const api_pool *o)
+{
+    size_t unanswered = 0;
+    const char *resident = o->status.resident_member;
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", o->ns ? o->ns : "", o->name);
+    strmap_node *n = strmap_get(&rt->pool_map, key);
+    const rt_pool *p = n ? STRMAP_OWNER(n, rt_pool, node) : NULL;
+    for (size_t i = 0; p && resident && i < p->nmq; i++)
+        if (strcmp(p->mqs[i]->member, resident) == 0)
+            unanswered = p->mqs[i]->unanswered;
+    const char *member = rt_hold_ack(resident, o->status.pending_member,
+                                     api_status_awaits_probe(&o->status), unanswered);
+    if (rt_registry_ack(rt->reg, o->ns, o->name, member) < 0)
+        log_kv(LOG_ERROR, "out of memory: this replica's acknowledgement of a swap is not written",
+               "pool", key, NULL); /* its swap waits the whole fence; the next event tries again */
 }

@@ -46,7 +46,8 @@ static bool servable(const rt_hold_pool *p, const rt_hold_member *m)
 /* A read sent less than the window ago showed m resident with no swap. */
 static bool fence_open(const rt_hold_pool *p, const rt_hold_member *m)
 {
-    return str_eq(p->fence_member, m->name) && p->now_ms - p->fence_read_ms < p->fence_window_ms;
+    return str_eq(p->fence_member, m->name) && p->now_ms - p->fence_read_ms < p->fence_window_ms &&
+           p->now_ms < p->registered_until_ms && !p->resident_blocked;
 }
 
 /* The verdict of one member before fairness, and why when it is REJECT. */
@@ -75,7 +76,13 @@ static void fence_decide(const rt_hold_pool *p, const rt_hold_verdict *verdicts,
                          rt_hold_decision *out)
 {
     out->fence_read = p->fence_refused;
+    /* A read is of no use unregistered, or while the acknowledgement stands: the registry marks
+     * the pool when either ends. */
+    if (p->now_ms >= p->registered_until_ms || p->resident_blocked)
+        return;
     out->send_by_ms = p->fence_read_ms + p->fence_window_ms;
+    if (out->send_by_ms > p->registered_until_ms)
+        out->send_by_ms = p->registered_until_ms;
     for (size_t i = 0; i < p->n_members; i++) {
         if (p->members[i].waiting == 0)
             continue;
@@ -181,6 +188,14 @@ void rt_hold_decide(const rt_hold_pool *p, rt_hold_verdict *verdicts, rt_hold_re
         return;
     }
     out->activate = head;
+}
+
+const char *rt_hold_ack(const char *resident, const char *pending, bool awaiting_probe,
+                        size_t unanswered)
+{
+    return !is_empty(resident) && !is_empty(pending) && !awaiting_probe && unanswered == 0
+               ? resident
+               : NULL;
 }
 
 bool rt_hold_waiting_parse(const char *s, char *member, size_t len, uint64_t *since_unix_ms)

@@ -17,9 +17,19 @@
 #define RT_REFUSED_WAIT_MS 250
 #define RT_MAX_HEADERS 128
 
+/* The member has taken q (its answer's head came): one fewer unanswered. */
+static void rt_forward_answered(rt_req *q)
+{
+    if (!q->answered) {
+        q->answered = true;
+        q->mq->unanswered--;
+    }
+}
+
 static void rt_forward_ended(rt_req *q)
 {
     rt_router *rt = q->rt;
+    rt_forward_answered(q);
     q->mq->in_flight--;
     rt->in_flight--;
     rt_mark(q->pool);
@@ -50,6 +60,9 @@ static void rt_fwd_head(void *ud, int status, const fwd_header *headers, size_t 
 {
     rt_req *q = ud;
     rt_buf_drop(q); /* answered: never put back */
+    rt_forward_answered(q);
+    if (q->mq->unanswered == 0)
+        rt_mark(q->pool); /* an acknowledgement may wait for this */
     httpd_header h[RT_MAX_HEADERS];
     if (n > RT_MAX_HEADERS) {
         rt_forward_abort(q, RT_OAI_BAD_GATEWAY, "the member answered with too many headers");
@@ -249,6 +262,8 @@ void rt_forward(rt_req *q, uint64_t send_by_ms)
                       .content_length = cl,
                       .send_by_ms = send_by_ms};
     q->state = RQ_FORWARDING;
+    q->answered = false;
+    q->mq->unanswered++;
     q->mq->in_flight++;
     rt->in_flight++;
     q->call = NULL;

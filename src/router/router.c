@@ -21,6 +21,8 @@
 
 /* The read that confirms a member Pod on a new connection (router/podcheck.h). */
 #define RT_PODCHECK_TIMEOUT_MS 2000
+/* The delete of this replica's Lease at shutdown, at most. */
+#define RT_RELEASE_TIMEOUT_MS 2000
 
 /* ---- small helpers ---- */
 
@@ -300,6 +302,7 @@ static void rt_pool_changed(void *ud, const void *old_rec, const void *rec)
     rt_router *rt = ud;
     const api_pool *o = rec ? rec : old_rec;
     rt_routes_invalidate(rt->routes);
+    rt_ack(rt, o);
     rt_pool *p = rt_pool_find_named(rt, o->ns, o->name);
     if (!p)
         return;
@@ -319,6 +322,9 @@ static void rt_pool_deleted(void *ud, const void *rec)
     rt_router *rt = ud;
     const api_pool *o = rec;
     rt_routes_invalidate(rt->routes);
+    if (rt_registry_ack(rt->reg, o->ns, o->name, NULL) < 0)
+        log_kv(LOG_ERROR, "out of memory: an acknowledgement of a deleted pool is kept", "pool",
+               o->name, NULL);
     rt_mark_key(rt, o->ns, o->name);
     rt_metrics_forget_pool(rt->o.metrics, o->ns ? o->ns : "", o->name);
 }
@@ -358,6 +364,20 @@ static void rt_pod_added(void *ud, const void *rec)
 static void rt_pod_deleted(void *ud, const void *rec)
 {
     rt_pod_changed(ud, rec, NULL);
+}
+
+/* The registration began (every pool may go on) or pool_key's acknowledgement was withdrawn. */
+static void rt_registry_changed(void *ud, const char *pool_key)
+{
+    rt_router *rt = ud;
+    if (pool_key) {
+        rt_pool *p = rt_pool_find(rt, pool_key);
+        if (p)
+            rt_mark(p);
+        return;
+    }
+    for (strmap_node *n = strmap_first(&rt->pool_map); n; n = strmap_next(&rt->pool_map, n))
+        rt_mark(STRMAP_OWNER(n, rt_pool, node));
 }
 
 static void rt_cache_error(void *ud, const kube_error *err)
@@ -416,6 +436,16 @@ rt_router *rt_router_new(ev_loop *loop, kube_client *client, const rt_router_opt
                                          RT_PODCHECK_TIMEOUT_MS)) ||
         rt_metrics_init(&rt->m, o->metrics) < 0)
         goto oom;
+    rt_registry_config rc = {.namespace_ = o->lease_namespace,
+                             .name = o->lease_name,
+                             .identity = o->lease_name,
+                             .duration_ms = API_ROUTER_LEASE_S * 1000,
+                             .renew_ms = API_ROUTER_RENEW_MS,
+                             .window_ms = rt_fence_window_ms(rt),
+                             .changed = rt_registry_changed,
+                             .ud = rt};
+    if (!(rt->reg = rt_registry_new(loop, client, &rc)))
+        goto oom;
     rt_metrics_buffered(&rt->m, 0);
     return rt;
 oom:
@@ -439,6 +469,7 @@ int rt_router_start(rt_router *rt, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    rt_registry_start(rt->reg);
     return 0;
 }
 
@@ -455,6 +486,11 @@ const httpd *rt_router_front(const rt_router *rt)
 bool rt_router_synced(const rt_router *rt)
 {
     return api_caches_synced(&rt->caches);
+}
+
+void rt_router_unregistered(const rt_router *rt, char *buf, size_t len)
+{
+    rt_registry_unready(rt->reg, ev_now_ms(), buf, len);
 }
 
 bool rt_router_refused(const rt_router *rt, char *buf, size_t len)
@@ -483,9 +519,12 @@ static void rt_stop_check(ev_loop *loop, void *ud)
     (void)loop;
     rt_router *rt = ud;
     rt->stop_timer = 0;
-    /* Done once no forward runs and every answer given has been sent. */
+    /* Done once no forward runs and every answer given has been sent; then the Lease goes (a
+     * replica that forwards nothing more holds no swap up). */
     if ((rt->in_flight == 0 && httpd_pending(rt->front) == 0) || ev_now_ms() >= rt->stop_deadline) {
-        if (rt->stopped)
+        if (rt->in_flight == 0)
+            rt_registry_release(rt->reg, RT_RELEASE_TIMEOUT_MS, rt->stopped, rt->stopped_ud);
+        else if (rt->stopped)
             rt->stopped(rt->stopped_ud);
         return;
     }
@@ -531,6 +570,7 @@ void rt_router_free(rt_router *rt)
         ev_timer_cancel(rt->loop, rt->tick);
     if (rt->stop_timer)
         ev_timer_cancel(rt->loop, rt->stop_timer);
+    rt_registry_free(rt->reg);
     rt_routes_free(rt->routes);
     api_caches_free(&rt->caches);
     strmap_fini(&rt->pool_map);

@@ -20,6 +20,7 @@
 #include "router/model.h"
 #include "router/oai.h"
 #include "router/podcheck.h"
+#include "router/registry.h"
 #include "router/router.h"
 #include "router/router_metrics.h"
 #include "router/routes.h"
@@ -47,6 +48,7 @@ typedef struct rt_req {
     uint64_t body_total;    /* bytes of body received */
     bool head_sent;         /* the member's status and headers went to the client */
     bool was_held;          /* it waited (not forwarded when it arrived) */
+    bool answered;          /* while FORWARDING: the member's answer head came (not unanswered) */
     rt_pool *pool;          /* HELD, FORWARDING */
     rt_mq *mq;
     struct rt_req *prev, *next; /* in mq's queue while HELD */
@@ -70,7 +72,8 @@ struct rt_mq {
     rt_req *head, *tail;
     size_t waiting;
     size_t in_flight;
-    unsigned rr; /* round-robin over its ready Pods */
+    size_t unanswered; /* of in_flight, those with no answer head from the member yet */
+    unsigned rr;       /* round-robin over its ready Pods */
 };
 
 struct rt_pool {
@@ -131,6 +134,7 @@ struct rt_router {
     rt_router_opts o;
     char *home_copy;
     api_caches caches; /* the pools, members and their Pods (api/caches.h) */
+    rt_registry *reg;  /* this replica's registration and acknowledgements (api/fence.h) */
     rt_routes *routes;
     fwd *fwd;
     rt_podcheck *podcheck;
@@ -193,7 +197,9 @@ void rt_activate(rt_pool *p, const api_pool *o, const char *member);
 void rt_advertise(rt_pool *p, const api_pool *o, const char *value);
 void rt_withdraw_check(rt_pool *p, const api_pool *o, const rt_mq *mq);
 
-/* fence.c: the drain fence's read of a pool. */
+/* fence.c: the drain fence's read of a pool, and this replica's acknowledgement of its swap. */
+/* Writes (or withdraws) this replica's acknowledgement of o's swap in its Lease (api/fence.h). */
+void rt_ack(rt_router *rt, const api_pool *o);
 /* How long after a read of the pool requests may go to the resident it showed: half the fence. */
 uint64_t rt_fence_window_ms(const rt_router *rt);
 /* Reads the pool from the API server, unless a read is in flight or waits out its backoff. */

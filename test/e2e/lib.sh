@@ -88,8 +88,10 @@ install_operator_rbac() {
 install_router_rbac() {
 	local r=$MP_SOURCE_DIR/config/router
 	kubectl_admin create namespace modelpool-system --dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
-	kubectl_admin apply -n modelpool-system -f "$r/service_account.yaml" -f "$r/role.yaml" -f "$r/role_binding.yaml" >/dev/null
+	kubectl_admin apply -n modelpool-system -f "$r/service_account.yaml" -f "$r/role.yaml" -f "$r/role_binding.yaml" \
+		-f "$r/lease_role.yaml" -f "$r/lease_role_binding.yaml" >/dev/null
 	wait_for 60 kubectl_router auth can-i patch modelpools.inference.llmkube.dev --all-namespaces
+	wait_for 60 kubectl_router auth can-i create leases.coordination.k8s.io -n modelpool-system
 }
 
 # install_crds: the ModelPool CRD and the test copy of the InferenceService CRD.

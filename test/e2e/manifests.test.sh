@@ -351,7 +351,7 @@ log "config/router: its own overlay, exactly the expected objects, all in $sys, 
 # Not in config/default: installing only the operator must stay possible (checked above: config/default's
 # objects), and deleting the router must not take the operator's namespace along.
 expect_eq "objects in config/router" \
-	"ClusterRole/modelpool-router ClusterRoleBinding/modelpool-router Deployment/modelpool-router PodDisruptionBudget/modelpool-router Service/modelpool-router Service/modelpool-router-metrics-service ServiceAccount/modelpool-router" \
+	"ClusterRole/modelpool-router ClusterRoleBinding/modelpool-router Deployment/modelpool-router PodDisruptionBudget/modelpool-router Role/modelpool-router-registration RoleBinding/modelpool-router-registration Service/modelpool-router Service/modelpool-router-metrics-service ServiceAccount/modelpool-router" \
 	"$(kubectl_admin create --dry-run=client -f "$MP_STATE_DIR/router.yaml" -o 'jsonpath={.kind}/{.metadata.name}{"\n"}' |
 		LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//')"
 expect_eq "namespaces in config/router" "$sys" \
@@ -362,7 +362,7 @@ log "config/router: server dry run passes with no warning, then the real apply; 
 out=$(kubectl_admin apply -k "$top/config/router" --dry-run=server 2>&1) || fail "server dry run of config/router failed:"$'\n'"$out"
 echo "$out" >&2
 grep -qi 'warning' <<<"$out" && fail "server dry run of config/router warned"
-expect_eq "objects the router's dry run would touch" 7 "$(grep -c '(server dry run)$' <<<"$out")"
+expect_eq "objects the router's dry run would touch" 9 "$(grep -c '(server dry run)$' <<<"$out")"
 expect_fail "NotFound" kubectl_admin -n "$sys" get deployment modelpool-router
 out=$(kubectl_admin apply -k "$top/config/router" 2>&1) || fail "kubectl apply -k config/router failed:"$'\n'"$out"
 grep -qi 'warning' <<<"$out" && fail "apply of config/router warned:"$'\n'"$out"
@@ -372,7 +372,7 @@ out=$(kubectl_admin apply -k "$top/config/router" 2>&1)
 # "replace") and so says "configured"; the server changes nothing, as the resourceVersion shows.
 expect_eq "router objects changed by a second apply" "poddisruptionbudget.policy/modelpool-router configured" \
 	"$(grep -v ' unchanged$' <<<"$out")"
-expect_eq "router objects unchanged by a second apply" 6 "$(grep -c ' unchanged$' <<<"$out")"
+expect_eq "router objects unchanged by a second apply" 8 "$(grep -c ' unchanged$' <<<"$out")"
 expect_eq "the PodDisruptionBudget's resourceVersion after the second apply" "$pdb_rv" \
 	"$(dget pdb modelpool-router '{.metadata.resourceVersion}')"
 
@@ -436,6 +436,14 @@ inference.llmkube.dev/modelpools patch
 inference.llmkube.dev/modelpools watch'
 expect_eq "the router's ClusterRole grants" "$router_uses" "$(granted clusterrole/modelpool-router)"
 uses_all -A "$router_uses"
+# Its registration: a Lease of its own in the operator's namespace (created, read after a conflict, renewed
+# with the acknowledgements, deleted at shutdown), nowhere else, and never listed.
+registration_uses='coordination.k8s.io/leases create
+coordination.k8s.io/leases delete
+coordination.k8s.io/leases get
+coordination.k8s.io/leases patch'
+expect_eq "the router's registration Role grants" "$registration_uses" "$(granted -n "$sys" role/modelpool-router-registration)"
+uses_all "-n $sys" "$registration_uses"
 
 log "and nothing more: no write on members, pool status or Pods, no delete, no Events, no Secrets"
 for v in get create update patch delete deletecollection; do cannot "$v" inferenceservices.$g -n default; done
@@ -456,7 +464,8 @@ cannot get secrets -A
 cannot list configmaps -A
 cannot list services -A
 cannot list endpointslices.discovery.k8s.io -A
-for v in get create update; do cannot "$v" leases.coordination.k8s.io -n "$sys"; done
+for v in get create patch delete; do cannot "$v" leases.coordination.k8s.io -n default; done
+for v in list watch update; do cannot "$v" leases.coordination.k8s.io -n "$sys"; done
 cannot create serviceaccounts --subresource=token -n "$sys"
 cannot impersonate serviceaccounts -A
 cannot delete namespaces -A

@@ -36,6 +36,7 @@ out=$(check drift "$s/kustomize-router.yaml" "$s/helm-router.yaml") ||
 echo "$out" >&2
 # The router's objects were among those compared (a chart that rendered none would have shown up as missing).
 for o in ClusterRole/modelpool-router ClusterRoleBinding/modelpool-router ServiceAccount/modelpool-router \
+	Role/modelpool-router-registration RoleBinding/modelpool-router-registration \
 	Deployment/modelpool-router Service/modelpool-router Service/modelpool-router-metrics-service; do
 	check get "$s/helm-router.yaml" "$o" kind >/dev/null || fail "the chart renders no $o with router.enabled=true"
 done

@@ -84,7 +84,8 @@ static void run(const t_case *t, size_t n)
                           /* the fence open for the resident: its own cases are test_fence's */
                           .fence_member = t[c].resident,
                           .fence_read_ms = T0 + t[c].now_ms,
-                          .fence_window_ms = 1000};
+                          .fence_window_ms = 1000,
+                          .registered_until_ms = UINT64_MAX};
         rt_hold_verdict v[MAXM];
         rt_hold_reject r[MAXM];
         rt_hold_decision d;
@@ -192,6 +193,8 @@ typedef struct {
     bool read;
     int64_t send_by; /* T0 + this */
     bool spares;     /* degraded_spares_resident */
+    int64_t reg;     /* registration left in ms: 0 registered for good, -1 not registered */
+    bool blocked;    /* resident_blocked */
 } t_fence;
 
 static void run_fence(const t_fence *t, size_t n)
@@ -213,6 +216,10 @@ static void run_fence(const t_fence *t, size_t n)
                           .fence_member = t[c].read_member,
                           .fence_read_ms = read_at,
                           .fence_window_ms = 1000,
+                          .registered_until_ms = t[c].reg == 0  ? UINT64_MAX
+                                                 : t[c].reg < 0 ? 0
+                                                                : now + (uint64_t)t[c].reg,
+                          .resident_blocked = t[c].blocked,
                           .fence_refused = t[c].refused,
                           .degraded_spares_resident = t[c].spares};
         rt_hold_verdict v[MAXM];
@@ -274,6 +281,18 @@ static void test_fence(void **state)
          {"a:ur:1@0:0", "b::0@0:0"}, NULL, -1, false, "FD", true, 0, true},
         {"Degraded sparing the resident, the read refused: refused beats it", "Degraded", NULL,
          {"a:ur:1@0:0", "b::0@0:0"}, "a", 100, true, "RR", true, 0, true},
+        {"not registered: the resident waits, no read asked (of no use yet)", "Ready", NULL,
+         {"a:ur:1@0:0", "b::0@0:0"}, "a", 100, false, "FW", false, 0, false, -1},
+        {"not registered, no read: still none asked", "Ready", NULL,
+         {"a:ur:1@0:0", "b::0@0:0"}, NULL, -1, false, "FW", false, 0, false, -1},
+        {"registration ends within the window: sending by its end", "Ready", NULL,
+         {"a:ur:1@0:0", "b::0@0:0"}, "a", 100, false, "SW", false, 10000 + 300, false, 300},
+        {"registration ends after the window: the window's end", "Ready", NULL,
+         {"a:ur:1@0:0", "b::0@0:0"}, "a", 100, false, "SW", false, 9900 + 1000, false, 5000},
+        {"an acknowledgement may stand: the resident waits, no read asked", "Ready", NULL,
+         {"a:ur:1@0:0", "b::0@0:0"}, "a", 100, false, "FW", false, 0, false, 0, true},
+        {"an acknowledgement may stand, refused: refused all the same", "Ready", NULL,
+         {"a:ur:1@0:0", "b::0@0:0"}, "a", 100, true, "RR", true, 0, false, 0, true},
     };
     run_fence(t, sizeof t / sizeof t[0]);
 }
@@ -295,7 +314,8 @@ static void test_fence_keeps_grace(void **state)
                       .n_members = 2,
                       .grace_ms = 5000,
                       .now_ms = T0 + 1000,
-                      .fence_window_ms = 1000};
+                      .fence_window_ms = 1000,
+                      .registered_until_ms = UINT64_MAX};
     rt_hold_verdict v[2];
     rt_hold_reject r[2];
     rt_hold_decision d;
@@ -356,7 +376,8 @@ static void test_awaiting_probe(void **state)
                           .now_ms = now,
                           .fence_member = t[c].read_member,
                           .fence_read_ms = now - 100,
-                          .fence_window_ms = 1000};
+                          .fence_window_ms = 1000,
+                          .registered_until_ms = UINT64_MAX};
         rt_hold_verdict v[2];
         rt_hold_reject r[2];
         rt_hold_decision d;
@@ -393,7 +414,8 @@ static void test_dropped(void **state)
                       .now_ms = T0 + 10000,
                       .fence_member = "a",
                       .fence_read_ms = T0 + 10000,
-                      .fence_window_ms = 1000};
+                      .fence_window_ms = 1000,
+                      .registered_until_ms = UINT64_MAX};
     rt_hold_verdict v[3];
     rt_hold_reject r[3];
     rt_hold_decision d;
@@ -498,6 +520,7 @@ static void test_fair_across_replicas(void **state)
                           .fence_member = "a",
                           .fence_read_ms = now,
                           .fence_window_ms = 1000,
+                          .registered_until_ms = UINT64_MAX,
                           .waiting_member = t[c].named,
                           .waiting_since_ms = now - t[c].named_ago,
                           .resident_since_ms = t[c].settled_ago ? now - t[c].settled_ago : 0};
@@ -585,7 +608,8 @@ static void test_no_starvation(void **state)
                           .now_ms = now,
                           .fence_member = resident,
                           .fence_read_ms = now,
-                          .fence_window_ms = 1000};
+                          .fence_window_ms = 1000,
+                          .registered_until_ms = UINT64_MAX};
         rt_hold_verdict v[3];
         rt_hold_reject r[3];
         rt_hold_decision d;
@@ -657,9 +681,32 @@ static void test_fence_refused(void **state)
     assert_string_equal(small, "cannot get mode");
 }
 
-TEST_MAIN(cmocka_unit_test(test_serve_and_activate), cmocka_unit_test(test_reject),
-          cmocka_unit_test(test_fence), cmocka_unit_test(test_fence_keeps_grace),
-          cmocka_unit_test(test_awaiting_probe), cmocka_unit_test(test_dropped),
-          cmocka_unit_test(test_order), cmocka_unit_test(test_no_starvation),
-          cmocka_unit_test(test_fair_across_replicas), cmocka_unit_test(test_waiting_parse),
-          cmocka_unit_test(test_retry_after), cmocka_unit_test(test_fence_refused))
+/* The acknowledgement of a swap (api/fence.h): the resident, once the drain has begun and every
+ * request sent to it has had an answer's head. */
+static void test_ack(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *resident, *pending;
+        bool awaiting;
+        size_t unanswered;
+        const char *want;
+    } t[] = {
+        {"a", "b", false, 0, "a"},   {"a", "b", false, 1, NULL}, {"a", "b", true, 0, NULL},
+        {"a", NULL, false, 0, NULL}, {"a", "", false, 0, NULL},  {NULL, "b", false, 0, NULL},
+        {"", "b", false, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        const char *got = rt_hold_ack(t[i].resident, t[i].pending, t[i].awaiting, t[i].unanswered);
+        if (!(got == t[i].want || (got && t[i].want && strcmp(got, t[i].want) == 0)))
+            fail_msg("row %zu: %s, want %s", i, got ? got : "none", t[i].want ? t[i].want : "none");
+    }
+}
+
+TEST_MAIN(cmocka_unit_test(test_serve_and_activate), cmocka_unit_test(test_ack),
+          cmocka_unit_test(test_reject), cmocka_unit_test(test_fence),
+          cmocka_unit_test(test_fence_keeps_grace), cmocka_unit_test(test_awaiting_probe),
+          cmocka_unit_test(test_dropped), cmocka_unit_test(test_order),
+          cmocka_unit_test(test_no_starvation), cmocka_unit_test(test_fair_across_replicas),
+          cmocka_unit_test(test_waiting_parse), cmocka_unit_test(test_retry_after),
+          cmocka_unit_test(test_fence_refused))
