@@ -34,6 +34,8 @@ fi
 "$top/build/demo/modelpool-operator" --kubeconfig "$KUBECONFIG" \
 	--metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 >"$state/operator.log" 2>&1 & pids+=($!)
 # The router: one OpenAI endpoint for both models (metrics plain here, on loopback).
+# The operator's namespace: router replicas register there (a Lease each) before they forward.
+kubectl --kubeconfig "$KUBECONFIG" create namespace modelpool-system >/dev/null
 "$top/build/demo/modelpool-router" --kubeconfig "$KUBECONFIG" --home-namespace default --bind-address 127.0.0.1:0 \
 	--metrics-secure=false --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
 	>"$state/router.log" 2>&1 & pids+=($!)

@@ -82,12 +82,19 @@ install_operator_rbac() {
 	wait_for 60 kubectl_operator auth can-i patch modelpools.inference.llmkube.dev --subresource=status --all-namespaces
 }
 
+# system_namespace: the operator's namespace, where router replicas register (docs/router.md, "Acknowledged
+# swaps"; a router forwards nothing until it has), as in a cluster where the operator is installed.
+system_namespace() {
+	kubectl_admin get namespace modelpool-system >/dev/null 2>&1 ||
+		kubectl_admin create namespace modelpool-system --dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
+}
+
 # install_router_rbac: the router's ServiceAccount and RBAC exactly as config/router ships them (its
 # kustomization less the Deployment and Services, which need an image and a kubelet), so the router runs
 # here with the rights it has in a cluster and no more.
 install_router_rbac() {
 	local r=$MP_SOURCE_DIR/config/router
-	kubectl_admin create namespace modelpool-system --dry-run=client -o yaml | kubectl_admin apply -f - >/dev/null
+	system_namespace
 	kubectl_admin apply -n modelpool-system -f "$r/service_account.yaml" -f "$r/role.yaml" -f "$r/role_binding.yaml" \
 		-f "$r/lease_role.yaml" -f "$r/lease_role_binding.yaml" >/dev/null
 	wait_for 60 kubectl_router auth can-i patch modelpools.inference.llmkube.dev --all-namespaces
@@ -185,6 +192,7 @@ router_setup() {
 # second instance). All three servers on loopback ports the kernel picks; router_port finds them.
 start_router() {
 	local logf="$MP_STATE_DIR/router${MP_ROUTER_LOG:+-$MP_ROUTER_LOG}.log"
+	system_namespace
 	"$MP_BUILD_DIR/modelpool-router" --kubeconfig "${MP_ROUTER_KUBECONFIG:-$KUBECONFIG}" -v 1 \
 		--metrics-secure=false --bind-address 127.0.0.1:0 --metrics-bind-address 127.0.0.1:0 \
 		--health-probe-bind-address 127.0.0.1:0 "$@" >>"$logf" 2>&1 &

@@ -383,7 +383,7 @@ expect_eq "serviceAccountName" $r "$(dget $d $r '{.spec.template.spec.serviceAcc
 expect_eq "terminationGracePeriodSeconds (covers the 25 s drain)" 30 "$(dget $d $r '{.spec.template.spec.terminationGracePeriodSeconds}')"
 expect_eq "image (the operator's)" "modelpool-operator:latest/IfNotPresent" "$(dget $d $r "$c.image}/$c.imagePullPolicy}")"
 expect_eq "command" "/usr/local/bin/modelpool-router" "$(dget $d $r "$c.command[*]}")"
-expect_eq "args" "--bind-address=:8080 --metrics-bind-address=:8443 --metrics-secure=true --health-probe-bind-address=:8081 --max-connections-per-client=256 --header-timeout=10s" \
+expect_eq "args" "--bind-address=:8080 --metrics-bind-address=:8443 --metrics-secure=true --health-probe-bind-address=:8081 --max-connections-per-client=256 --header-timeout=10s --router-lease-namespace=modelpool-system" \
 	"$(dget $d $r "$c.args[*]}")"
 expect_eq "ports" "http:8080 https:8443 health:8081" \
 	"$(dget $d $r "{range .spec.template.spec.containers[0].ports[*]}{.name}:{.containerPort} {end}" | sed 's/ $//')"

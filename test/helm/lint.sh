@@ -158,7 +158,7 @@ done
 rd=Deployment/modelpool-router
 expect_eq "router image = the operator's" "$(check get "$s/default.yaml" $d $c.image)" "$(check get "$f" $rd $c.image)"
 expect_eq "router command" '["/usr/local/bin/modelpool-router"]' "$(check get "$f" $rd $c.command)"
-expect_eq "router args" '["--bind-address=:8080", "--metrics-bind-address=:8443", "--metrics-secure=true", "--health-probe-bind-address=:8081", "--max-connections-per-client=256", "--header-timeout=10s"]' \
+expect_eq "router args" '["--bind-address=:8080", "--metrics-bind-address=:8443", "--metrics-secure=true", "--health-probe-bind-address=:8081", "--max-connections-per-client=256", "--header-timeout=10s", "--router-lease-namespace=modelpool-system"]' \
 	"$(check get "$f" $rd $c.args)"
 expect_eq "router ServiceAccount" modelpool-router "$(check get "$f" $rd spec.template.spec.serviceAccountName)"
 expect_eq "router binding subject" '[{"kind": "ServiceAccount", "name": "modelpool-router", "namespace": "modelpool-system"}]' \
