@@ -207,25 +207,25 @@ static const fwd_client t_client_confirm = {.head = t_head,
                                             .done = t_done,
                                             .connected = t_connected};
 
-void t_setup(t_cli *t, ev_loop **loop, up *u, up_mode mode, const fwd_config *cfg)
+void t_setup(t_cli *t, up *u, up_mode mode, const fwd_config *cfg)
 {
-    *loop = ev_new();
-    assert_non_null(*loop);
-    up_start(u, *loop, mode);
     memset(t, 0, sizeof(*t));
-    t->loop = *loop;
+    t->loop = ev_new();
+    assert_non_null(t->loop);
+    up_start(u, t->loop, mode);
     t->u = u;
+    t->tg = (fwd_target){"127.0.0.1", u->port};
     t->stop_on_done = true;
-    t->f = fwd_new(*loop, cfg);
+    t->f = fwd_new(t->loop, cfg);
     assert_non_null(t->f);
 }
 
-void t_teardown(t_cli *t, ev_loop *loop, up *u)
+void t_teardown(t_cli *t)
 {
     fwd_free(t->f);
-    up_stop(u);
+    up_stop(t->u);
     free(t->body);
-    ev_free(loop);
+    ev_free(t->loop);
 }
 
 void t_start(t_cli *t, const fwd_request *req)

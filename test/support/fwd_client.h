@@ -22,6 +22,7 @@ struct t_cli {
     fwd *f;
     fwd_call *call;
     up *u;
+    fwd_target tg; /* u, the one target of most requests */
     bool timed_out;
     int heads, status;
     char hdrs[4096]; /* "name: value\n" each */
@@ -69,11 +70,11 @@ struct t_cli {
 /* The callbacks without connected(); with t->confirm, t_start passes them with it. */
 extern const fwd_client t_client;
 
-/* A new loop in *loop, u started on it in mode, and t (zeroed) with a fwd on that loop (cfg may
- * be NULL) that stops the loop at its first done(). */
-void t_setup(t_cli *t, ev_loop **loop, up *u, up_mode mode, const fwd_config *cfg);
-/* Frees the fwd (unless the test did), stops u and frees the loop. */
-void t_teardown(t_cli *t, ev_loop *loop, up *u);
+/* t (zeroed) with a new loop, u started on it in mode, and a fwd on that loop (cfg may be NULL)
+ * that stops the loop at its first done(). */
+void t_setup(t_cli *t, up *u, up_mode mode, const fwd_config *cfg);
+/* Frees the fwd (unless the test did), stops t->u and frees the loop. */
+void t_teardown(t_cli *t);
 /* Starts req as t->call; the test fails if fwd_start does not take it. */
 void t_start(t_cli *t, const fwd_request *req);
 /* Runs the loop until something stops it; the test fails after 20 s. */

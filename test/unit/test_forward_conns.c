@@ -22,14 +22,12 @@
 static void test_send_deadline(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_OK, NULL);
-    fwd_target tg = {"127.0.0.1", u.port};
+    t_setup(&t, &u, UP_OK, NULL);
     fwd_request req = {.method = "POST",
                        .path = "/v1/completions",
-                       .targets = &tg,
+                       .targets = &t.tg,
                        .ntargets = 1,
                        .body = "{}",
                        .body_len = 2,
@@ -53,29 +51,27 @@ static void test_send_deadline(void **state)
     assert_int_equal(t.r.outcome, FWD_OK);
     assert_int_equal(t.r.status, 200);
     assert_int_equal(u.nrequests, 1);
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 /* Cancelled mid-stream: done never runs and the member sees its connection closed. */
 static void t_cancel_mid_stream(bool by_timer)
 {
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_STREAM, NULL);
+    t_setup(&t, &u, UP_STREAM, NULL);
     t.ping_pong = true;
     t.cancel_at = 3;
     t.cancel_by_timer = by_timer;
     u.stop_on_close = true;
-    fwd_target tg = {"127.0.0.1", u.port};
-    fwd_request req = {.method = "GET", .path = "/stream", .targets = &tg, .ntargets = 1};
+    fwd_request req = {.method = "GET", .path = "/stream", .targets = &t.tg, .ntargets = 1};
     t_start(&t, &req);
     t_run(&t);
     assert_null(t.call);
     assert_int_equal(t.events, 3);
     assert_int_equal(u.ncloses, 1);
     assert_int_equal(t.dones, 0);
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 static void test_cancel_inside_data(void **state)
@@ -101,16 +97,14 @@ static void t_stop_at_request(void *ud)
 static void test_free_with_call_in_flight(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_SILENT, NULL);
+    t_setup(&t, &u, UP_SILENT, NULL);
     u.on_body = t_stop_at_request;
     u.on_body_ud = &t;
-    fwd_target tg = {"127.0.0.1", u.port};
     fwd_request req = {.method = "POST",
                        .path = "/",
-                       .targets = &tg,
+                       .targets = &t.tg,
                        .ntargets = 1,
                        .body = "x",
                        .body_len = 1,
@@ -127,32 +121,38 @@ static void test_free_with_call_in_flight(void **state)
     t_run(&t);
     assert_int_equal(u.ncloses, 1);
     assert_int_equal(t.dones, 0);
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
+}
+
+/* n calls in a row to the member, each started from the done() of the one before; each answered. */
+static void calls_in_a_row(t_cli *t, int n)
+{
+    fwd_request req = {.method = "POST",
+                       .path = "/v1/completions",
+                       .targets = &t->tg,
+                       .ntargets = 1,
+                       .body = "abc",
+                       .body_len = 3};
+    t->req = &req;
+    t->again = n - 1;
+    t_start(t, &req);
+    t_run(t);
+    t->req = NULL;
+    assert_int_equal(t->dones, n);
+    assert_int_equal(t->r.outcome, FWD_OK);
+    assert_string_equal(t->body, "ok POST 3");
 }
 
 static void test_connection_reuse(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_OK, NULL);
-    fwd_target tg = {"127.0.0.1", u.port};
-    fwd_request req = {.method = "POST",
-                       .path = "/v1/completions",
-                       .targets = &tg,
-                       .ntargets = 1,
-                       .body = "abc",
-                       .body_len = 3};
-    t.req = &req;
-    t.again = 2; /* the next call starts from done() */
-    t_start(&t, &req);
-    t_run(&t);
-    assert_int_equal(t.dones, 3);
-    assert_int_equal(t.r.outcome, FWD_OK);
+    t_setup(&t, &u, UP_OK, NULL);
+    calls_in_a_row(&t, 3);
     assert_int_equal(u.nrequests, 3);
     assert_int_equal(u.naccepts, 1);
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 /* With connected(): a new connection is confirmed before its first byte, once; the calls after
@@ -160,49 +160,33 @@ static void test_connection_reuse(void **state)
 static void test_connection_confirmed_once(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_OK, NULL);
+    t_setup(&t, &u, UP_OK, NULL);
     t.confirm = true;
-    fwd_target tg = {"127.0.0.1", u.port};
-    fwd_request req = {.method = "POST",
-                       .path = "/v1/completions",
-                       .targets = &tg,
-                       .ntargets = 1,
-                       .body = "abc",
-                       .body_len = 3};
-    t.req = &req;
-    t.again = 2;
-    t_start(&t, &req);
-    t_run(&t);
-    assert_int_equal(t.dones, 3);
-    assert_int_equal(t.r.outcome, FWD_OK);
-    assert_string_equal(t.body, "ok POST 3");
+    calls_in_a_row(&t, 3);
     assert_int_equal(t.connects, 1);
     assert_int_equal(t.requests_at_connect, 0);
     assert_int_equal(u.nrequests, 3);
     assert_int_equal(u.naccepts, 1);
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 /* A connection the caller refuses carries no byte: the call fails before any, with the reason. */
 static void test_connection_refused_by_caller(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_OK, NULL);
+    t_setup(&t, &u, UP_OK, NULL);
     t.confirm = true;
     t.refuse = "the Pod at this address is not the member's";
-    fwd_target tg = {"127.0.0.1", u.port};
     fwd_header h[] = {{"Authorization", "Bearer secret"}};
     fwd_request req = {.method = "POST",
                        .path = "/v1/completions",
                        .headers = h,
                        .nheaders = 1,
-                       .targets = &tg,
+                       .targets = &t.tg,
                        .ntargets = 1,
                        .body = "abc",
                        .body_len = 3};
@@ -215,35 +199,22 @@ static void test_connection_refused_by_caller(void **state)
     assert_string_equal(t.r.error, "the Pod at this address is not the member's");
     assert_int_equal(u.nrequests, 0);
     assert_int_equal(u.last_head[0], '\0');
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 /* A kept connection that died is replaced by a new one, confirmed again. */
 static void test_dead_connection_confirmed_again(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_OK, NULL);
+    t_setup(&t, &u, UP_OK, NULL);
     t.confirm = true;
     u.reset_nth = 2;
-    fwd_target tg = {"127.0.0.1", u.port};
-    fwd_request req = {.method = "POST",
-                       .path = "/v1/completions",
-                       .targets = &tg,
-                       .ntargets = 1,
-                       .body = "abc",
-                       .body_len = 3};
-    t.req = &req;
-    t.again = 1;
-    t_start(&t, &req);
-    t_run(&t);
-    assert_int_equal(t.dones, 2);
-    assert_int_equal(t.r.outcome, FWD_OK);
+    calls_in_a_row(&t, 2);
     assert_int_equal(u.naccepts, 2);
     assert_int_equal(t.connects, 2);
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 /* Confirmed after send_by_ms: nothing sent, the result says late, and the connection is kept for
@@ -251,16 +222,14 @@ static void test_dead_connection_confirmed_again(void **state)
 static void test_late_connection_kept_for_next_call(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_OK, NULL);
+    t_setup(&t, &u, UP_OK, NULL);
     t.confirm = true;
     t.confirm_after_ms = 30;
-    fwd_target tg = {"127.0.0.1", u.port};
     fwd_request req = {.method = "POST",
                        .path = "/v1/completions",
-                       .targets = &tg,
+                       .targets = &t.tg,
                        .ntargets = 1,
                        .body = "abc",
                        .body_len = 3,
@@ -285,18 +254,16 @@ static void test_late_connection_kept_for_next_call(void **state)
     assert_int_equal(t.connects, 1); /* the kept connection, not a new one */
     assert_int_equal(u.naccepts, 1);
     assert_int_equal(u.nrequests, 1);
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 static void test_start_inside_callback(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_OK, NULL);
-    fwd_target tg = {"127.0.0.1", u.port};
-    fwd_request req = {.method = "GET", .path = "/", .targets = &tg, .ntargets = 1};
+    t_setup(&t, &u, UP_OK, NULL);
+    fwd_request req = {.method = "GET", .path = "/", .targets = &t.tg, .ntargets = 1};
     t.req = &req;
     t.again = 1;
     t.again_on_head = true;
@@ -308,7 +275,7 @@ static void test_start_inside_callback(void **state)
     assert_int_equal(t.r.outcome, FWD_OK);
     assert_int_equal(u.nrequests, 2);
     assert_string_equal(t.body, "ok GET 0ok GET 0");
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 TEST_MAIN(cmocka_unit_test(test_send_deadline), cmocka_unit_test(test_cancel_inside_data),

@@ -21,10 +21,9 @@
 static void test_second_target_after_refusal(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_OK, NULL);
+    t_setup(&t, &u, UP_OK, NULL);
     fwd_target tg[] = {{"127.0.0.1", test_closed_port_loopback()}, {"127.0.0.1", u.port}};
     fwd_request req = {.method = "POST",
                        .path = "/v1/completions",
@@ -42,18 +41,17 @@ static void test_second_target_after_refusal(void **state)
     assert_string_equal(u.body, "hello");
     assert_string_equal(t.body, "ok POST 5");
     assert_int_equal(u.naccepts, 1);
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 /* The first target takes the connection and resets it without an answer: the second answers. */
 static void test_second_target_after_reset(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u, bad;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_OK, NULL);
-    up_start(&bad, loop, UP_RESET_BEFORE);
+    t_setup(&t, &u, UP_OK, NULL);
+    up_start(&bad, t.loop, UP_RESET_BEFORE);
     fwd_target tg[] = {{"127.0.0.1", bad.port}, {"127.0.0.1", u.port}};
     fwd_request req = {.method = "POST",
                        .path = "/v1/completions",
@@ -69,7 +67,7 @@ static void test_second_target_after_reset(void **state)
     assert_int_equal(u.nrequests, 1);
     assert_string_equal(u.body, "hello");
     up_stop(&bad);
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 /* The member resets a kept-alive connection when the second request arrives on it: curl itself
@@ -77,19 +75,17 @@ static void test_second_target_after_reset(void **state)
 static void test_dead_kept_alive_connection(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_OK, NULL);
+    t_setup(&t, &u, UP_OK, NULL);
     u.reset_nth = 2;
     u.body_pattern = true;
-    fwd_target tg = {"127.0.0.1", u.port};
     char body[3000];
     for (size_t i = 0; i < sizeof(body); i++)
         body[i] = (char)up_pattern(i);
     fwd_request req = {.method = "POST",
                        .path = "/v1/completions",
-                       .targets = &tg,
+                       .targets = &t.tg,
                        .ntargets = 1,
                        .body = body,
                        .body_len = sizeof(body)};
@@ -106,19 +102,18 @@ static void test_dead_kept_alive_connection(void **state)
     assert_false(u.body_bad);
     assert_int_equal(t.r.bytes_up, sizeof(body));
     assert_string_equal(t.body, "ok POST 3000");
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 /* A body past the replay cap is not kept, so a failure before the answer is not retried. */
 static void test_no_retry_past_replay_cap(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u, bad;
     t_cli t;
     fwd_config cfg = {.replay_cap = 1000};
-    t_setup(&t, &loop, &u, UP_OK, &cfg);
-    up_start(&bad, loop, UP_RESET_BEFORE);
+    t_setup(&t, &u, UP_OK, &cfg);
+    up_start(&bad, t.loop, UP_RESET_BEFORE);
     fwd_target tg[] = {{"127.0.0.1", bad.port}, {"127.0.0.1", u.port}};
     char body[3000];
     memset(body, 'x', sizeof(body));
@@ -139,16 +134,15 @@ static void test_no_retry_past_replay_cap(void **state)
     assert_non_null(strstr(t.r.error, "replay cap"));
     assert_int_equal(u.naccepts, 0);
     up_stop(&bad);
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 static void test_both_refuse(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_OK, NULL);
+    t_setup(&t, &u, UP_OK, NULL);
     fwd_target tg[] = {{"127.0.0.1", test_closed_port_loopback()},
                        {"127.0.0.1", test_closed_port_loopback()},
                        {"127.0.0.1", u.port}}; /* a third is never tried */
@@ -162,16 +156,15 @@ static void test_both_refuse(void **state)
     assert_int_equal(t.r.target, 1);
     assert_non_null(t.r.error);
     assert_int_equal(u.naccepts, 0);
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 static void test_reset_after_head(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_RESET_AFTER_HEAD, NULL);
+    t_setup(&t, &u, UP_RESET_AFTER_HEAD, NULL);
     t.reset_on_head = true;
     fwd_target tg[] = {{"127.0.0.1", u.port}, {"127.0.0.1", u.port}};
     fwd_request req = {.method = "GET", .path = "/", .targets = tg, .ntargets = 2};
@@ -182,34 +175,31 @@ static void test_reset_after_head(void **state)
     assert_int_equal(t.r.status, 200);
     assert_non_null(t.r.error);
     assert_int_equal(u.nrequests, 1); /* a response had started: no second attempt */
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 static void test_malformed_response_head(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_BAD_HEAD, NULL);
-    fwd_target tg = {"127.0.0.1", u.port};
-    fwd_request req = {.method = "GET", .path = "/", .targets = &tg, .ntargets = 1};
+    t_setup(&t, &u, UP_BAD_HEAD, NULL);
+    fwd_request req = {.method = "GET", .path = "/", .targets = &t.tg, .ntargets = 1};
     t_start(&t, &req);
     t_run(&t);
     assert_int_equal(t.heads, 0);
     assert_int_equal(t.r.outcome, FWD_UPSTREAM_FAILED_BEFORE_RESPONSE);
     assert_non_null(strstr(t.r.error, "malformed"));
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 static void test_silent_before_head(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
     fwd_config cfg = {.idle_timeout_ms = 50};
-    t_setup(&t, &loop, &u, UP_SILENT, &cfg);
+    t_setup(&t, &u, UP_SILENT, &cfg);
     fwd_target tg[] = {{"127.0.0.1", u.port}, {"127.0.0.1", u.port}};
     fwd_request req = {.method = "GET", .path = "/", .targets = tg, .ntargets = 2};
     t_start(&t, &req);
@@ -217,22 +207,20 @@ static void test_silent_before_head(void **state)
     assert_int_equal(t.r.outcome, FWD_UPSTREAM_FAILED_BEFORE_RESPONSE);
     assert_non_null(strstr(t.r.error, "upstream timeout"));
     assert_int_equal(u.nrequests, 1); /* not retried */
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 /* The upstream timeout counts silence after the head too: a stream that stops is cut. */
 static void test_silent_after_head(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
     fwd_config cfg = {.idle_timeout_ms = 100};
-    t_setup(&t, &loop, &u, UP_STREAM, &cfg);
+    t_setup(&t, &u, UP_STREAM, &cfg);
     t.ping_pong = true;
     t.stall_at = 3;
-    fwd_target tg = {"127.0.0.1", u.port};
-    fwd_request req = {.method = "GET", .path = "/stream", .targets = &tg, .ntargets = 1};
+    fwd_request req = {.method = "GET", .path = "/stream", .targets = &t.tg, .ntargets = 1};
     t_start(&t, &req);
     t_run(&t);
     assert_int_equal(t.dones, 1);
@@ -240,49 +228,45 @@ static void test_silent_after_head(void **state)
     assert_int_equal(t.r.outcome, FWD_FAILED_AFTER_RESPONSE);
     assert_int_equal(t.r.status, 200);
     assert_non_null(strstr(t.r.error, "upstream timeout"));
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 /* ...but not the whole answer's length: events 20 ms apart go on past the timeout in all. */
 static void test_paced_stream_not_timed_out(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
     fwd_config cfg = {.idle_timeout_ms = 300};
-    t_setup(&t, &loop, &u, UP_STREAM, &cfg);
+    t_setup(&t, &u, UP_STREAM, &cfg);
     t.ping_pong = true;
     t.pace_ms = 20; /* 50 events: about 1 s */
-    fwd_target tg = {"127.0.0.1", u.port};
-    fwd_request req = {.method = "GET", .path = "/stream", .targets = &tg, .ntargets = 1};
+    fwd_request req = {.method = "GET", .path = "/stream", .targets = &t.tg, .ntargets = 1};
     t_start(&t, &req);
     t_run(&t);
     assert_int_equal(t.r.outcome, FWD_OK);
     assert_int_equal(t.events, UP_EVENTS);
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 /* ...nor the time the caller held the answer back (a slow client is not a silent member). */
 static void test_paused_client_not_timed_out(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
     fwd_config cfg = {.idle_timeout_ms = 50};
-    t_setup(&t, &loop, &u, UP_BULK, &cfg);
+    t_setup(&t, &u, UP_BULK, &cfg);
     u.bulk = 256u << 10;
     t.full_always = true;
     t.resume_after_ms = 150;
-    fwd_target tg = {"127.0.0.1", u.port};
-    fwd_request req = {.method = "GET", .path = "/big", .targets = &tg, .ntargets = 1};
+    fwd_request req = {.method = "GET", .path = "/big", .targets = &t.tg, .ntargets = 1};
     t_start(&t, &req);
     t_run(&t);
     assert_int_equal(t.r.outcome, FWD_OK);
     assert_int_equal(t.blen, u.bulk);
     assert_true(t.pauses >= 2);
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 TEST_MAIN(cmocka_unit_test(test_second_target_after_refusal),

@@ -23,13 +23,11 @@
 static void test_get(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_OK, NULL);
-    fwd_target tg = {"127.0.0.1", u.port};
+    t_setup(&t, &u, UP_OK, NULL);
     fwd_request req = {
-        .method = "GET", .path = "/v1/models?x=1&y=%20", .targets = &tg, .ntargets = 1};
+        .method = "GET", .path = "/v1/models?x=1&y=%20", .targets = &t.tg, .ntargets = 1};
     t_start(&t, &req);
     t_run(&t);
     assert_int_equal(t.dones, 1);
@@ -46,24 +44,22 @@ static void test_get(void **state)
     assert_null(strcasestr(u.last_head, "\r\nAccept:"));
     assert_null(strcasestr(u.last_head, "\r\nExpect:"));
     assert_null(strcasestr(u.last_head, "\r\nContent-Length:"));
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 static void test_post(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_OK, NULL);
-    fwd_target tg = {"127.0.0.1", u.port};
+    t_setup(&t, &u, UP_OK, NULL);
     const char *body = "{\"model\":\"a\",\"prompt\":\"hi\"}";
     fwd_header h[] = {{"Content-Type", "application/json"}, {"Content-Length", "999"}};
     fwd_request req = {.method = "POST",
                        .path = "/v1/completions",
                        .headers = h,
                        .nheaders = 2,
-                       .targets = &tg,
+                       .targets = &t.tg,
                        .ntargets = 1,
                        .body = body,
                        .body_len = 12,
@@ -88,7 +84,7 @@ static void test_post(void **state)
     assert_non_null(strcasestr(u.last_head, "\r\nContent-Type: application/json\r\n"));
     assert_null(strcasestr(u.last_head, "\r\nTransfer-Encoding:"));
     assert_null(strcasestr(u.last_head, "Content-Length: 999")); /* the client's, not sent */
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 /* A body all here at the start, as the router has it once the model is read (more, with the
@@ -97,15 +93,13 @@ static void test_post(void **state)
 static void test_post_whole_body(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_OK, NULL);
-    fwd_target tg = {"127.0.0.1", u.port};
+    t_setup(&t, &u, UP_OK, NULL);
     const char *body = "{\"model\":\"a\",\"prompt\":\"hi\"}";
     fwd_request req = {.method = "POST",
                        .path = "/v1/completions",
-                       .targets = &tg,
+                       .targets = &t.tg,
                        .ntargets = 1,
                        .body = body,
                        .body_len = strlen(body),
@@ -125,7 +119,7 @@ static void test_post_whole_body(void **state)
     assert_null(strcasestr(u.last_head, "\r\nContent-Type:"));
     assert_null(strcasestr(u.last_head, "\r\nExpect:"));
     assert_null(strcasestr(u.last_head, "\r\nTransfer-Encoding:"));
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 /* 5 MiB of unknown length (chunked up), pushed a piece per loop turn; the member does not read
@@ -133,16 +127,14 @@ static void test_post_whole_body(void **state)
 static void test_big_body_streamed_up(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_OK, NULL);
+    t_setup(&t, &u, UP_OK, NULL);
     u.hold = true;
     u.body_pattern = true;
-    fwd_target tg = {"127.0.0.1", u.port};
     fwd_request req = {.method = "POST",
                        .path = "/v1/embeddings",
-                       .targets = &tg,
+                       .targets = &t.tg,
                        .ntargets = 1,
                        .more = true,
                        .content_length = -1};
@@ -162,7 +154,7 @@ static void test_big_body_streamed_up(void **state)
     char want[64];
     snprintf(want, sizeof(want), "ok POST %llu", (unsigned long long)t.to_push);
     assert_string_equal(t.body, want);
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 /* The next piece goes only once the member has every byte before it. */
@@ -178,17 +170,15 @@ static void t_push_when_received(void *ud)
 static void test_body_trickles_up(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_OK, NULL);
+    t_setup(&t, &u, UP_OK, NULL);
     u.body_pattern = true;
     u.on_body = t_push_when_received;
     u.on_body_ud = &t;
-    fwd_target tg = {"127.0.0.1", u.port};
     fwd_request req = {.method = "POST",
                        .path = "/v1/embeddings",
-                       .targets = &tg,
+                       .targets = &t.tg,
                        .ntargets = 1,
                        .more = true,
                        .content_length = 20 * 1000};
@@ -205,22 +195,20 @@ static void test_body_trickles_up(void **state)
     char cl[64];
     snprintf(cl, sizeof(cl), "\r\nContent-Length: %d\r\n", 20 * 1000);
     assert_non_null(strcasestr(u.last_head, cl));
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 static void test_sse_ping_pong(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_STREAM, NULL);
+    t_setup(&t, &u, UP_STREAM, NULL);
     t.ping_pong = true;
-    fwd_target tg = {"127.0.0.1", u.port};
     const char *body = "{\"model\":\"a\",\"stream\":true}";
     fwd_request req = {.method = "POST",
                        .path = "/v1/chat/completions",
-                       .targets = &tg,
+                       .targets = &t.tg,
                        .ntargets = 1,
                        .body = body,
                        .body_len = strlen(body)};
@@ -231,7 +219,7 @@ static void test_sse_ping_pong(void **state)
     assert_int_equal(u.stream_sent, UP_EVENTS + 1);
     assert_non_null(strstr(t.hdrs, "Content-Type: text/event-stream\n"));
     assert_null(strcasestr(t.hdrs, "Transfer-Encoding"));
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 /* data() says "full" every time: nothing more arrives until fwd_resume, and every byte arrives
@@ -239,14 +227,12 @@ static void test_sse_ping_pong(void **state)
 static void test_response_backpressure(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_BULK, NULL);
+    t_setup(&t, &u, UP_BULK, NULL);
     u.bulk = 3u << 20;
     t.full_always = true;
-    fwd_target tg = {"127.0.0.1", u.port};
-    fwd_request req = {.method = "GET", .path = "/big", .targets = &tg, .ntargets = 1};
+    fwd_request req = {.method = "GET", .path = "/big", .targets = &t.tg, .ntargets = 1};
     t_start(&t, &req);
     t_run(&t);
     assert_int_equal(t.r.outcome, FWD_OK);
@@ -256,17 +242,15 @@ static void test_response_backpressure(void **state)
         if ((unsigned char)t.body[i] != up_pattern(i))
             fail_msg("byte %zu differs", i);
     assert_true(t.pauses >= 2);
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 static void test_hop_by_hop_and_xff(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_OK, NULL);
-    fwd_target tg = {"127.0.0.1", u.port};
+    t_setup(&t, &u, UP_OK, NULL);
     fwd_header h[] = {
         {"Host", "client.example"},
         {"Connection", "keep-alive, X-Secret"},
@@ -286,7 +270,7 @@ static void test_hop_by_hop_and_xff(void **state)
                        .headers = h,
                        .nheaders = sizeof(h) / sizeof(h[0]),
                        .client_addr = "192.0.2.7",
-                       .targets = &tg,
+                       .targets = &t.tg,
                        .ntargets = 1};
     t_start(&t, &req);
     t_run(&t);
@@ -314,18 +298,16 @@ static void test_hop_by_hop_and_xff(void **state)
     assert_null(strcasestr(t.hdrs, "Keep-Alive"));
     assert_null(strcasestr(t.hdrs, "X-Hop"));
     assert_null(strcasestr(t.hdrs, "Proxy-"));
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 static void test_interim_response(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_EARLY_HINTS, NULL);
-    fwd_target tg = {"127.0.0.1", u.port};
-    fwd_request req = {.method = "GET", .path = "/", .targets = &tg, .ntargets = 1};
+    t_setup(&t, &u, UP_EARLY_HINTS, NULL);
+    fwd_request req = {.method = "GET", .path = "/", .targets = &t.tg, .ntargets = 1};
     t_start(&t, &req);
     t_run(&t);
     assert_int_equal(t.r.outcome, FWD_OK);
@@ -334,7 +316,7 @@ static void test_interim_response(void **state)
     assert_int_equal(t.r.status, 201);
     assert_string_equal(t.hdrs, "Content-Length: 2\nX-Final: 1\n");
     assert_string_equal(t.body, "ok");
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 static void test_bad_input(void **state)
@@ -396,14 +378,12 @@ static void test_bad_input(void **state)
 static void test_body_overrun(void **state)
 {
     (void)state;
-    ev_loop *loop;
     up u;
     t_cli t;
-    t_setup(&t, &loop, &u, UP_OK, NULL);
-    fwd_target tg = {"127.0.0.1", u.port};
+    t_setup(&t, &u, UP_OK, NULL);
     fwd_request req = {.method = "POST",
                        .path = "/",
-                       .targets = &tg,
+                       .targets = &t.tg,
                        .ntargets = 1,
                        .body = "ab",
                        .body_len = 2,
@@ -415,7 +395,7 @@ static void test_body_overrun(void **state)
     assert_int_equal(t.dones, 1);
     assert_int_equal(t.r.outcome, FWD_UPSTREAM_FAILED_BEFORE_RESPONSE);
     assert_non_null(strstr(t.r.error, "Content-Length"));
-    t_teardown(&t, loop, &u);
+    t_teardown(&t);
 }
 
 TEST_MAIN(cmocka_unit_test(test_get), cmocka_unit_test(test_post),
