@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "store_json.h"
 #include "test_main.h"
 
 #include "api/records.h"
@@ -129,21 +130,6 @@ static const char *pods_json[] = {
      "\"labels\":{\"inference.llmkube.dev/service\":\"a\"}},\"status\":{\"phase\":\"Running\"}}"),
 };
 
-static store *fill(const char **json, size_t n, const char *index, store_index_fn fn,
-                   const store_codec *codec)
-{
-    store *s = store_new(codec);
-    assert_non_null(s);
-    if (index)
-        assert_int_equal(store_add_index(s, index, fn, NULL), 0);
-    for (size_t i = 0; i < n; i++) {
-        cJSON *o = cJSON_Parse(json[i]);
-        assert_non_null(o);
-        assert_int_equal(store_put(s, o, NULL), 0);
-    }
-    return s;
-}
-
 /* Probed at 1000 ms on the monotonic clock; the snapshot is built at 4000 ms on it. */
 static const prober_memo test_memo = {.verdict = PROBE_BUSY,
                                       .at_mono_ms = 1000,
@@ -170,9 +156,11 @@ static const plan_pod *find_pod(const plan_member *m, const char *name)
 static void test_snapshot(void **state)
 {
     (void)state;
-    store *pools = fill(pools_json, 3, API_INDEX_MEMBER, api_index_pool_members, &api_pool_codec);
-    store *isvcs = fill(isvcs_json, 2, NULL, NULL, &api_isvc_codec);
-    store *pods = fill(pods_json, 3, API_INDEX_SERVICE, api_index_pod_service, &api_pod_codec);
+    store *pools =
+        test_store_fill(&api_pool_codec, API_INDEX_MEMBER, api_index_pool_members, pools_json, 3);
+    store *isvcs = test_store_fill(&api_isvc_codec, NULL, NULL, isvcs_json, 2);
+    store *pods =
+        test_store_fill(&api_pod_codec, API_INDEX_SERVICE, api_index_pod_service, pods_json, 3);
     pool_sources src = {pools, isvcs, pods, test_lookup, NULL, false};
     pool_snapshot snap;
     assert_int_equal(
@@ -265,8 +253,9 @@ static void test_snapshot_removed(void **state)
     cJSON *o = cJSON_Parse(json[0]);
     assert_non_null(o);
     assert_int_equal(store_put(pools, o, NULL), 0);
-    store *isvcs = fill(isvcs_json, 2, NULL, NULL, &api_isvc_codec);
-    store *pods = fill(pods_json, 3, API_INDEX_SERVICE, api_index_pod_service, &api_pod_codec);
+    store *isvcs = test_store_fill(&api_isvc_codec, NULL, NULL, isvcs_json, 2);
+    store *pods =
+        test_store_fill(&api_pod_codec, API_INDEX_SERVICE, api_index_pod_service, pods_json, 3);
     pool_sources src = {pools, isvcs, pods, test_lookup, NULL, false};
     pool_snapshot snap;
     assert_int_equal(
