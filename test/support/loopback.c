@@ -27,6 +27,13 @@ int test_listen_loopback(int backlog, int *port)
     return fd;
 }
 
+int test_closed_port_loopback(void)
+{
+    int port;
+    close(test_listen_loopback(1, &port));
+    return port;
+}
+
 /* A blocking client connected to 127.0.0.1:port. */
 int test_connect_loopback(int port)
 {

@@ -1,11 +1,15 @@
 /* loopback: the unit tests' sockets on 127.0.0.1, for the small HTTP responders and clients they
- * run on the event loop (test_evcurl, test_kube_client, test_leader, test_httpd, test_telemetry).
- * Part of the test-support library (test/support); failures fail the test (cmocka asserts). */
+ * run on the event loop (test_evcurl, test_kube_client, test_leader, test_httpd, test_telemetry,
+ * fwd_upstream). Part of the test-support library (test/support); failures fail the test (cmocka
+ * asserts). */
 #ifndef MP_TEST_LOOPBACK_H
 #define MP_TEST_LOOPBACK_H
 
 /* A non-blocking listener on a port the kernel picks; *port is set to it. */
 int test_listen_loopback(int backlog, int *port);
+
+/* A port on 127.0.0.1 nothing listens on (bound, then closed): a target that refuses. */
+int test_closed_port_loopback(void);
 
 /* A blocking client connected to 127.0.0.1:port. */
 int test_connect_loopback(int port);

@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "store_json.h"
+
 #include "api/caches.h"
 #include "api/records.h"
 
@@ -43,13 +45,6 @@ static int tc_teardown(void **state)
     return 0;
 }
 
-static void tc_put(informer *inf, const char *json)
-{
-    cJSON *obj = cJSON_Parse(json);
-    assert_non_null(obj);
-    assert_int_equal(store_put(informer_store(inf), obj, NULL), 0);
-}
-
 /* What the operator builds: all three, every index, records decoded by the API codecs. */
 static void test_operator(void **state)
 {
@@ -66,10 +61,12 @@ static void test_operator(void **state)
     assert_non_null(strstr(waiting, "modelpools"));
     assert_non_null(strstr(waiting, "pods"));
 
-    tc_put(c.pools, "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"resourceVersion\":\"1\"},"
-                    "\"spec\":{\"members\":[{\"inferenceServiceRef\":{\"name\":\"a\"}}]},"
-                    "\"status\":{\"residentMember\":\"gone\"}}");
-    tc_put(c.pods, "{\"metadata\":{\"name\":\"a-1\",\"namespace\":\"ns\",\"labels\":{"
+    test_store_put(informer_store(c.pools),
+                   "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"resourceVersion\":\"1\"},"
+                   "\"spec\":{\"members\":[{\"inferenceServiceRef\":{\"name\":\"a\"}}]},"
+                   "\"status\":{\"residentMember\":\"gone\"}}");
+    test_store_put(informer_store(c.pods),
+                   "{\"metadata\":{\"name\":\"a-1\",\"namespace\":\"ns\",\"labels\":{"
                    "\"" API_SERVICE_LABEL "\":\"a\"}}}");
     const api_pool *pool = store_get(informer_store(c.pools), "ns/p");
     assert_non_null(pool);

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "store_json.h"
 #include "test_main.h"
 
 #include "informer/expect.h"
@@ -43,7 +44,7 @@ static store *obj_store(const char *key_name, const char *rv)
     snprintf(json, sizeof(json),
              "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"%s\",\"resourceVersion\":\"%s\"}}",
              key_name, rv);
-    assert_int_equal(store_put(s, cJSON_Parse(json), NULL), 0);
+    test_store_put(s, json);
     return s;
 }
 

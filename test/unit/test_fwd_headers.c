@@ -2,7 +2,7 @@
  * an input and what the rule says of it: tokens and values that may be sent, the paths a request
  * may carry, the comma-separated lists of a Connection header, hop-by-hop headers both ways, and
  * the header list sent to a member (what is dropped, X-Forwarded-For, curl's defaults switched
- * off). No transfer: test_forward.c runs the same rules against an upstream. */
+ * off). No transfer: test_forward_relay.c runs the same rules against an upstream. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>

@@ -16,12 +16,9 @@
 #include "test_main.h"
 
 #include "loop_run.h"
+#include "loopback.h"
 #include "scripted_http.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -33,6 +30,7 @@
 typedef struct {
     ev_loop *loop;
     kube_client *client;
+    srv *srv; /* tc_open's */
     int done;
     kube_error err;
     long code;
@@ -71,6 +69,26 @@ static void tc_clear(tc *t)
     free(t->body);
 }
 
+/* A new loop with s answering from replies on it (they may be filled in afterwards, before the
+ * loop runs), and t's client of s. */
+static kube_client *tc_open(tc *t, srv *s, srv_reply *replies, size_t n)
+{
+    ev_loop *loop = ev_new();
+    assert_non_null(loop);
+    srv_start(s, loop, replies, n);
+    t->srv = s;
+    return tc_client(t, loop, s->port);
+}
+
+/* Frees what tc_open made, and what t recorded. */
+static void tc_close(tc *t)
+{
+    kube_client_free(t->client);
+    srv_stop(t->srv);
+    tc_clear(t);
+    ev_free(t->loop);
+}
+
 static void tc_done(void *ud, const kube_error *err, long code, const cJSON *body)
 {
     tc *t = ud;
@@ -93,22 +111,26 @@ static kube_request tc_get(const char *path)
     return (kube_request){.method = KUBE_GET, .path = path, .max_retries = -1};
 }
 
+/* Starts req with tc_done and runs the loop until it is done. */
+static void tc_call(tc *t, const kube_request *req)
+{
+    kube_error err = {0};
+    assert_non_null(kube_call_start(t->client, req, tc_done, t, &err));
+    tc_run(t);
+}
+
 static void test_get_ok(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
+    tc t = {0};
     srv s;
     srv_reply replies[] = {{.match = "/pods/p?"}};
-    srv_start(&s, loop, replies, 1);
+    tc_open(&t, &s, replies, 1);
     replies[0].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{\"kind\":\"Pod\"}"));
-    tc t = {0};
-    kube_client *c = tc_client(&t, loop, s.port);
     kube_query q[] = {{"labelSelector", "app in (a,b)&x=y"}, {"limit", "5"}, {NULL, NULL}};
     kube_request req = tc_get("/api/v1/namespaces/default/pods/p");
     req.query = q;
-    kube_error err = {0};
-    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
-    tc_run(&t);
+    tc_call(&t, &req);
     assert_int_equal(t.done, 1);
     assert_int_equal(t.err.kind, KUBE_OK);
     assert_int_equal(t.code, 200);
@@ -121,10 +143,7 @@ static void test_get_ok(void **state)
     assert_non_null(strstr(r, "\r\nAuthorization: Bearer test-token\r\n"));
     assert_non_null(strstr(r, "\r\nAccept: application/json\r\n"));
     assert_non_null(strstr(r, "\r\nUser-Agent: kube-test/1\r\n"));
-    kube_client_free(c);
-    srv_stop(&s);
-    tc_clear(&t);
-    ev_free(loop);
+    tc_close(&t);
 }
 
 /* The first answer's callback starts the next call: it goes out on the same connection. */
@@ -146,14 +165,12 @@ static void tc_done_then_follow(void *ud, const kube_error *err, long code, cons
 static void test_body_and_keepalive(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
+    tc t = {.follow = "/b"};
     srv s;
     srv_reply replies[] = {{.match = "POST /a"}, {.match = "PATCH /b"}};
-    srv_start(&s, loop, replies, 2);
+    kube_client *c = tc_open(&t, &s, replies, 2);
     replies[0].pieces[0] = srv_own(&s, srv_http("201 Created", "", "{}"));
     replies[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{\"ok\":true}"));
-    tc t = {.follow = "/b"};
-    kube_client *c = tc_client(&t, loop, s.port);
     kube_request req = {.method = KUBE_POST, .path = "/a", .body = "{\"kind\":\"Event\"}"};
     kube_error err = {0};
     assert_non_null(kube_call_start(c, &req, tc_done_then_follow, &t, &err));
@@ -167,83 +184,62 @@ static void test_body_and_keepalive(void **state)
     assert_non_null(strstr(s.requests[1], "\r\nContent-Type: application/merge-patch+json\r\n"));
     assert_non_null(strstr(s.requests[1], "\r\n\r\n{\"spec\":{\"replicas\":0}}"));
     assert_int_equal(s.naccepts, 1); /* kept alive and reused */
-    kube_client_free(c);
-    srv_stop(&s);
-    tc_clear(&t);
-    ev_free(loop);
+    tc_close(&t);
 }
 
 static void test_retry_503_retry_after(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
+    tc t = {0};
     srv s;
     srv_reply replies[] = {{.match = "/x"}, {.match = "/x"}};
-    srv_start(&s, loop, replies, 2);
+    tc_open(&t, &s, replies, 2);
     replies[0].pieces[0] = srv_own(
         &s, srv_http("503 Service Unavailable", "Retry-After: 1\r\n",
                      "{\"kind\":\"Status\",\"reason\":\"ServiceUnavailable\",\"code\":503}"));
     replies[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{}"));
-    tc t = {0};
-    kube_client *c = tc_client(&t, loop, s.port);
     kube_request req = tc_get("/x");
-    kube_error err = {0};
-    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
-    tc_run(&t);
+    tc_call(&t, &req);
     assert_int_equal(t.done, 1);
     assert_int_equal(t.err.kind, KUBE_OK);
     assert_int_equal(s.nrequests, 2);
-    kube_client_free(c);
-    srv_stop(&s);
-    tc_clear(&t);
-    ev_free(loop);
+    tc_close(&t);
 }
 
 static void test_retry_429(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
+    tc t = {0};
     srv s;
     srv_reply replies[] = {{.match = "/x"}, {.match = "/x"}, {.match = "/x"}};
-    srv_start(&s, loop, replies, 3);
+    tc_open(&t, &s, replies, 3);
     replies[0].pieces[0] = srv_own(&s, srv_http("429 Too Many Requests", "", "slow down"));
     replies[1].pieces[0] = replies[0].pieces[0];
     replies[2].pieces[0] = srv_own(&s, srv_http("200 OK", "", "[1]"));
-    tc t = {0};
-    kube_client *c = tc_client(&t, loop, s.port);
     kube_request req = tc_get("/x");
-    kube_error err = {0};
-    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
-    tc_run(&t);
+    tc_call(&t, &req);
     assert_int_equal(t.done, 1);
     assert_int_equal(t.err.kind, KUBE_OK);
     assert_string_equal(t.body, "[1]");
     assert_int_equal(s.nrequests, 3);
-    kube_client_free(c);
-    srv_stop(&s);
-    tc_clear(&t);
-    ev_free(loop);
+    tc_close(&t);
 }
 
 static void test_no_retry_404_and_retries_exhausted(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
+    tc t = {0};
     srv s;
     srv_reply replies[] = {{.match = "/missing"}, {.match = "/boom"}, {.match = "/boom"}};
-    srv_start(&s, loop, replies, 3);
+    tc_open(&t, &s, replies, 3);
     replies[0].pieces[0] =
         srv_own(&s, srv_http("404 Not Found", "",
                              "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"pods "
                              "\\\"p\\\" not found\",\"reason\":\"NotFound\",\"code\":404}"));
     replies[1].pieces[0] = srv_own(&s, srv_http("500 Internal Server Error", "", "boom"));
     replies[2].pieces[0] = replies[1].pieces[0];
-    tc t = {0};
-    kube_client *c = tc_client(&t, loop, s.port);
     kube_request req = tc_get("/missing");
-    kube_error err = {0};
-    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
-    tc_run(&t);
+    tc_call(&t, &req);
     assert_int_equal(t.done, 1);
     assert_true(kube_error_is(&t.err, "NotFound"));
     assert_string_equal(t.err.message, "pods \"p\" not found");
@@ -253,61 +249,40 @@ static void test_no_retry_404_and_retries_exhausted(void **state)
 
     req = tc_get("/boom");
     req.max_retries = 1;
-    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
-    tc_run(&t);
+    tc_call(&t, &req);
     assert_int_equal(t.done, 2);
     assert_int_equal(t.err.kind, KUBE_ERR_HTTP);
     assert_int_equal(t.err.http_code, 500);
     assert_string_equal(t.err.message, "HTTP 500: boom");
     assert_int_equal(s.nrequests, 3);
-    kube_client_free(c);
-    srv_stop(&s);
-    tc_clear(&t);
-    ev_free(loop);
+    tc_close(&t);
 }
 
 static void test_connection_reset(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
+    tc t = {0};
     srv s;
     srv_reply replies[] = {{.match = "/x", .then = SRV_RESET}, {.match = "/x"}};
-    srv_start(&s, loop, replies, 2);
+    tc_open(&t, &s, replies, 2);
     replies[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{}"));
-    tc t = {0};
-    kube_client *c = tc_client(&t, loop, s.port);
     kube_request req = tc_get("/x");
-    kube_error err = {0};
-    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
-    tc_run(&t);
+    tc_call(&t, &req);
     assert_int_equal(t.done, 1);
     assert_int_equal(t.err.kind, KUBE_OK);
     assert_int_equal(s.nrequests, 2);
     assert_int_equal(s.naccepts, 2);
-    kube_client_free(c);
-    srv_stop(&s);
-    tc_clear(&t);
-    ev_free(loop);
+    tc_close(&t);
 }
 
 static void test_transport_error(void **state)
 {
     (void)state;
-    /* A port nobody listens on: bind one, then close it. */
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t alen = sizeof(a);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
-    close(fd);
-    ev_loop *loop = ev_new();
     tc t = {0};
-    kube_client *c = tc_client(&t, loop, ntohs(a.sin_port));
+    kube_client *c = tc_client(&t, ev_new(), test_closed_port_loopback());
     kube_request req = tc_get("/api/v1/nodes");
     req.max_retries = 1;
-    kube_error err = {0};
-    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
-    tc_run(&t);
+    tc_call(&t, &req);
     assert_int_equal(t.done, 1);
     assert_int_equal(t.err.kind, KUBE_ERR_TRANSPORT);
     assert_int_equal(t.err.http_code, 0);
@@ -315,7 +290,7 @@ static void test_transport_error(void **state)
     assert_non_null(strstr(t.err.message, "(after 2 attempts)"));
     kube_client_free(c);
     tc_clear(&t);
-    ev_free(loop);
+    ev_free(t.loop);
 }
 
 static const char *tc_name(const cJSON *obj)
@@ -386,15 +361,13 @@ static const char tc_events[] =
 static void test_watch_chunked(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
+    tc t = {0};
     srv s;
     srv_reply replies[] = {{.match = "/api/v1/pods?watch=1"}};
-    srv_start(&s, loop, replies, 1);
+    kube_client *c = tc_open(&t, &s, replies, 1);
     size_t chunk_cuts[] = {1, 30, 31, 60, 130, 200};
     size_t piece_cuts[] = {2, 3, 40, 41, 90, 150, 151, 230};
     tc_chunked(&s, &replies[0], tc_events, chunk_cuts, 6, piece_cuts, 8, true);
-    tc t = {0};
-    kube_client *c = tc_client(&t, loop, s.port);
     kube_query q[] = {{"resourceVersion", "5"}, {"allowWatchBookmarks", "true"}, {NULL, NULL}};
     kube_error err = {0};
     assert_non_null(kube_watch_start(c, "/api/v1/pods", q, tc_event, tc_end, &t, &err));
@@ -410,10 +383,7 @@ static void test_watch_chunked(void **state)
     assert_int_equal(t.end_err.kind, KUBE_OK);
     assert_non_null(strstr(s.requests[0], "GET /api/v1/pods?watch=1&resourceVersion=5&"
                                           "allowWatchBookmarks=true&timeoutSeconds=300 "));
-    kube_client_free(c);
-    srv_stop(&s);
-    tc_clear(&t);
-    ev_free(loop);
+    tc_close(&t);
 }
 
 /* With scratch asked for, a list answer and every watch event are parsed in a scratch region, and
@@ -421,32 +391,29 @@ static void test_watch_chunked(void **state)
 static void test_scratch_answers(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
+    tc t = {0};
     srv s;
     srv_reply replies[] = {{.match = "/api/v1/pods?limit"}, {.match = "/api/v1/pods?watch=1"}};
-    srv_start(&s, loop, replies, 2);
+    kube_client *c = tc_open(&t, &s, replies, 2);
     replies[0].pieces[0] =
         srv_own(&s, srv_http("200 OK", "",
                              "{\"kind\":\"PodList\",\"items\":[{\"metadata\":{\"name\":\"a\"}}]}"));
     size_t chunk_cuts[] = {1, 30, 31, 60, 130, 200};
     size_t piece_cuts[] = {2, 3, 40, 41, 90, 150, 151, 230};
     tc_chunked(&s, &replies[1], tc_events, chunk_cuts, 6, piece_cuts, 8, true);
-    tc t = {0};
-    kube_client *c = tc_client(&t, loop, s.port);
     kube_query q[] = {{"limit", "500"}, {NULL, NULL}};
     kube_request req = tc_get("/api/v1/pods");
     req.query = q;
     req.list = true;
     req.scratch = true;
-    kube_error err = {0};
-    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
-    tc_run(&t);
+    tc_call(&t, &req);
     assert_int_equal(t.done, 1);
     assert_int_equal(t.in_scratch, 1);
     assert_string_equal(t.body,
                         "{\"kind\":\"PodList\",\"items\":[{\"metadata\":{\"name\":\"a\"}}]}");
 
     t.in_scratch = 0;
+    kube_error err = {0};
     kube_call *w = kube_watch_start(c, "/api/v1/pods", NULL, tc_event, tc_end, &t, &err);
     assert_non_null(w);
     kube_watch_scratch(w);
@@ -457,27 +424,22 @@ static void test_scratch_answers(void **state)
     assert_string_equal(t.names[1], "b");
     assert_string_equal(t.types[3], "ERROR");
     assert_int_equal(t.ends, 1);
-    kube_client_free(c);
-    srv_stop(&s);
-    tc_clear(&t);
-    ev_free(loop);
+    tc_close(&t);
 }
 
 static void test_watch_http_error_and_garbage(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
+    tc t = {0};
     srv s;
     srv_reply replies[] = {{.match = "/gone"}, {.match = "/garbage", .then = SRV_CLOSE}};
-    srv_start(&s, loop, replies, 2);
+    kube_client *c = tc_open(&t, &s, replies, 2);
     replies[0].pieces[0] =
         srv_own(&s, srv_http("410 Gone", "",
                              "{\"kind\":\"Status\",\"message\":\"too old resource version\","
                              "\"reason\":\"Expired\",\"code\":410}"));
     static const char garbage[] = "{\"type\":\"ADDED\",\"object\":{}}\nthis is not json\n";
     tc_chunked(&s, &replies[1], garbage, NULL, 0, NULL, 0, false);
-    tc t = {0};
-    kube_client *c = tc_client(&t, loop, s.port);
     kube_query q[] = {{"timeoutSeconds", "60"}, {NULL, NULL}};
     kube_error err = {0};
     assert_non_null(kube_watch_start(c, "/gone", q, tc_event, tc_end, &t, &err));
@@ -495,10 +457,7 @@ static void test_watch_http_error_and_garbage(void **state)
     assert_int_equal(t.events, 1);
     assert_int_equal(t.ends, 2);
     assert_int_equal(t.end_err.kind, KUBE_ERR_DECODE);
-    kube_client_free(c);
-    srv_stop(&s);
-    tc_clear(&t);
-    ev_free(loop);
+    tc_close(&t);
 }
 
 /* From inside a watch event: cancel another call, cancel the watch itself, start a new call. */
@@ -526,21 +485,19 @@ static void tc_never(void *ud, const kube_error *err, long code, const cJSON *bo
 static void test_cancel_inside_callbacks(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
+    tc t = {.follow = "/next"};
     srv s;
     srv_reply replies[] = {
         {.match = "/w?"},
         {.match = "/slow", .delay_ms = 2000},
         {.match = "/next"},
     };
-    srv_start(&s, loop, replies, 3);
+    kube_client *c = tc_open(&t, &s, replies, 3);
     static const char two[] = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\"}}}\n"
                               "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"b\"}}}\n";
     tc_chunked(&s, &replies[0], two, NULL, 0, NULL, 0, false); /* both in one chunk, then idle */
     replies[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{}"));
     replies[2].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{\"next\":1}"));
-    tc t = {.follow = "/next"};
-    kube_client *c = tc_client(&t, loop, s.port);
     kube_error err = {0};
     kube_request slow = tc_get("/slow");
     t.other = kube_call_start(c, &slow, tc_never, &t, &err);
@@ -552,10 +509,7 @@ static void test_cancel_inside_callbacks(void **state)
     assert_int_equal(t.ends, 0);
     assert_int_equal(t.done, 1);
     assert_string_equal(t.body, "{\"next\":1}");
-    kube_client_free(c);
-    srv_stop(&s);
-    tc_clear(&t);
-    ev_free(loop);
+    tc_close(&t);
 }
 
 /* Two calls; whichever answers first cancels the other, even when both finished in the same
@@ -581,28 +535,23 @@ static void tc_pair_done(void *ud, const kube_error *err, long code, const cJSON
 static void test_done_cancels_sibling(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
+    tc t = {0};
     srv s;
     srv_reply replies[] = {{.match = "/one"}, {.match = "/two"}};
-    srv_start(&s, loop, replies, 2);
+    kube_client *c = tc_open(&t, &s, replies, 2);
     replies[0].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{}"));
     replies[1].pieces[0] = replies[0].pieces[0];
-    tc t = {0};
-    kube_client *c = tc_client(&t, loop, s.port);
-    tc_pair p = {.loop = loop};
+    tc_pair p = {.loop = t.loop};
     kube_error err = {0};
     kube_request r1 = tc_get("/one"), r2 = tc_get("/two");
     p.calls[0] = kube_call_start(c, &r1, tc_pair_done, &p, &err);
     p.calls[1] = kube_call_start(c, &r2, tc_pair_done, &p, &err);
-    test_loop_run(loop, 10000);
+    test_loop_run(t.loop, 10000);
     /* Give the other answer time to arrive: its callback must still not run. */
-    ev_timer_add(loop, 200, test_loop_stop, NULL);
-    test_loop_run(loop, 10000);
+    ev_timer_add(t.loop, 200, test_loop_stop, NULL);
+    test_loop_run(t.loop, 10000);
     assert_int_equal(p.done, 1);
-    kube_client_free(c);
-    srv_stop(&s);
-    tc_clear(&t);
-    ev_free(loop);
+    tc_close(&t);
 }
 
 static void tc_stop_on_event(void *ud, const char *type, cJSON *object)
@@ -631,14 +580,12 @@ static void tc_never_fd(ev_loop *loop, int fd, int events, void *ud)
 static void test_free_in_flight(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
+    tc t = {0};
     srv s;
     srv_reply replies[] = {{.match = "/w?"}, {.match = "/slow", .delay_ms = 5000}};
-    srv_start(&s, loop, replies, 2);
+    kube_client *c = tc_open(&t, &s, replies, 2);
     tc_chunked(&s, &replies[0], "{\"type\":\"ADDED\",\"object\":{}}\n", NULL, 0, NULL, 0, false);
     replies[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{}"));
-    tc t = {0};
-    kube_client *c = tc_client(&t, loop, s.port);
     kube_error err = {0};
     kube_request slow = tc_get("/slow");
     assert_non_null(kube_call_start(c, &slow, tc_never, &t, &err));
@@ -652,15 +599,15 @@ static void test_free_in_flight(void **state)
     int fds[8];
     for (int i = 0; i < 8; i += 2) {
         assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, fds + i), 0);
-        assert_int_equal(ev_fd_set(loop, fds[i], EV_READ, tc_never_fd, NULL), 0);
-        assert_int_equal(ev_fd_set(loop, fds[i + 1], EV_READ, tc_never_fd, NULL), 0);
+        assert_int_equal(ev_fd_set(t.loop, fds[i], EV_READ, tc_never_fd, NULL), 0);
+        assert_int_equal(ev_fd_set(t.loop, fds[i + 1], EV_READ, tc_never_fd, NULL), 0);
     }
     for (int i = 0; i < 8; i++) {
-        ev_fd_clear(loop, fds[i]);
+        ev_fd_clear(t.loop, fds[i]);
         close(fds[i]);
     }
     tc_clear(&t);
-    ev_free(loop);
+    ev_free(t.loop);
 }
 
 /* What the client's retry hook was told, retry by retry. */
@@ -692,22 +639,18 @@ static void tc_on_retry(void *ud, const char *verb, const char *path, const kube
 static void test_429_retry_after_honoured(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
+    tc t = {0};
     srv s;
     srv_reply replies[] = {{.match = "/x"}, {.match = "/x"}};
-    srv_start(&s, loop, replies, 2);
+    kube_client *c = tc_open(&t, &s, replies, 2);
     replies[0].pieces[0] =
         srv_own(&s, srv_http("429 Too Many Requests", "Retry-After: 1\r\n",
                              "{\"kind\":\"Status\",\"reason\":\"TooManyRequests\",\"code\":429}"));
     replies[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{}"));
-    tc t = {0};
     tc_retries r = {0};
-    kube_client *c = tc_client(&t, loop, s.port);
     kube_client_on_retry(c, tc_on_retry, &r);
     kube_request req = tc_get("/x");
-    kube_error err = {0};
-    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
-    tc_run(&t);
+    tc_call(&t, &req);
     assert_int_equal(t.done, 1);
     assert_int_equal(t.err.kind, KUBE_OK);
     assert_int_equal(s.nrequests, 2);
@@ -715,10 +658,7 @@ static void test_429_retry_after_honoured(void **state)
     assert_int_equal(r.retry[0], 1);
     assert_int_equal(r.code[0], 429);
     assert_int_equal(r.delay[0], 1000); /* the backoff alone would be 100-200 ms */
-    kube_client_free(c);
-    srv_stop(&s);
-    tc_clear(&t);
-    ev_free(loop);
+    tc_close(&t);
 }
 
 /* 5xx answers without Retry-After: each wait is the backoff with jitter, within a range that
@@ -727,24 +667,20 @@ static void test_429_retry_after_honoured(void **state)
 static void test_5xx_backoff_grows(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
+    tc t = {0};
     srv s;
     srv_reply replies[] = {{.match = "/x"}, {.match = "/x"}, {.match = "/x"}, {.match = "/x"}};
-    srv_start(&s, loop, replies, 4);
+    kube_client *c = tc_open(&t, &s, replies, 4);
     replies[0].pieces[0] = srv_own(&s, srv_http("500 Internal Server Error", "", "boom"));
     replies[1].pieces[0] = srv_own(&s, srv_http("502 Bad Gateway", "", "proxy"));
     replies[2].pieces[0] = srv_own(&s, srv_http("503 Service Unavailable", "", "later"));
     replies[3].pieces[0] =
         srv_own(&s, srv_http("503 Service Unavailable", "Retry-After: 7\r\n", "still later"));
-    tc t = {0};
     tc_retries r = {0};
-    kube_client *c = tc_client(&t, loop, s.port);
     kube_client_on_retry(c, tc_on_retry, &r);
     kube_request req = tc_get("/x");
     req.max_retries = 3;
-    kube_error err = {0};
-    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
-    tc_run(&t);
+    tc_call(&t, &req);
     assert_int_equal(r.n, 3);
     const long codes[] = {500, 502, 503};
     for (int i = 0; i < 3; i++) {
@@ -757,10 +693,7 @@ static void test_5xx_backoff_grows(void **state)
     assert_int_equal(t.err.http_code, 503);
     assert_int_equal(t.err.retry_after_s, 7);
     assert_int_equal(s.nrequests, 4);
-    kube_client_free(c);
-    srv_stop(&s);
-    tc_clear(&t);
-    ev_free(loop);
+    tc_close(&t);
 }
 
 /* An attempt that times out (the server answers too late) is a transport error, retried after
@@ -768,21 +701,17 @@ static void test_5xx_backoff_grows(void **state)
 static void test_timeout_retried(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
+    tc t = {0};
     srv s;
     srv_reply replies[] = {{.match = "/x", .delay_ms = 5000}, {.match = "/x"}};
-    srv_start(&s, loop, replies, 2);
+    kube_client *c = tc_open(&t, &s, replies, 2);
     replies[0].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{\"late\":true}"));
     replies[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{\"in\":\"time\"}"));
-    tc t = {0};
     tc_retries r = {0};
-    kube_client *c = tc_client(&t, loop, s.port);
     kube_client_on_retry(c, tc_on_retry, &r);
     kube_request req = tc_get("/x");
     req.timeout_ms = 300;
-    kube_error err = {0};
-    assert_non_null(kube_call_start(c, &req, tc_done, &t, &err));
-    tc_run(&t);
+    tc_call(&t, &req);
     assert_int_equal(t.done, 1);
     assert_int_equal(t.err.kind, KUBE_OK);
     assert_string_equal(t.body, "{\"in\":\"time\"}");
@@ -792,10 +721,7 @@ static void test_timeout_retried(void **state)
     assert_non_null(strstr(r.message[0], "timed out"));
     assert_true(r.delay[0] >= 100 && r.delay[0] <= 200);
     assert_int_equal(s.nrequests, 2);
-    kube_client_free(c);
-    srv_stop(&s);
-    tc_clear(&t);
-    ev_free(loop);
+    tc_close(&t);
 }
 
 /* A watch is never retried by the client: an error answer ends it, with its Retry-After in the
@@ -803,16 +729,14 @@ static void test_timeout_retried(void **state)
 static void test_watch_429_retry_after_in_error(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
+    tc t = {0};
     srv s;
     srv_reply replies[] = {{.match = "/w?"}};
-    srv_start(&s, loop, replies, 1);
+    kube_client *c = tc_open(&t, &s, replies, 1);
     replies[0].pieces[0] =
         srv_own(&s, srv_http("429 Too Many Requests", "Retry-After: 4\r\n",
                              "{\"kind\":\"Status\",\"reason\":\"TooManyRequests\",\"code\":429}"));
-    tc t = {0};
     tc_retries r = {0};
-    kube_client *c = tc_client(&t, loop, s.port);
     kube_client_on_retry(c, tc_on_retry, &r);
     kube_error err = {0};
     assert_non_null(kube_watch_start(c, "/w", NULL, tc_event, tc_end, &t, &err));
@@ -822,10 +746,7 @@ static void test_watch_429_retry_after_in_error(void **state)
     assert_int_equal(t.end_err.retry_after_s, 4);
     assert_int_equal(r.n, 0);
     assert_int_equal(s.nrequests, 1);
-    kube_client_free(c);
-    srv_stop(&s);
-    tc_clear(&t);
-    ev_free(loop);
+    tc_close(&t);
 }
 
 static void test_retry_delay(void **state)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "store_json.h"
 #include "test_main.h"
 
 #include <stdio.h>
@@ -15,13 +16,6 @@
 
 #include "api/records.h"
 #include "router/view.h"
-
-static void put(store *s, const char *json)
-{
-    cJSON *o = cJSON_Parse(json);
-    assert_non_null(o);
-    assert_int_equal(store_put(s, o, NULL), 0);
-}
 
 /* A Pod of member m: ready and running unless said otherwise. */
 static void put_pod(store *s, const char *name, const char *m, const char *ip, bool ready,
@@ -36,7 +30,7 @@ static void put_pod(store *s, const char *name, const char *m, const char *ip, b
              "\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\"}]}}",
              name, m, terminating ? ",\"deletionTimestamp\":\"2026-01-01T00:00:00Z\"" : "", ip,
              ready ? "True" : "False");
-    put(s, json);
+    test_store_put(s, json);
 }
 
 static api_pool *pool(const char *json)
@@ -60,10 +54,12 @@ static caches fill(void)
     assert_non_null(c.isvcs);
     assert_non_null(c.pods);
     assert_int_equal(store_add_index(c.pods, API_INDEX_SERVICE, api_index_pod_service, NULL), 0);
-    put(c.isvcs, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ml\",\"resourceVersion\":\"10\"},"
-                 "\"spec\":{\"replicas\":1},\"status\":{\"phase\":\"Ready\"}}");
-    put(c.isvcs, "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ml\",\"resourceVersion\":\"11\"},"
-                 "\"spec\":{\"replicas\":0},\"status\":{\"phase\":\"Stopped\"}}");
+    test_store_put(c.isvcs,
+                   "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ml\",\"resourceVersion\":\"10\"},"
+                   "\"spec\":{\"replicas\":1},\"status\":{\"phase\":\"Ready\"}}");
+    test_store_put(c.isvcs,
+                   "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ml\",\"resourceVersion\":\"11\"},"
+                   "\"spec\":{\"replicas\":0},\"status\":{\"phase\":\"Stopped\"}}");
     put_pod(c.pods, "a-2", "a", "10.0.0.2", true, false);
     put_pod(c.pods, "a-1", "a", "10.0.0.1", true, false);
     put_pod(c.pods, "a-3", "a", "10.0.0.3", false, false); /* not ready */

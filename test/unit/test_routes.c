@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "store_json.h"
 #include "test_main.h"
 
 #include <errno.h>
@@ -17,26 +18,20 @@
 #include "api/records.h"
 #include "router/routes.h"
 
-static void put(store *s, const char *json)
-{
-    cJSON *o = cJSON_Parse(json);
-    assert_non_null(o);
-    assert_int_equal(store_put(s, o, NULL), 0);
-}
-
 static void test_lookup(void **state)
 {
     (void)state;
     store *pools = store_new(&api_pool_codec), *isvcs = store_new(&api_isvc_codec);
     assert_non_null(pools);
     assert_non_null(isvcs);
-    put(pools, "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"spec\":{\"members\":["
-               "{\"inferenceServiceRef\":{\"name\":\"a\"}},{\"inferenceServiceRef\":{\"name\":"
-               "\"b\"}}]},\"status\":{\"residentMember\":\"a\"}}");
-    put(isvcs, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ml\",\"annotations\":{"
-               "\"modelpool-operator.dev/served-model\":\"Org/A-7B\","
-               "\"modelpool-operator.dev/model-aliases\":\" gpt-a , a-chat,,a\"}}}");
-    put(isvcs, "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ml\"}}");
+    test_store_put(pools,
+                   "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"spec\":{\"members\":["
+                   "{\"inferenceServiceRef\":{\"name\":\"a\"}},{\"inferenceServiceRef\":{\"name\":"
+                   "\"b\"}}]},\"status\":{\"residentMember\":\"a\"}}");
+    test_store_put(isvcs, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ml\",\"annotations\":{"
+                          "\"modelpool-operator.dev/served-model\":\"Org/A-7B\","
+                          "\"modelpool-operator.dev/model-aliases\":\" gpt-a , a-chat,,a\"}}}");
+    test_store_put(isvcs, "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ml\"}}");
     rt_routes *r = rt_routes_new(pools, isvcs, "ml");
     assert_non_null(r);
     rt_route rt;
@@ -71,10 +66,11 @@ static void test_lookup(void **state)
     free(v);
 
     /* a second pool claims the alias gpt-a: ambiguous, named in the answer; after the change */
-    put(pools, "{\"metadata\":{\"name\":\"q\",\"namespace\":\"ml\"},\"spec\":{\"members\":["
-               "{\"inferenceServiceRef\":{\"name\":\"c\"}}]}}");
-    put(isvcs, "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ml\",\"annotations\":{"
-               "\"modelpool-operator.dev/model-aliases\":\"gpt-a\"}}}");
+    test_store_put(pools,
+                   "{\"metadata\":{\"name\":\"q\",\"namespace\":\"ml\"},\"spec\":{\"members\":["
+                   "{\"inferenceServiceRef\":{\"name\":\"c\"}}]}}");
+    test_store_put(isvcs, "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ml\",\"annotations\":{"
+                          "\"modelpool-operator.dev/model-aliases\":\"gpt-a\"}}}");
     assert_int_equal(rt_routes_lookup(r, "c", &rt, &other), -ENOENT); /* not rebuilt yet */
     rt_routes_invalidate(r);
     assert_int_equal(rt_routes_lookup(r, "c", &rt, &other), 0);
@@ -95,21 +91,23 @@ static void test_tenants(void **state)
     store *pools = store_new(&api_pool_codec), *isvcs = store_new(&api_isvc_codec);
     assert_non_null(pools);
     assert_non_null(isvcs);
-    put(pools,
+    test_store_put(
+        pools,
         "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"spec\":{\"members\":["
         "{\"inferenceServiceRef\":{\"name\":\"a\"}}]},\"status\":{\"residentMember\":\"a\"}}");
-    put(isvcs, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ml\",\"annotations\":{"
-               "\"modelpool-operator.dev/served-model\":\"Org/A-7B\","
-               "\"modelpool-operator.dev/model-aliases\":\"llama\"}}}");
+    test_store_put(isvcs, "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ml\",\"annotations\":{"
+                          "\"modelpool-operator.dev/served-model\":\"Org/A-7B\","
+                          "\"modelpool-operator.dev/model-aliases\":\"llama\"}}}");
     /* The attacks: evil's member declares the home alias (to make it ambiguous), a name nobody
      * at home declares (to receive its requests), and the home served name under its own name. */
-    put(pools, "{\"metadata\":{\"name\":\"ep\",\"namespace\":\"evil\"},\"spec\":{\"members\":["
-               "{\"inferenceServiceRef\":{\"name\":\"e\"}},{\"inferenceServiceRef\":{\"name\":"
-               "\"org\"}}]}}");
-    put(isvcs, "{\"metadata\":{\"name\":\"e\",\"namespace\":\"evil\",\"annotations\":{"
-               "\"modelpool-operator.dev/model-aliases\":\"llama,gpt-4o,a\"}}}");
-    put(isvcs, "{\"metadata\":{\"name\":\"org\",\"namespace\":\"evil\",\"annotations\":{"
-               "\"modelpool-operator.dev/model-aliases\":\"A-7B\"}}}");
+    test_store_put(pools,
+                   "{\"metadata\":{\"name\":\"ep\",\"namespace\":\"evil\"},\"spec\":{\"members\":["
+                   "{\"inferenceServiceRef\":{\"name\":\"e\"}},{\"inferenceServiceRef\":{\"name\":"
+                   "\"org\"}}]}}");
+    test_store_put(isvcs, "{\"metadata\":{\"name\":\"e\",\"namespace\":\"evil\",\"annotations\":{"
+                          "\"modelpool-operator.dev/model-aliases\":\"llama,gpt-4o,a\"}}}");
+    test_store_put(isvcs, "{\"metadata\":{\"name\":\"org\",\"namespace\":\"evil\",\"annotations\":{"
+                          "\"modelpool-operator.dev/model-aliases\":\"A-7B\"}}}");
     rt_routes *r = rt_routes_new(pools, isvcs, "ml");
     assert_non_null(r);
     rt_route rt;
@@ -175,10 +173,11 @@ static void test_tenants(void **state)
     free(v);
 
     /* ambiguity stays within one namespace: a second home pool claiming llama makes it 400 */
-    put(pools, "{\"metadata\":{\"name\":\"q\",\"namespace\":\"ml\"},\"spec\":{\"members\":["
-               "{\"inferenceServiceRef\":{\"name\":\"c\"}}]}}");
-    put(isvcs, "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ml\",\"annotations\":{"
-               "\"modelpool-operator.dev/model-aliases\":\"llama\"}}}");
+    test_store_put(pools,
+                   "{\"metadata\":{\"name\":\"q\",\"namespace\":\"ml\"},\"spec\":{\"members\":["
+                   "{\"inferenceServiceRef\":{\"name\":\"c\"}}]}}");
+    test_store_put(isvcs, "{\"metadata\":{\"name\":\"c\",\"namespace\":\"ml\",\"annotations\":{"
+                          "\"modelpool-operator.dev/model-aliases\":\"llama\"}}}");
     rt_routes_invalidate(r);
     assert_int_equal(rt_routes_lookup(r, "llama", &rt, &other), -EEXIST);
     assert_int_equal(rt_routes_lookup(r, "evil/llama", &rt, &other), 0);

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "store_json.h"
 #include "test_main.h"
 
 #include "api/records.h"
@@ -129,21 +130,6 @@ static const char *pods_json[] = {
      "\"labels\":{\"inference.llmkube.dev/service\":\"a\"}},\"status\":{\"phase\":\"Running\"}}"),
 };
 
-static store *fill(const char **json, size_t n, const char *index, store_index_fn fn,
-                   const store_codec *codec)
-{
-    store *s = store_new(codec);
-    assert_non_null(s);
-    if (index)
-        assert_int_equal(store_add_index(s, index, fn, NULL), 0);
-    for (size_t i = 0; i < n; i++) {
-        cJSON *o = cJSON_Parse(json[i]);
-        assert_non_null(o);
-        assert_int_equal(store_put(s, o, NULL), 0);
-    }
-    return s;
-}
-
 /* Probed at 1000 ms on the monotonic clock; the snapshot is built at 4000 ms on it. */
 static const prober_memo test_memo = {.verdict = PROBE_BUSY,
                                       .at_mono_ms = 1000,
@@ -166,17 +152,27 @@ static const plan_pod *find_pod(const plan_member *m, const char *name)
     return NULL;
 }
 
+/* The snapshot of the pool key from the three caches, as the controller builds it; whether the
+ * caches are known to have caught up with the pool (absences confirmed). */
+static void build(store *pools, store *isvcs, store *pods, const char *key, bool confirmed,
+                  pool_snapshot *snap)
+{
+    pool_sources src = {pools, isvcs, pods, test_lookup, NULL, confirmed};
+    assert_int_equal(
+        pool_snapshot_build(store_get(pools, key), &src, TEST_WALL_MS, TEST_MONO_MS, snap), 0);
+}
+
 /* The snapshot from the records the controller's caches hold. */
 static void test_snapshot(void **state)
 {
     (void)state;
-    store *pools = fill(pools_json, 3, API_INDEX_MEMBER, api_index_pool_members, &api_pool_codec);
-    store *isvcs = fill(isvcs_json, 2, NULL, NULL, &api_isvc_codec);
-    store *pods = fill(pods_json, 3, API_INDEX_SERVICE, api_index_pod_service, &api_pod_codec);
-    pool_sources src = {pools, isvcs, pods, test_lookup, NULL, false};
+    store *pools =
+        test_store_fill(&api_pool_codec, API_INDEX_MEMBER, api_index_pool_members, pools_json, 3);
+    store *isvcs = test_store_fill(&api_isvc_codec, NULL, NULL, isvcs_json, 2);
+    store *pods =
+        test_store_fill(&api_pod_codec, API_INDEX_SERVICE, api_index_pod_service, pods_json, 3);
     pool_snapshot snap;
-    assert_int_equal(
-        pool_snapshot_build(store_get(pools, "ns/p"), &src, TEST_WALL_MS, TEST_MONO_MS, &snap), 0);
+    build(pools, isvcs, pods, "ns/p", false, &snap);
     const plan_snapshot *s = &snap.snap;
     assert_string_equal(s->ns, "ns");
     assert_string_equal(s->name, "p");
@@ -227,9 +223,7 @@ static void test_snapshot(void **state)
     assert_true(s->members[2].absence_unconfirmed);
     assert_false(a->absence_unconfirmed);
     pool_snapshot_release(&snap);
-    src.absence_confirmed = true;
-    assert_int_equal(
-        pool_snapshot_build(store_get(pools, "ns/p"), &src, TEST_WALL_MS, TEST_MONO_MS, &snap), 0);
+    build(pools, isvcs, pods, "ns/p", true, &snap);
     assert_false(snap.snap.members[2].exists);
     assert_false(snap.snap.members[2].absence_unconfirmed);
     pool_snapshot_release(&snap);
@@ -251,26 +245,20 @@ static bool count_each(const char *key, const void *rec, void *ud)
 static void test_snapshot_removed(void **state)
 {
     (void)state;
-    static const char *json[] = {
-        "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"q\"},"
-        "\"spec\":{\"members\":[{\"inferenceServiceRef\":{\"name\":\"b\"}}]},"
-        "\"status\":{\"residentMember\":\"b\",\"pendingMember\":\"c\","
-        "\"members\":[{\"name\":\"a\",\"releasing\":true},{\"name\":\"b\"},"
-        "{\"name\":\"c\"}]}}",
-    };
     store *pools = store_new(&api_pool_codec);
     assert_non_null(pools);
     assert_int_equal(store_add_index(pools, API_INDEX_MEMBER, api_index_pool_members, NULL), 0);
     assert_int_equal(store_add_index(pools, API_INDEX_REMOVED, api_index_pool_removed, NULL), 0);
-    cJSON *o = cJSON_Parse(json[0]);
-    assert_non_null(o);
-    assert_int_equal(store_put(pools, o, NULL), 0);
-    store *isvcs = fill(isvcs_json, 2, NULL, NULL, &api_isvc_codec);
-    store *pods = fill(pods_json, 3, API_INDEX_SERVICE, api_index_pod_service, &api_pod_codec);
-    pool_sources src = {pools, isvcs, pods, test_lookup, NULL, false};
+    test_store_put(pools, "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"q\"},"
+                          "\"spec\":{\"members\":[{\"inferenceServiceRef\":{\"name\":\"b\"}}]},"
+                          "\"status\":{\"residentMember\":\"b\",\"pendingMember\":\"c\","
+                          "\"members\":[{\"name\":\"a\",\"releasing\":true},{\"name\":\"b\"},"
+                          "{\"name\":\"c\"}]}}");
+    store *isvcs = test_store_fill(&api_isvc_codec, NULL, NULL, isvcs_json, 2);
+    store *pods =
+        test_store_fill(&api_pod_codec, API_INDEX_SERVICE, api_index_pod_service, pods_json, 3);
     pool_snapshot snap;
-    assert_int_equal(
-        pool_snapshot_build(store_get(pools, "ns/q"), &src, TEST_WALL_MS, TEST_MONO_MS, &snap), 0);
+    build(pools, isvcs, pods, "ns/q", false, &snap);
     const plan_snapshot *s = &snap.snap;
     assert_int_equal(s->n_members, 1);
     assert_string_equal(s->members[0].name, "b");

@@ -66,6 +66,15 @@ static void test_expect_all(const test_seen *seen)
     }
 }
 
+/* d made with max_event and fed len bytes of text at once: what its first kube_wdec_next says. */
+static int test_first(kube_wdec *d, size_t max_event, const char *text, size_t len,
+                      kube_wdec_event *ev, kube_error *err)
+{
+    kube_wdec_init(d, max_event);
+    assert_int_equal(kube_wdec_feed(d, text, len, err), 0);
+    return kube_wdec_next(d, ev, err);
+}
+
 static void test_feed_pieces(const size_t *cuts, size_t ncuts)
 {
     kube_wdec d;
@@ -149,9 +158,7 @@ static void test_bookmark(void **state)
     kube_wdec d;
     kube_error err = {0};
     kube_wdec_event ev;
-    kube_wdec_init(&d, 0);
-    assert_int_equal(kube_wdec_feed(&d, s, strlen(s), &err), 0);
-    assert_int_equal(kube_wdec_next(&d, &ev, &err), 1);
+    assert_int_equal(test_first(&d, 0, s, strlen(s), &ev, &err), 1);
     assert_string_equal(ev.type, "BOOKMARK");
     const cJSON *md = cJSON_GetObjectItemCaseSensitive(ev.object, "metadata");
     assert_string_equal(
@@ -171,9 +178,7 @@ static void test_error_event(void **state)
     kube_wdec d;
     kube_error err = {0};
     kube_wdec_event ev;
-    kube_wdec_init(&d, 0);
-    assert_int_equal(kube_wdec_feed(&d, s, strlen(s), &err), 0);
-    assert_int_equal(kube_wdec_next(&d, &ev, &err), 1);
+    assert_int_equal(test_first(&d, 0, s, strlen(s), &ev, &err), 1);
     assert_string_equal(ev.type, "ERROR");
     kube_error_from_status(&err, ev.object, 200);
     assert_int_equal(err.kind, KUBE_ERR_HTTP);
@@ -205,9 +210,7 @@ static void test_garbage(void **state)
         kube_wdec d;
         kube_error err = {0};
         kube_wdec_event ev;
-        kube_wdec_init(&d, 0);
-        assert_int_equal(kube_wdec_feed(&d, bad[i], strlen(bad[i]), &err), 0);
-        assert_int_equal(kube_wdec_next(&d, &ev, &err), -1);
+        assert_int_equal(test_first(&d, 0, bad[i], strlen(bad[i]), &ev, &err), -1);
         assert_int_equal(err.kind, KUBE_ERR_DECODE);
         assert_non_null(strstr(err.message, "watch stream"));
         assert_null(ev.object);
@@ -244,17 +247,13 @@ static void test_oversize(void **state)
     char line[200];
     int n =
         snprintf(line, sizeof(line), "{\"type\":\"ADDED\",\"object\":{\"pad\":\"%0120d\"}}\n", 0);
-    kube_wdec_init(&d, 100);
-    assert_int_equal(kube_wdec_feed(&d, line, (size_t)n, &err), 0);
-    assert_int_equal(kube_wdec_next(&d, &ev, &err), -1);
+    assert_int_equal(test_first(&d, 100, line, (size_t)n, &ev, &err), -1);
     assert_non_null(strstr(err.message, "larger than 100 bytes"));
     kube_error_clear(&err);
     kube_wdec_free(&d);
 
     /* Exactly at the limit is fine. */
-    kube_wdec_init(&d, (size_t)n - 1);
-    assert_int_equal(kube_wdec_feed(&d, line, (size_t)n, &err), 0);
-    assert_int_equal(kube_wdec_next(&d, &ev, &err), 1);
+    assert_int_equal(test_first(&d, (size_t)n - 1, line, (size_t)n, &ev, &err), 1);
     cJSON_Delete(ev.object);
     kube_wdec_free(&d);
 }
@@ -282,9 +281,7 @@ static void test_ends_inside_event(void **state)
     kube_wdec d;
     kube_error err = {0};
     kube_wdec_event ev;
-    kube_wdec_init(&d, 0);
-    assert_int_equal(kube_wdec_feed(&d, s, strlen(s), &err), 0);
-    assert_int_equal(kube_wdec_next(&d, &ev, &err), 1);
+    assert_int_equal(test_first(&d, 0, s, strlen(s), &ev, &err), 1);
     cJSON_Delete(ev.object);
     assert_int_equal(kube_wdec_next(&d, &ev, &err), 0);
     assert_int_equal(kube_wdec_finish(&d, &err), -1);
