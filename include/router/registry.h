@@ -48,7 +48,7 @@ uint64_t rt_registry_reads_from(const rt_registry *r, const char *pool_key);
 /* Whether an entry for member of pool_key may stand in the Lease (nothing may go to it). */
 bool rt_registry_blocks(const rt_registry *r, const char *pool_key, const char *member);
 /* Sets what this replica acknowledges for pool ns/name: member (its entry is written at once), or
- * NULL (the entry is withdrawn). 0 or -ENOMEM. */
+ * NULL (the entry is withdrawn). 0, -ENOMEM, or -EINVAL for names longer than the API allows. */
 int rt_registry_ack(rt_registry *r, const char *ns, const char *name, const char *member);
 /* Why this replica is not registered ("" when it is), for /readyz. */
 void rt_registry_unready(const rt_registry *r, uint64_t now_ms, char *buf, size_t len);

@@ -472,27 +472,18 @@ static void rg_sweep(rt_registry *r, uint64_t now)
 
 int rt_registry_ack(rt_registry *r, const char *ns, const char *name, const char *member)
 {
-    char *key = NULL;
-    if (asprintf(&key, "%s/%s", ns ? ns : "", name) < 0)
-        return -ENOMEM;
+    char key[512]; /* a namespace (63) and a name (253) */
+    if ((size_t)snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", name) >= sizeof(key))
+        return -EINVAL;
     rg_entry *e = rg_find(r, key);
-    if (!e && !member) {
-        free(key);
-        return 0;
-    }
-    if (e && (e->want ? rg_eq(e->want, member) : !member)) {
-        free(key);
-        return 0;
-    }
+    if (e ? (e->want ? rg_eq(e->want, member) : !member) : !member)
+        return 0; /* as it is: the common case, on every decision */
     if (!e) {
-        if (!(e = calloc(1, sizeof(*e)))) {
-            free(key);
+        if (!(e = calloc(1, sizeof(*e))) || !(e->key = strdup(key))) {
+            free(e);
             return -ENOMEM;
         }
-        e->key = key;
         strmap_insert(&r->entries, &e->node, e->key);
-    } else {
-        free(key);
     }
     char *want = member ? strdup(member) : NULL;
     if (member && !want)
