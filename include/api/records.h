@@ -97,6 +97,8 @@ typedef struct api_pool {
 
 /* A router replica's coordination.k8s.io/v1 Lease, labelled API_ROUTER_LEASE_LABEL: its
  * registration and the swaps it acknowledges (api/fence.h). */
+#define API_LEASE_GROUP "coordination.k8s.io"
+#define API_LEASE_VERSION "v1"
 typedef struct api_router_lease {
     const char *name, *ns, *rv;
     /* spec.leaseDurationSeconds (cut to int32); 0 when absent, not a number, or not positive */
