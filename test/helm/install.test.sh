@@ -83,7 +83,8 @@ kubectl_admin wait --for=condition=Established --timeout=60s crd/modelpools.$g >
 expect_eq "CRD as in crd/" "$(kubectl_admin create --dry-run=client -o json -f "$MP_SOURCE_DIR/crd/modelpools.$g.yaml" | jq -c .spec)" \
 	"$(kubectl_admin get crd modelpools.$g -o json | jq -c '.spec | del(.conversion)')"
 kubectl_admin -n "$sys" get serviceaccount/modelpool-operator role/modelpool-operator-leader-election \
-	rolebinding/modelpool-operator-leader-election deployment/modelpool-operator >/dev/null
+	rolebinding/modelpool-operator-leader-election role/modelpool-operator-fence-acks \
+	rolebinding/modelpool-operator-fence-acks deployment/modelpool-operator >/dev/null
 kubectl_admin get clusterrole/modelpool-operator clusterrolebinding/modelpool-operator >/dev/null
 wait_for 60 kubectl_operator auth can-i list modelpools.$g -A
 kubectl_admin -n "$sys" get serviceaccount/modelpool-router deployment/modelpool-router service/modelpool-router >/dev/null
@@ -159,7 +160,8 @@ log "helm uninstall: the operator's objects go; the CRD, the pool and its member
 helm uninstall modelpool-operator -n "$sys" >&2 || fail "helm uninstall"
 expect_eq "releases left" 0 "$(helm list -n "$sys" -o json | jq length)"
 for o in deployment/modelpool-operator serviceaccount/modelpool-operator role/modelpool-operator-leader-election \
-	rolebinding/modelpool-operator-leader-election service/modelpool-operator-metrics-service; do
+	rolebinding/modelpool-operator-leader-election role/modelpool-operator-fence-acks \
+	rolebinding/modelpool-operator-fence-acks service/modelpool-operator-metrics-service; do
 	wait_for 60 gone -n "$sys" get "$o"
 done
 wait_for 60 gone -n default get role/modelpool-operator
