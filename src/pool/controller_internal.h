@@ -137,8 +137,8 @@ void pc_fence_forget(pc_pool *st);
 /* Whether the swap's fence was ended early for its resident resident: when (monotonic ms), else 0.
  */
 uint64_t pc_fence_acked(const pc_pool *st, const char *resident);
-/* The fence of st's swap is over, early (every router acknowledged the swap) or not: counted in
- * modelpool_drain_fence_total once a swap. */
+/* The fence of st's swap away from a resident is over, early (every router acknowledged the swap)
+ * or not: counted in modelpool_drain_fence_total once a swap. */
 void pc_fence_ended(pool_controller *pc, pc_pool *st, bool acknowledged);
 /* Before run plans pool: when its swap's fence is not over and the Lease cache shows every router
  * acknowledging the swap (or expired), sends one list of the router Leases (a quorum read) and

@@ -90,13 +90,14 @@ static int pc_fence(pool_controller *pc, const char *key, const api_pool *pool, 
         s->drain_after_ms = s->now_ms + pc->cfg.drain_fence_ms;
         return 0;
     }
+    const char *resident = pool->status.resident_member;
     uint64_t after = st->swap_seen_ms + (uint64_t)pc->cfg.drain_fence_ms;
-    uint64_t acked = pc_fence_acked(st, pool->status.resident_member);
+    uint64_t acked = pc_fence_acked(st, resident);
     bool early = acked && acked < after;
     if (early)
         after = acked;
     s->drain_after_ms = s->now_ms + ((int64_t)after - (int64_t)now);
-    if (now >= after)
+    if (now >= after && resident && *resident) /* a pool warming up unloads nothing */
         pc_fence_ended(pc, st, early);
     return 0;
 }

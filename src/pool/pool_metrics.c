@@ -128,8 +128,9 @@ pool_metrics *pool_metrics_new(metrics *reg)
         path, pm_reaction_buckets, PM_N(pm_reaction_buckets));
     pm->fences = metrics_family_new(
         reg, METRICS_COUNTER, "modelpool_drain_fence_total",
-        "Swaps' drain fences that ended, by outcome: acknowledged (every router acknowledged the "
-        "swap in its Lease before the fence was over), waited (the whole --drain-fence).",
+        "Drain fences of swaps away from a resident that ended, by outcome: acknowledged (every "
+        "router acknowledged the swap in its Lease before the fence was over), waited (the whole "
+        "--drain-fence).",
         outcome, NULL, 0);
     if (!pm->reconciles || !pm->reconcile_errors || !pm->reconcile_seconds || !pm->depth ||
         !pm->waiting || !pm->adds || !pm->queue_seconds || !pm->retries || !pm->watch_restarts ||
