@@ -188,7 +188,7 @@ static void test_router_lease_fixture(void **state)
     assert_non_null(l);
     assert_string_equal(l->name, "modelpool-router-7d9f8-x2k4q");
     assert_string_equal(l->ns, "modelpool-system");
-    assert_string_equal(l->rv, "4711");
+    assert_string_equal(l->rv, "200");
     assert_int_equal(l->duration_s, 10);
     assert_string_equal(l->fenced, "default/shared-gpu=llama-8b team-a/pool=qwen-7b");
     free(l);
@@ -226,7 +226,7 @@ static void test_router_lease_fixture(void **state)
     assert_int_equal(store_put(s, fixture("lease.json"), NULL), 0);
     const api_router_lease *r = store_get(s, "modelpool-system/modelpool-router-7d9f8-x2k4q");
     assert_non_null(r);
-    assert_string_equal(store_version(s, r), "4711");
+    assert_string_equal(store_version(s, r), "200");
     store_free(s);
 }
 
