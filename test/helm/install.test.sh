@@ -99,6 +99,12 @@ wait_for 90 pool_is shared-gpu Ready llama-8b
 kubectl_admin scale isvc qwen-7b --replicas=1 >/dev/null
 wait_for 90 pool_is shared-gpu Ready qwen-7b
 expect_eq "replicas after the swap" "0 1" "$(isvc_get llama-8b '{.spec.replicas}') $(isvc_get qwen-7b '{.spec.replicas}')"
+# --fence-acks (the default): the router Leases of the release namespace (POD_NAMESPACE) are watched with the
+# chart's fence-acks Role.
+grep -q ' started .* router_leases=modelpool-system' "$MP_STATE_DIR/operator.log" ||
+	fail "the router Leases of $sys are not watched: $(grep ' started ' "$MP_STATE_DIR/operator.log")"
+grep -q 'router Leases failed' "$MP_STATE_DIR/operator.log" &&
+	fail "the chart's rights do not let the operator watch the router Leases: $(grep 'router Leases failed' "$MP_STATE_DIR/operator.log")"
 wait_for 30 healthy
 # A Prometheus's ServiceAccount bound to the chart's metrics-reader ClusterRole, as NOTES tells.
 kubectl_admin create namespace monitoring >/dev/null
