@@ -51,10 +51,11 @@ typedef struct fence_seen fence_seen;
 fence_seen *fence_seen_new(void);
 void fence_seen_free(fence_seen *t);
 /* Lease key observed at version rv (NULL reads as "") at now_ms, from an informer event or a list
- * answer: when this replica first observed it at rv. A version it did not hold for key counts
- * from now_ms and replaces the one held. Out of memory: now_ms, not remembered (a later first
- * observation only makes the Lease expire later). */
-uint64_t fence_seen_note(fence_seen *t, const char *key, const char *rv, uint64_t now_ms);
+ * answer: *seen_ms is when this replica first observed it at rv. A version it did not hold for key
+ * counts from now_ms and replaces the one held. 0, or -ENOMEM: not remembered, and *seen_ms is
+ * now_ms (a later first observation only makes the Lease expire later: a caller may go on). */
+int fence_seen_note(fence_seen *t, const char *key, const char *rv, uint64_t now_ms,
+                    uint64_t *seen_ms);
 /* The Lease is gone (deleted): its entry goes. */
 void fence_seen_forget(fence_seen *t, const char *key);
 

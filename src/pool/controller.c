@@ -209,8 +209,9 @@ void pool_controller_lease_changed(pool_controller *pc, const char *key, const c
 {
     if (!pc->lease_seen)
         return;
-    if (rv)
-        fence_seen_note(pc->lease_seen, key, rv, ev_now_ms());
+    uint64_t seen;
+    if (rv) /* out of memory: the version counts from a later sighting, which is safe */
+        (void)fence_seen_note(pc->lease_seen, key, rv, ev_now_ms(), &seen);
     else
         fence_seen_forget(pc->lease_seen, key);
     pc->lease_gen++;

@@ -70,7 +70,10 @@ static bool pc_cached_lease(const char *key, const void *rec, void *ud)
     const api_router_lease *l = rec;
     if (c->n == c->cap)
         return false; /* never: the walk changes nothing */
-    c->v[c->n++] = (fence_ack_lease){l, fence_seen_note(c->pc->lease_seen, key, l->rv, c->now)};
+    c->v[c->n].lease = l;
+    /* Out of memory: counted from now, so it expires later; safe. */
+    (void)fence_seen_note(c->pc->lease_seen, key, l->rv, c->now, &c->v[c->n].seen_ms);
+    c->n++;
     return true;
 }
 
@@ -131,8 +134,9 @@ static void pc_fence_answer(pc_run *run, pc_pool *st, const cJSON *body, uint64_
             failed = err == -EINVAL ? "a router Lease without a name" : "out of memory";
             break;
         }
-        leases[n] =
-            (fence_ack_lease){recs[n], fence_seen_note(pc->lease_seen, key, recs[n]->rv, now)};
+        leases[n].lease = recs[n];
+        /* Out of memory: counted from now, so it expires later; safe. */
+        (void)fence_seen_note(pc->lease_seen, key, recs[n]->rv, now, &leases[n].seen_ms);
         free(key);
         n++;
     }

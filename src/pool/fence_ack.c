@@ -3,6 +3,7 @@
  * the version and its time, replaced when the version changes. */
 #include "pool/fence_ack.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,21 +75,23 @@ void fence_seen_free(fence_seen *t)
     free(t);
 }
 
-uint64_t fence_seen_note(fence_seen *t, const char *key, const char *rv, uint64_t now_ms)
+int fence_seen_note(fence_seen *t, const char *key, const char *rv, uint64_t now_ms,
+                    uint64_t *seen_ms)
 {
     rv = rv ? rv : "";
     strmap_node *n = strmap_get(&t->map, key);
     fence_seen_entry *e = n ? STRMAP_OWNER(n, fence_seen_entry, node) : NULL;
+    *seen_ms = e && strcmp(e->rv, rv) == 0 ? e->seen_ms : now_ms;
     if (e && strcmp(e->rv, rv) == 0)
-        return e->seen_ms;
+        return 0;
     char *copy = strdup(rv);
     if (!copy)
-        return now_ms; /* the old entry stays: its version is not this one, so it never matches */
+        return -ENOMEM; /* an old entry stays: its version is not this one, so it never matches */
     if (!e) {
         size_t len = strlen(key) + 1;
         if (!(e = malloc(sizeof(*e) + len))) {
             free(copy);
-            return now_ms;
+            return -ENOMEM;
         }
         memcpy(e->key, key, len);
         e->rv = NULL;
@@ -97,7 +100,7 @@ uint64_t fence_seen_note(fence_seen *t, const char *key, const char *rv, uint64_
     free(e->rv);
     e->rv = copy;
     e->seen_ms = now_ms;
-    return now_ms;
+    return 0;
 }
 
 void fence_seen_forget(fence_seen *t, const char *key)

@@ -204,27 +204,35 @@ static void test_expiry(void **state)
     assert_int_equal(fence_ack_expiry(&l, 5, F), 0);
 }
 
+/* When t says key was first seen at rv, noted at now. */
+static uint64_t note(fence_seen *t, const char *key, const char *rv, uint64_t now)
+{
+    uint64_t seen = 0;
+    assert_int_equal(fence_seen_note(t, key, rv, now, &seen), 0);
+    return seen;
+}
+
 static void test_seen(void **state)
 {
     (void)state;
     fence_seen *t = fence_seen_new();
     assert_non_null(t);
-    assert_int_equal(fence_seen_note(t, "ns/a", "1", 100), 100);
+    assert_int_equal(note(t, "ns/a", "1", 100), 100);
     /* The same version seen again (a list answer, a relist): still from its first observation. */
-    assert_int_equal(fence_seen_note(t, "ns/a", "1", 900), 100);
-    assert_int_equal(fence_seen_note(t, "ns/b", "1", 200), 200);
+    assert_int_equal(note(t, "ns/a", "1", 900), 100);
+    assert_int_equal(note(t, "ns/b", "1", 200), 200);
     /* A new version counts from when it is seen. */
-    assert_int_equal(fence_seen_note(t, "ns/a", "2", 1000), 1000);
-    assert_int_equal(fence_seen_note(t, "ns/a", "2", 1500), 1000);
+    assert_int_equal(note(t, "ns/a", "2", 1000), 1000);
+    assert_int_equal(note(t, "ns/a", "2", 1500), 1000);
     /* Back to an older version (a lagging watch after a list's answer): counted anew, later. */
-    assert_int_equal(fence_seen_note(t, "ns/a", "1", 1600), 1600);
-    assert_int_equal(fence_seen_note(t, "ns/b", "1", 1700), 200);
+    assert_int_equal(note(t, "ns/a", "1", 1600), 1600);
+    assert_int_equal(note(t, "ns/b", "1", 1700), 200);
     /* Deleted, then created again at a version seen before: counted anew. */
     fence_seen_forget(t, "ns/b");
     fence_seen_forget(t, "ns/none");
-    assert_int_equal(fence_seen_note(t, "ns/b", "1", 1800), 1800);
-    assert_int_equal(fence_seen_note(t, "ns/c", NULL, 1900), 1900);
-    assert_int_equal(fence_seen_note(t, "ns/c", "", 2000), 1900);
+    assert_int_equal(note(t, "ns/b", "1", 1800), 1800);
+    assert_int_equal(note(t, "ns/c", NULL, 1900), 1900);
+    assert_int_equal(note(t, "ns/c", "", 2000), 1900);
     fence_seen_free(t);
     fence_seen_free(NULL);
 }
