@@ -148,10 +148,20 @@ int main(int argc, char **argv)
         goto out;
     }
     kube_client_on_retry(m.run.client, main_on_retry, NULL);
+    /* The router Leases, for the drain fence's early end: in the operator's own namespace, as the
+     * leader's Lease, unless the flag says where. */
+    const char *router_lease_ns = opts.router_lease_ns ? opts.router_lease_ns : lease_ns;
+    if (opts.fence_acks && !router_lease_ns)
+        log_kv(
+            LOG_INFO,
+            "no namespace for the router Leases (--router-lease-namespace, POD_NAMESPACE): every "
+            "swap waits the whole drain fence",
+            NULL);
     pool_manager_opts popts = {.namespace_ = opts.namespace_,
                                .instance = getenv("POD_NAME"),
                                .probe_timeout_ms = opts.probe_timeout_ms,
                                .drain_fence_ms = opts.drain_fence_ms,
+                               .router_lease_ns = opts.fence_acks ? router_lease_ns : NULL,
                                .max_concurrent = (unsigned)opts.max_concurrent_reconciles,
                                .metrics = telemetry_registry(m.run.tm),
                                .may_write = main_may_write,
@@ -171,7 +181,8 @@ int main(int argc, char **argv)
     snprintf(hport, sizeof(hport), "%d", telemetry_health_port(m.run.tm));
     log_kv(LOG_INFO, "started", "version", MP_VERSION, "server", cfg.server, "config", cfg.origin,
            "namespace", opts.namespace_ ? opts.namespace_ : "(all)", "metrics_port", mport,
-           "health_port", hport, NULL);
+           "health_port", hport, "router_leases",
+           popts.router_lease_ns ? popts.router_lease_ns : "(not watched)", NULL);
     if (opts.leader_elect) {
         char why[160] = "out of memory";
         leader_config lc = {.namespace_ = lease_ns,

@@ -1,8 +1,9 @@
 /* records: the compact typed records both binaries' caches hold (a Pod, an InferenceService, a
- * ModelPool), decoded once at the informer boundary, with the store codecs and index functions
- * that make them, and the patches both write (the operator's status, scale and annotation clears;
- * the router's request and withdrawal). This module owns the JSON names of these kinds both ways;
- * nothing else in either binary touches an API object's JSON. */
+ * ModelPool; and a router's Lease, which the operator reads), decoded once at the informer
+ * boundary, with the store codecs and index functions that make them, and the patches both write
+ * (the operator's status, scale and annotation clears; the router's request and withdrawal). This
+ * module owns the JSON names of these kinds both ways; nothing else in either binary touches an
+ * API object's JSON. */
 #ifndef MP_API_RECORDS_H
 #define MP_API_RECORDS_H
 
@@ -11,6 +12,7 @@
 #include <stdint.h>
 
 #include "api/defaults.h"
+#include "api/fence.h"
 #include "api/status.h"
 #include "informer/store.h"
 
@@ -93,16 +95,29 @@ typedef struct api_pool {
     api_status status; /* zeroed without a status object; entries without a name are left out */
 } api_pool;
 
-/* The store codecs of the three caches. */
+/* A router replica's coordination.k8s.io/v1 Lease, labelled API_ROUTER_LEASE_LABEL: its
+ * registration and the swaps it acknowledges (api/fence.h). */
+#define API_LEASE_GROUP "coordination.k8s.io"
+#define API_LEASE_VERSION "v1"
+typedef struct api_router_lease {
+    const char *name, *ns, *rv;
+    /* spec.leaseDurationSeconds (cut to int32); 0 when absent, not a number, or not positive */
+    int32_t duration_s;
+    const char *fenced; /* annotation API_FENCED_ANNOTATION, as written */
+} api_router_lease;
+
+/* The store codecs of the three caches, and of the operator's cache of router Leases. */
 extern const store_codec api_pod_codec;
 extern const store_codec api_isvc_codec;
 extern const store_codec api_pool_codec;
+extern const store_codec api_router_lease_codec;
 
 /* Decoders, for tests and fuzzers: a record (free it with free()) or NULL with *err -ENOMEM, or
  * -EINVAL when obj is not an object with a metadata.name string. */
 api_pod *api_pod_decode(const cJSON *obj, int *err);
 api_isvc *api_isvc_decode(const cJSON *obj, int *err);
 api_pool *api_pool_decode(const cJSON *obj, int *err);
+api_router_lease *api_router_lease_decode(const cJSON *obj, int *err);
 
 /* spec.replicas with its default applied: what the member then runs (1 when unset). */
 int32_t api_isvc_replicas(const api_isvc *isvc);

@@ -30,8 +30,12 @@ typedef struct app_options {
     long probe_timeout_ms;         /* --probe-timeout DURATION: each idle probe request; 2s */
     /* --drain-fence DURATION, both programs': the rule both keep is api/fence.h's. 2s */
     long drain_fence_ms;
+    /* --fence-acks (the operator's): end a swap's fence once every router acknowledged it
+     * (api/fence.h); true */
+    bool fence_acks;
     /* --router-lease-namespace NS, both programs': where router replicas keep their Leases
-     * (api/fence.h). modelpool-system */
+     * (api/fence.h). Router: modelpool-system; operator: NULL, the leader-election Lease's
+     * namespace */
     const char *router_lease_ns;
     /* The router's own. */
     const char *bind_addr;       /* --bind-address: the OpenAI endpoint; :8080 */

@@ -35,6 +35,12 @@ typedef struct pool_controller_config {
     /* The drain fence, the operator's side of api/fence.h (plan_snapshot.drain_after_ms); 0: its
      * default. */
     long drain_fence_ms;
+    /* Its early end (api/fence.h, "Operator"): the cache of the router Leases (api_router_lease
+     * records), its informer (a swap's fence is ended early only once it has synced), and their
+     * namespace, where the confirming list is read. NULL: every swap waits the whole fence. */
+    const store *router_leases;
+    const informer *lease_informer;
+    const char *lease_ns;
     unsigned max_concurrent; /* pools reconciled at once; 0: 4 */
     uint64_t resync_ms;      /* backstop re-reconcile of every pool; 0: 300000 */
     uint64_t expect_ms;      /* how long to wait for the cache to show our own write; 0: 5000 */
@@ -48,6 +54,10 @@ typedef struct pool_controller_config {
 pool_controller *pool_controller_new(const pool_controller_config *cfg);
 /* Queues pool key for a reconcile (a no-op after shutdown). */
 void pool_controller_enqueue(pool_controller *pc, const char *pool_key);
+/* Router Lease key changed, now at resourceVersion rv, or is gone (rv NULL): noted (when this
+ * replica first saw each version counts towards a Lease's expiry); with wake, the pools whose swap
+ * waits on the drain fence are queued again, so an acknowledgement is acted on at once. */
+void pool_controller_lease_changed(pool_controller *pc, const char *key, const char *rv, bool wake);
 /* A Pod (by uid) is gone or replaced: its last idle probe verdict is of no use any more. */
 void pool_controller_pod_gone(pool_controller *pc, const char *uid);
 void pool_controller_queue_stats(const pool_controller *pc, wq_stats *out);

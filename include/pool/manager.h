@@ -1,7 +1,8 @@
 /* manager: the ModelPool operator's runtime around the reconciles. Three informers (ModelPools,
  * member InferenceServices, their Pods) keep the caches; their events queue pools on the controller
  * (pool/controller.h) and start the reaction clocks (pool/clocks.h) once the caches are synced and
- * this replica leads; a scrape reads the queue's and informers' counters. */
+ * this replica leads; a fourth, of the router Leases, lets the controller end a swap's drain fence
+ * early (api/fence.h); a scrape reads the queue's and informers' counters. */
 #ifndef MP_POOL_MANAGER_H
 #define MP_POOL_MANAGER_H
 
@@ -15,10 +16,14 @@
 typedef struct pool_manager pool_manager;
 
 typedef struct pool_manager_opts {
-    const char *namespace_;  /* watch one namespace; NULL: all */
-    const char *instance;    /* who we are, for Events (e.g. the Pod name); NULL: hostname */
-    long probe_timeout_ms;   /* each idle probe request; 0: 2000 */
-    long drain_fence_ms;     /* pool_controller_config.drain_fence_ms; 0: the default */
+    const char *namespace_; /* watch one namespace; NULL: all */
+    const char *instance;   /* who we are, for Events (e.g. the Pod name); NULL: hostname */
+    long probe_timeout_ms;  /* each idle probe request; 0: 2000 */
+    long drain_fence_ms;    /* pool_controller_config.drain_fence_ms; 0: the default */
+    /* Where the router Leases are, watched to end a swap's drain fence once every router has
+     * acknowledged it; NULL: not watched, every swap waits the whole fence. Must outlive the
+     * manager. */
+    const char *router_lease_ns;
     unsigned max_concurrent; /* pools reconciled at once (never one pool twice); 0: 4 */
     uint64_t resync_ms;      /* backstop re-reconcile of every pool; 0: 300000 */
     uint64_t expect_ms;      /* how long to wait for the cache to show our own write; 0: 5000 */

@@ -34,6 +34,9 @@ void pool_metrics_swap_done(pool_metrics *pm, const char *ns, const char *pool,
                             int64_t duration_ms);
 void pool_metrics_deferred(pool_metrics *pm, const char *ns, const char *pool, const char *reason);
 void pool_metrics_reaction(pool_metrics *pm, pool_reaction_path path, uint64_t us);
+/* A swap's drain fence ended: early, every router having acknowledged the swap, or after the whole
+ * fence. */
+void pool_metrics_fence_ended(pool_metrics *pm, bool acknowledged);
 /* Drops every series of a pool (deleted, or its members changed). */
 void pool_metrics_forget(pool_metrics *pm, const char *ns, const char *pool);
 

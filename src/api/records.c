@@ -158,7 +158,8 @@ static void *rec_build(const cJSON *obj, size_t head,
 }
 
 /* The measuring pass writes its struct into scratch and never reads it back; it must fit. */
-_Static_assert(sizeof(api_pod) <= 256 && sizeof(api_isvc) <= 256 && sizeof(api_pool) <= 256,
+_Static_assert(sizeof(api_pod) <= 256 && sizeof(api_isvc) <= 256 && sizeof(api_pool) <= 256 &&
+                   sizeof(api_router_lease) <= 256,
                "a record's struct fits the measuring scratch");
 
 static int32_t rec_int(const cJSON *v, int32_t absent)
@@ -432,6 +433,26 @@ api_pool *api_pool_decode(const cJSON *obj, int *err)
     return rec_build(obj, sizeof(api_pool), rec_pool_fill, err);
 }
 
+/* ---- a router's Lease ---- */
+
+static void rec_router_lease_fill(const cJSON *o, void *out, rec_pack *p)
+{
+    api_router_lease *r = out;
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+    r->name = rec_pack_str(p, rec_str(rec_get(meta, "name", NULL)));
+    r->ns = rec_pack_str(p, rec_str(rec_get(meta, "namespace", NULL)));
+    r->rv = rec_pack_str(p, rec_str(rec_get(meta, "resourceVersion", NULL)));
+    int32_t d = rec_int(rec_get(o, "spec", "leaseDurationSeconds"), 0);
+    r->duration_s = d > 0 ? d : 0;
+    r->fenced = rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(
+                                    rec_get(meta, "annotations", NULL), API_FENCED_ANNOTATION)));
+}
+
+api_router_lease *api_router_lease_decode(const cJSON *obj, int *err)
+{
+    return rec_build(obj, sizeof(api_router_lease), rec_router_lease_fill, err);
+}
+
 /* ---- codecs ---- */
 
 static void *rec_pod_codec_decode(cJSON **obj, void *ud, int *err)
@@ -452,6 +473,12 @@ static void *rec_pool_codec_decode(cJSON **obj, void *ud, int *err)
     return api_pool_decode(*obj, err);
 }
 
+static void *rec_router_lease_codec_decode(cJSON **obj, void *ud, int *err)
+{
+    (void)ud;
+    return api_router_lease_decode(*obj, err);
+}
+
 static const char *rec_pod_version(const void *rec)
 {
     return ((const api_pod *)rec)->rv;
@@ -467,9 +494,16 @@ static const char *rec_pool_version(const void *rec)
     return ((const api_pool *)rec)->rv;
 }
 
+static const char *rec_router_lease_version(const void *rec)
+{
+    return ((const api_router_lease *)rec)->rv;
+}
+
 const store_codec api_pod_codec = {rec_pod_codec_decode, free, rec_pod_version, NULL, true};
 const store_codec api_isvc_codec = {rec_isvc_codec_decode, free, rec_isvc_version, NULL, true};
 const store_codec api_pool_codec = {rec_pool_codec_decode, free, rec_pool_version, NULL, true};
+const store_codec api_router_lease_codec = {rec_router_lease_codec_decode, free,
+                                            rec_router_lease_version, NULL, true};
 
 /* ---- indexes ---- */
 

@@ -143,6 +143,19 @@ static const app_flag app_operator_flags[] = {
      .help = "in a swap, the resident is unloaded only on an idle probe sent this long after the "
              "swap began: routers forward only on a read of the pool younger than half of it, so "
              "their last request has reached the Pod; set the routers' to the same value"},
+    {.name = "fence-acks",
+     .kind = APP_FLAG_BOOL,
+     .value = "true",
+     APP_AT(fence_acks),
+     .help = "end a swap's drain fence early once every router replica has acknowledged the swap "
+             "in its Lease (or its Lease has expired); routers must be upgraded first; false "
+             "always waits the whole fence"},
+    {.name = "router-lease-namespace",
+     .arg = "NS",
+     .shown = "--leader-election-namespace's (the operator's own namespace)",
+     .empty = APP_EMPTY_UNSET,
+     APP_AT(router_lease_ns),
+     .help = "where the router replicas keep their Leases (watched for --fence-acks)"},
     APP_FLAG_HELP,
     APP_FLAG_VERSION,
 };

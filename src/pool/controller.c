@@ -47,6 +47,7 @@ static void pc_pool_free(pool_controller *pc, pc_pool *st)
     free(st->refused_member);
     free(st->refused_message);
     free(st->absent_ok_rv);
+    free(st->acked_resident);
     free(st);
 }
 
@@ -108,6 +109,7 @@ static void pc_run_free(pc_run *run)
     free(run->rv);
     free(run->write_key);
     free(run->write_rv);
+    free(run->fence_resident);
     free(run);
 }
 
@@ -178,8 +180,10 @@ pool_controller *pool_controller_new(const pool_controller_config *cfg)
     if (!pc->cfg.max_concurrent)
         pc->cfg.max_concurrent = 4;
     pc->cfg.instance = NULL;
+    pc->lease_gen = 1;
     if (strmap_init(&pc->state) < 0 ||
-        !(pc->instance = strdup(cfg->instance ? cfg->instance : ""))) {
+        !(pc->instance = strdup(cfg->instance ? cfg->instance : "")) ||
+        (cfg->router_leases && !(pc->lease_seen = fence_seen_new()))) {
         pool_controller_free(pc);
         return NULL;
     }
@@ -199,6 +203,20 @@ pool_controller *pool_controller_new(const pool_controller_config *cfg)
 void pool_controller_enqueue(pool_controller *pc, const char *pool_key)
 {
     wq_add(pc->queue, pool_key);
+}
+
+void pool_controller_lease_changed(pool_controller *pc, const char *key, const char *rv, bool wake)
+{
+    if (!pc->lease_seen)
+        return;
+    uint64_t seen;
+    if (rv) /* out of memory: the version counts from a later sighting, which is safe */
+        (void)fence_seen_note(pc->lease_seen, key, rv, ev_now_ms(), &seen);
+    else
+        fence_seen_forget(pc->lease_seen, key);
+    pc->lease_gen++;
+    if (wake)
+        pc_fence_wake(pc);
 }
 
 void pool_controller_pod_gone(pool_controller *pc, const char *uid)
@@ -242,6 +260,7 @@ void pool_controller_free(pool_controller *pc)
     strmap_fini(&pc->state);
     prober_free(pc->prober);
     expects_free(pc->expects);
+    fence_seen_free(pc->lease_seen);
     free(pc->instance);
     free(pc);
 }

@@ -1,6 +1,7 @@
 /* controller_internal: what the pool controller's files share (controller.c: its state, runs and
- * lifecycle; controller_plan.c: planning a pool; controller_act.c: carrying out a plan's actions).
- * Private to src/pool: the controller's contract is pool/controller.h. */
+ * lifecycle; controller_plan.c: planning a pool; controller_fence.c: the drain fence's early end;
+ * controller_act.c: carrying out a plan's actions). Private to src/pool: the controller's contract
+ * is pool/controller.h. */
 #ifndef MP_POOL_CONTROLLER_INTERNAL_H
 #define MP_POOL_CONTROLLER_INTERNAL_H
 
@@ -10,6 +11,7 @@
 #include "informer/expect.h"
 #include "log/log.h"
 #include "pool/controller.h"
+#include "pool/fence_ack.h"
 #include "pool/plan.h"
 #include "pool/prober.h"
 #include "util/strmap.h"
@@ -34,6 +36,14 @@ typedef struct pc_pool {
     /* When this replica first saw the pool's pendingMember set (monotonic ms), 0 while it is not:
      * the drain fence counts from here, never from before the swap was written. */
     uint64_t swap_seen_ms;
+    /* The early end of that swap's fence (controller_fence.c), forgotten with swap_seen_ms: when a
+     * list of the router Leases confirmed that every router acknowledged it (monotonic ms, 0 not
+     * yet) and for which resident; the Lease cache's generation the last list was sent at (0
+     * none); whether its fence's end was counted, and whether a Lease holding it up was logged. */
+    uint64_t acked_ms;
+    char *acked_resident;
+    uint64_t acks_listed_gen;
+    bool fence_counted, fence_held_logged;
     /* A scale the API server refused (plan_refusal): member NULL when none. */
     char *refused_member;
     int32_t refused_replicas;
@@ -69,6 +79,10 @@ typedef struct pc_run {
     /* the scale whose fresh read of the Pods allowed it: a start that found none live, or a stop
      * without an idle probe that found none running */
     const plan_action *slot_read;
+    /* The list of the router Leases in flight (controller_fence.c): for the swap first seen at
+     * fence_swap_ms, whose resident was fence_resident, sent at fence_sent_ms. */
+    uint64_t fence_swap_ms, fence_sent_ms;
+    char *fence_resident;
 } pc_run;
 
 struct pool_controller {
@@ -79,6 +93,10 @@ struct pool_controller {
     expects *expects;
     strmap state; /* pc_pool by key */
     pc_run *runs;
+    /* When this replica first saw each router Lease's version, and the generation of the Lease
+     * cache (counts its changes from 1). */
+    fence_seen *lease_seen;
+    uint64_t lease_gen;
     void (*shutdown_done)(void *ud);
     void *shutdown_ud;
 };
@@ -110,6 +128,25 @@ void pc_fail(pc_run *run, log_level level, const char *what, const kube_error *e
 /* Plans run's pool from the caches (or finishes the run for a pool that is gone or whose own
  * write the cache does not show yet), then carries the plan out (pc_next). */
 void pc_plan(pc_run *run);
+
+/* ---- controller_fence.c ---- */
+
+/* The swap's fence was first seen or is forgotten (st->swap_seen_ms set or cleared): what its
+ * early end remembered of the swap before goes. */
+void pc_fence_forget(pc_pool *st);
+/* Whether the swap's fence was ended early for its resident resident: when (monotonic ms), else 0.
+ */
+uint64_t pc_fence_acked(const pc_pool *st, const char *resident);
+/* The fence of st's swap away from a resident is over, early (every router acknowledged the swap)
+ * or not: counted in modelpool_drain_fence_total once a swap. */
+void pc_fence_ended(pool_controller *pc, pc_pool *st, bool acknowledged);
+/* Before run plans pool: when its swap's fence is not over and the Lease cache shows every router
+ * acknowledging the swap (or expired), sends one list of the router Leases (a quorum read) and
+ * returns true: its answer records the early end if it confirms, then plans again (pc_plan).
+ * false: nothing sent, plan now. */
+bool pc_fence_confirm(pc_run *run, const api_pool *pool);
+/* The pools whose swap waits on its fence (not ended early), queued again. */
+void pc_fence_wake(pool_controller *pc);
 
 /* ---- controller_act.c ---- */
 

@@ -1,8 +1,9 @@
 /* controller_plan: one run's plan of its pool. A snapshot of the caches with the pool's memory
- * (the drain fence from when this replica first saw the swap, a refused scale) goes to the pure
- * plan (pool/plan.h). A pool whose own last write the cache does not show yet is not planned (so a
- * plan never acts on a view older than its last action, informer/expect.h), and a member the cache
- * lacks is not judged missing until the cache caught up with the pool or the API server says so. */
+ * (the drain fence from when this replica first saw the swap, or its early end; a refused scale)
+ * goes to the pure plan (pool/plan.h). A pool whose own last write the cache does not show yet is
+ * not planned (so a plan never acts on a view older than its last action, informer/expect.h), and
+ * a member the cache lacks is not judged missing until the cache caught up with the pool or the
+ * API server says so. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,35 +39,66 @@ static void pc_plan_metrics(pc_run *run)
     free(names);
 }
 
-/* The drain fence of pool's swap (plan_snapshot.drain_after_ms), from when this replica first saw
- * it with its drain begun (api_status_awaits_probe false): a replica that takes over a swap waits
- * the fence out again. now: the monotonic instant the snapshot was built at (its probe times were
- * converted at it too). 0 or -ENOMEM. */
-static int pc_fence(pool_controller *pc, const char *key, const api_pool *pool, uint64_t now,
-                    plan_snapshot *s)
+/* The swap's first sighting forgotten, and with it what the fence's early end remembered. */
+static void pc_swap_unseen(pc_pool *st)
+{
+    st->swap_seen_ms = 0;
+    pc_fence_forget(st);
+}
+
+/* When this replica first saw pool's swap with its drain begun (api_status_awaits_probe false):
+ * st->swap_seen_ms, set at the first sight (now), forgotten while the pool shows no swap or one
+ * awaiting its probe. *out: the pool's memory while it shows a swap, else NULL. 0 or -ENOMEM. */
+static int pc_swap_seen(pool_controller *pc, const char *key, const api_pool *pool, uint64_t now,
+                        pc_pool **out)
 {
     bool swapping = pool->status.pending_member && *pool->status.pending_member;
     pc_pool *st = pc_pool_get(pc, key, swapping);
+    *out = swapping ? st : NULL;
     if (!swapping) {
         if (st) {
-            st->swap_seen_ms = 0;
+            pc_swap_unseen(st);
             pc_pool_trim(pc, st);
         }
         return 0;
     }
     if (!st)
         return -ENOMEM;
-    if (api_status_awaits_probe(&pool->status)) {
+    if (api_status_awaits_probe(&pool->status))
+        pc_swap_unseen(st);
+    else if (!st->swap_seen_ms)
+        st->swap_seen_ms = now;
+    return 0;
+}
+
+/* The drain fence of pool's swap (plan_snapshot.drain_after_ms), from when this replica first saw
+ * it with its drain begun: a replica that takes over a swap waits the fence out again. It ends
+ * early once a list of the router Leases confirmed that every router acknowledged the swap
+ * (controller_fence.c). now: the monotonic instant the snapshot was built at (its probe times were
+ * converted at it too). 0 or -ENOMEM. */
+static int pc_fence(pool_controller *pc, const char *key, const api_pool *pool, uint64_t now,
+                    plan_snapshot *s)
+{
+    pc_pool *st;
+    int rc = pc_swap_seen(pc, key, pool, now, &st);
+    if (rc < 0 || !st)
+        return rc;
+    if (!st->swap_seen_ms) {
         /* The drain has not begun (#26): the resident serves and routers forward to it while the
          * pool shows this, so the fence counts only from when this replica sees it gone; until
          * then it lies a whole fence ahead. */
-        st->swap_seen_ms = 0;
         s->drain_after_ms = s->now_ms + pc->cfg.drain_fence_ms;
         return 0;
     }
-    if (!st->swap_seen_ms)
-        st->swap_seen_ms = now;
-    s->drain_after_ms = s->now_ms - (int64_t)(now - st->swap_seen_ms) + pc->cfg.drain_fence_ms;
+    const char *resident = pool->status.resident_member;
+    uint64_t after = st->swap_seen_ms + (uint64_t)pc->cfg.drain_fence_ms;
+    uint64_t acked = pc_fence_acked(st, resident);
+    bool early = acked && acked < after;
+    if (early)
+        after = acked;
+    s->drain_after_ms = s->now_ms + ((int64_t)after - (int64_t)now);
+    if (now >= after && resident && *resident) /* a pool warming up unloads nothing */
+        pc_fence_ended(pc, st, early);
     return 0;
 }
 
@@ -200,7 +232,7 @@ static int pc_build(pc_run *run, const api_pool *pool, bool absence_confirmed)
         pc_plan_metrics(run);
     bool awaiting = rc == 0 && api_status_awaits_probe(&run->plan->status);
     if (awaiting && (st = pc_pool_get(pc, run->key, false)) != NULL)
-        st->swap_seen_ms = 0; /* marked now: the fence starts again once the mark is gone */
+        pc_swap_unseen(st); /* marked now: the fence starts again once the mark is gone */
     if (rc == 0 && !awaiting && run->plan->fenced_until_ms > snap.snap.now_ms)
         pool_clocks_fenced(pc->cfg.clocks, run->key,
                            ev_now_us() +
@@ -274,6 +306,11 @@ void pc_plan(pc_run *run)
     } else if (absent && st && !st->absent_since_ms) {
         st->absent_since_ms = ev_now_ms(); /* keeps the confirmation while the member is absent */
     }
+    /* A swap whose drain began: the routers may have acknowledged it already. */
+    pc_pool *swap = NULL;
+    if (pc_swap_seen(pc, run->key, pool, ev_now_ms(), &swap) == 0 && swap && swap->swap_seen_ms &&
+        pc_fence_confirm(run, pool))
+        return; /* its answer plans again */
     int rc = pc_build(run, pool, confirmed);
     if (rc == 0 && !confirmed)
         run->plan->requeue_after_ms = (int64_t)wait_ms;

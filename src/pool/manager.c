@@ -1,6 +1,8 @@
 /* manager: owns the informers, the metrics wiring, the reaction clocks and the controller, and
  * turns watch events into queued pools. Nothing is queued until all three caches are synced, this
- * replica leads, and (as a new leader) every cache was listed again since it took the lease. */
+ * replica leads, and (as a new leader) every cache was listed again since it took the lease. The
+ * router Leases' cache, for the drain fence's early end, is none of the three: the controller asks
+ * the API server before it trusts it, so it neither holds back the reconciles nor /readyz. */
 #include "pool/manager.h"
 
 #include <malloc.h>
@@ -22,6 +24,7 @@ struct pool_manager {
     kube_client *client;
     char *instance;
     api_caches caches;
+    informer *leases; /* the router Leases (api_router_lease); NULL: no early end of the fence */
     pool_controller *ctl;
     pool_metrics *pm;
     pool_clocks *clocks;
@@ -201,6 +204,46 @@ static void pm_on_error(void *ud, const kube_error *err)
            NULL);
 }
 
+/* ---- router Leases -> the drain fence's early end ---- */
+
+static void pm_lease_changed(pool_manager *m, const api_router_lease *lease, bool gone)
+{
+    char *key = NULL;
+    if (asprintf(&key, "%s/%s", lease->ns ? lease->ns : "", lease->name) < 0)
+        return;
+    pool_controller_lease_changed(m->ctl, key,
+                                  gone        ? NULL
+                                  : lease->rv ? lease->rv
+                                              : "",
+                                  pm_active(m));
+    free(key);
+}
+
+static void pm_lease_added(void *ud, const void *rec)
+{
+    pm_lease_changed(ud, rec, false);
+}
+
+static void pm_lease_updated(void *ud, const void *old_rec, const void *new_rec)
+{
+    (void)old_rec;
+    pm_lease_changed(ud, new_rec, false);
+}
+
+static void pm_lease_deleted(void *ud, const void *rec)
+{
+    pm_lease_changed(ud, rec, true);
+}
+
+static void pm_lease_error(void *ud, const kube_error *err)
+{
+    (void)ud;
+    log_kv(LOG_ERROR,
+           "list/watch of the router Leases failed, retrying; until it succeeds every "
+           "swap waits the whole drain fence",
+           "error", err->message, "reason", err->reason, NULL);
+}
+
 /* ---- lifecycle ---- */
 
 /* Before a scrape: counters the queue and the informers keep themselves. */
@@ -217,6 +260,27 @@ static void pm_collect(void *ud)
     pool_metrics_informer(m->pm, "inferenceservices", &st);
     informer_stats_get(m->caches.pods, &st);
     pool_metrics_informer(m->pm, "pods", &st);
+    if (m->leases) {
+        informer_stats_get(m->leases, &st);
+        pool_metrics_informer(m->pm, "leases", &st);
+    }
+}
+
+/* The router Leases of ns (labelled API_ROUTER_LEASE_LABEL). NULL when out of memory. */
+static informer *pm_leases_new(pool_manager *m, const char *ns)
+{
+    informer_config cfg = {.group = API_LEASE_GROUP,
+                           .version = API_LEASE_VERSION,
+                           .resource = "leases",
+                           .namespace_ = ns,
+                           .label_selector = API_ROUTER_LEASE_LABEL,
+                           .codec = &api_router_lease_codec};
+    informer_handlers h = {.on_add = pm_lease_added,
+                           .on_update = pm_lease_updated,
+                           .on_delete = pm_lease_deleted,
+                           .on_error = pm_lease_error,
+                           .ud = m};
+    return informer_new(m->loop, m->client, &cfg, &h);
 }
 
 pool_manager *pool_manager_new(ev_loop *loop, kube_client *client, const pool_manager_opts *opts)
@@ -240,7 +304,8 @@ pool_manager *pool_manager_new(ev_loop *loop, kube_client *client, const pool_ma
                                       pm_on_synced, pm_on_error, m, pm_listed_isvcs},
                             .pods = {pm_pod_changed, pm_pod_updated, pm_pod_deleted, pm_on_synced,
                                      pm_on_error, m, pm_listed_pods}};
-    if (api_caches_init(&m->caches, loop, client, &ac) < 0)
+    if (api_caches_init(&m->caches, loop, client, &ac) < 0 ||
+        (opts->router_lease_ns && !(m->leases = pm_leases_new(m, opts->router_lease_ns))))
         goto fail;
     if (opts->metrics &&
         (!(m->pm = pool_metrics_new(opts->metrics)) || !(m->clocks = pool_clocks_new(m->pm))))
@@ -256,6 +321,9 @@ pool_manager *pool_manager_new(ev_loop *loop, kube_client *client, const pool_ma
                                  .instance = m->instance,
                                  .probe_timeout_ms = opts->probe_timeout_ms,
                                  .drain_fence_ms = opts->drain_fence_ms,
+                                 .router_leases = m->leases ? informer_store(m->leases) : NULL,
+                                 .lease_informer = m->leases,
+                                 .lease_ns = opts->router_lease_ns,
                                  .max_concurrent = opts->max_concurrent,
                                  .resync_ms = opts->resync_ms,
                                  .expect_ms = opts->expect_ms,
@@ -274,7 +342,8 @@ fail:
 
 int pool_manager_start(pool_manager *m)
 {
-    return api_caches_start(&m->caches);
+    int rc = api_caches_start(&m->caches);
+    return rc == 0 && m->leases ? informer_start(m->leases) : rc;
 }
 
 bool pool_manager_synced(const pool_manager *m)
@@ -308,6 +377,8 @@ static void pm_drained(void *ud)
 {
     pool_manager *m = ud;
     api_caches_stop(&m->caches);
+    if (m->leases)
+        informer_stop(m->leases);
     if (m->shutdown_done)
         m->shutdown_done(m->shutdown_ud);
 }
@@ -326,6 +397,7 @@ void pool_manager_free(pool_manager *m)
     /* The controller first: its runs and probes read the caches. */
     pool_controller_free(m->ctl);
     api_caches_free(&m->caches);
+    informer_free(m->leases);
     pool_clocks_free(m->clocks);
     pool_metrics_free(m->pm);
     free(m->instance);

@@ -35,7 +35,7 @@ struct pool_metrics {
     metrics_family *reconciles, *reconcile_errors, *reconcile_seconds;
     metrics_family *depth, *waiting, *adds, *queue_seconds, *retries;
     metrics_family *watch_restarts, *relists;
-    metrics_family *resident, *swaps, *swap_seconds, *deferrals, *reaction;
+    metrics_family *resident, *swaps, *swap_seconds, *deferrals, *reaction, *fences;
     strmap pools;
 };
 
@@ -69,6 +69,7 @@ pool_metrics *pool_metrics_new(metrics *reg)
     static const char *const member[] = {"namespace", "pool", "member", NULL};
     static const char *const reason[] = {"namespace", "pool", "reason", NULL};
     static const char *const path[] = {"path", NULL};
+    static const char *const outcome[] = {"outcome", NULL};
     pm->reconciles =
         metrics_family_new(reg, METRICS_COUNTER, "modelpool_reconcile_total",
                            "Reconciles of a pool, by result (success, error).", result, NULL, 0);
@@ -125,10 +126,16 @@ pool_metrics *pool_metrics_new(metrics *reg)
         "scaling the incumbent down; path b, from the watch event of the incumbent's last Pod "
         "deleted to the PATCH scaling the target up.",
         path, pm_reaction_buckets, PM_N(pm_reaction_buckets));
+    pm->fences = metrics_family_new(
+        reg, METRICS_COUNTER, "modelpool_drain_fence_total",
+        "Drain fences of swaps away from a resident that ended, by outcome: acknowledged (every "
+        "router acknowledged the swap in its Lease before the fence was over), waited (the whole "
+        "--drain-fence).",
+        outcome, NULL, 0);
     if (!pm->reconciles || !pm->reconcile_errors || !pm->reconcile_seconds || !pm->depth ||
         !pm->waiting || !pm->adds || !pm->queue_seconds || !pm->retries || !pm->watch_restarts ||
         !pm->relists || !pm->resident || !pm->swaps || !pm->swap_seconds || !pm->deferrals ||
-        !pm->reaction) {
+        !pm->reaction || !pm->fences) {
         pool_metrics_free(pm);
         return NULL;
     }
@@ -136,6 +143,8 @@ pool_metrics *pool_metrics_new(metrics *reg)
     metrics_add(pm->reconciles, (const char *[]){"success"}, 0);
     metrics_add(pm->reconciles, (const char *[]){"error"}, 0);
     metrics_add(pm->reconcile_errors, NULL, 0);
+    metrics_add(pm->fences, (const char *[]){"acknowledged"}, 0);
+    metrics_add(pm->fences, (const char *[]){"waited"}, 0);
     return pm;
 }
 
@@ -363,6 +372,12 @@ void pool_metrics_reaction(pool_metrics *pm, pool_reaction_path path, uint64_t u
     if (pm)
         metrics_observe(pm->reaction, (const char *[]){path == POOL_REACTION_A ? "a" : "b"},
                         (double)us / 1e6);
+}
+
+void pool_metrics_fence_ended(pool_metrics *pm, bool acknowledged)
+{
+    if (pm)
+        metrics_add(pm->fences, (const char *[]){acknowledged ? "acknowledged" : "waited"}, 1);
 }
 
 void pool_metrics_forget(pool_metrics *pm, const char *ns, const char *pool)

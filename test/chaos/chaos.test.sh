@@ -52,6 +52,9 @@ for r in $replicas; do
 	sed -e "s#server: .*#server: https://127.0.0.1:$proxy_port#" -e "s#/operator\.crt#/replica-$r.crt#" \
 		-e "s#/operator\.key#/replica-$r.key#" "$MP_OPERATOR_KUBECONFIG" >"$MP_STATE_DIR/replica-$r.kubeconfig"
 done
+# The replicas end a swap's drain fence early once the router's Lease acknowledges it (--fence-acks, the
+# default; the router Leases in modelpool-system, the leader-election namespace): faults on the router's
+# link to the API server then make it lapse, or acknowledge late, never forward unfenced.
 supervise() {
 	local r=$1
 	while [ ! -e "$MP_STATE_DIR/chaos.stop" ]; do

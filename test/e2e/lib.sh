@@ -126,11 +126,13 @@ start_sim() {
 # operator-$MP_OPERATOR_LOG.log when that is set, for a second instance). Its metrics and health
 # servers listen on loopback ports the kernel picks (ARGS may override), so instances never collide;
 # operator_port finds them. Metrics are plain HTTP here (scrape reads them with curl) unless ARGS say
-# --metrics-secure=true; metrics-auth.test.sh covers the secure default.
+# --metrics-secure=true; metrics-auth.test.sh covers the secure default. The router Leases are read in
+# modelpool-system, as in a cluster (acknowledged swaps, docs/router.md; ARGS may name another namespace).
 start_operator() {
 	local logf="$MP_STATE_DIR/operator${MP_OPERATOR_LOG:+-$MP_OPERATOR_LOG}.log"
 	"$MP_BUILD_DIR/modelpool-operator" --kubeconfig "$MP_OPERATOR_KUBECONFIG" -v 1 --metrics-secure=false \
-		--metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 "$@" >>"$logf" 2>&1 &
+		--metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
+		--router-lease-namespace modelpool-system "$@" >>"$logf" 2>&1 &
 	MP_OPERATOR_PID=$!
 }
 

@@ -69,7 +69,7 @@ for k in crd rbac manager default router; do
 	kubectl kustomize "$top/config/$k" >"$MP_STATE_DIR/$k.yaml" || fail "kubectl kustomize config/$k"
 done
 expect_eq "objects in config/default" \
-	"ClusterRole/modelpool-operator ClusterRole/modelpool-operator-metrics-reader ClusterRoleBinding/modelpool-operator CustomResourceDefinition/modelpools.inference.llmkube.dev Deployment/modelpool-operator Namespace/modelpool-system Role/modelpool-operator-leader-election RoleBinding/modelpool-operator-leader-election Service/modelpool-operator-metrics-service ServiceAccount/modelpool-operator" \
+	"ClusterRole/modelpool-operator ClusterRole/modelpool-operator-metrics-reader ClusterRoleBinding/modelpool-operator CustomResourceDefinition/modelpools.inference.llmkube.dev Deployment/modelpool-operator Namespace/modelpool-system Role/modelpool-operator-fence-acks Role/modelpool-operator-leader-election RoleBinding/modelpool-operator-fence-acks RoleBinding/modelpool-operator-leader-election Service/modelpool-operator-metrics-service ServiceAccount/modelpool-operator" \
 	"$(kubectl_admin create --dry-run=client -f "$MP_STATE_DIR/default.yaml" -o 'jsonpath={.kind}/{.metadata.name}{"\n"}' |
 		LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//')"
 # Namespaced objects all land in modelpool-system; the CRD and cluster RBAC carry no namespace.
@@ -113,7 +113,7 @@ kubectl_admin create --save-config -f "$top/config/manager/namespace.yaml" >/dev
 out=$(kubectl_admin apply -k "$top/config/default" --dry-run=server 2>&1) || fail "server dry run failed:"$'\n'"$out"
 echo "$out" >&2
 grep -qi 'warning' <<<"$out" && fail "server dry run warned"
-expect_eq "objects the dry run would touch" 10 "$(grep -c '(server dry run)$' <<<"$out")"
+expect_eq "objects the dry run would touch" 12 "$(grep -c '(server dry run)$' <<<"$out")"
 expect_fail "NotFound" kubectl_admin get crd modelpools.inference.llmkube.dev
 expect_fail "NotFound" kubectl_admin -n "$sys" get deployment modelpool-operator
 
@@ -124,9 +124,10 @@ grep -qi 'warning' <<<"$out" && fail "apply warned"
 kubectl_admin wait --for=condition=Established --timeout=60s crd/modelpools.inference.llmkube.dev >/dev/null
 wait_for 60 kubectl_admin get modelpools --all-namespaces
 out=$(kubectl_admin apply -k "$top/config/default" 2>&1)
-expect_eq "objects unchanged by a second apply" 10 "$(grep -c ' unchanged$' <<<"$out")"
+expect_eq "objects unchanged by a second apply" 12 "$(grep -c ' unchanged$' <<<"$out")"
 kubectl_admin -n "$sys" get serviceaccount/modelpool-operator role/modelpool-operator-leader-election \
-	rolebinding/modelpool-operator-leader-election deployment/modelpool-operator >/dev/null
+	rolebinding/modelpool-operator-leader-election role/modelpool-operator-fence-acks \
+	rolebinding/modelpool-operator-fence-acks deployment/modelpool-operator >/dev/null
 kubectl_admin get clusterrole/modelpool-operator clusterrolebinding/modelpool-operator >/dev/null
 
 log "the Deployment as the API server stored it"
@@ -203,11 +204,16 @@ inference.llmkube.dev/modelpools/status patch'
 lease_uses='coordination.k8s.io/leases create
 coordination.k8s.io/leases get
 coordination.k8s.io/leases update'
+# The router replicas' Leases (--fence-acks): watched, and listed once more before a swap's fence ends early.
+router_lease_uses='coordination.k8s.io/leases list
+coordination.k8s.io/leases watch'
 expect_eq "the operator's ClusterRole grants" "$operator_uses" "$(granted clusterrole/modelpool-operator)"
 expect_eq "the operator's leader-election Role grants" "$lease_uses" "$(granted -n "$sys" role/modelpool-operator-leader-election)"
+expect_eq "the operator's fence-acks Role grants" "$router_lease_uses" "$(granted -n "$sys" role/modelpool-operator-fence-acks)"
 uses_all -A "$(grep -v '^/events' <<<"$operator_uses")"
 can create events -n default
 uses_all "-n $sys" "$lease_uses"
+uses_all "-n $sys" "$router_lease_uses"
 
 log "and cannot do what it must not"
 cannot delete pods -A
@@ -238,10 +244,12 @@ cannot get secrets -n "$sys"
 cannot list configmaps -A
 cannot delete events -n default
 cannot list leases.coordination.k8s.io -A
+cannot watch leases.coordination.k8s.io -A
 cannot get leases.coordination.k8s.io -n default
+cannot list leases.coordination.k8s.io -n default
 cannot create leases.coordination.k8s.io -n default
 cannot delete leases.coordination.k8s.io -n "$sys"
-cannot list leases.coordination.k8s.io -n "$sys"
+cannot patch leases.coordination.k8s.io -n "$sys"
 cannot create serviceaccounts --subresource=token -n "$sys"
 cannot escalate clusterroles.rbac.authorization.k8s.io -A
 cannot update clusterroles.rbac.authorization.k8s.io -A

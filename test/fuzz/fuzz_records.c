@@ -1,6 +1,6 @@
 /* libFuzzer entry point for the cache record decoders: arbitrary JSON into each of the Pod,
- * InferenceService and ModelPool decoders, and the records through the index functions and the
- * scale patch, so every string and array a decoder packs is read back. */
+ * InferenceService, ModelPool and router Lease decoders, and the records through the index
+ * functions and the scale patch, so every string and array a decoder packs is read back. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -61,6 +61,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
     }
     free(pool);
+    api_router_lease *lease = api_router_lease_decode(obj, &err);
+    if (lease && (strlen(lease->name) + (lease->rv ? strlen(lease->rv) : 0) == (size_t)-1 ||
+                  (api_fenced_has(lease->fenced, "a", "b", "c") && !lease->fenced)))
+        abort(); /* reads every byte of the copies, the annotation entry by entry */
+    free(lease);
     fuzz_index(&api_pod_codec, API_INDEX_SERVICE, api_index_pod_service, cJSON_Duplicate(obj, 1));
     fuzz_index(&api_pool_codec, API_INDEX_MEMBER, api_index_pool_members, obj);
     return 0;

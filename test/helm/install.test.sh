@@ -83,7 +83,8 @@ kubectl_admin wait --for=condition=Established --timeout=60s crd/modelpools.$g >
 expect_eq "CRD as in crd/" "$(kubectl_admin create --dry-run=client -o json -f "$MP_SOURCE_DIR/crd/modelpools.$g.yaml" | jq -c .spec)" \
 	"$(kubectl_admin get crd modelpools.$g -o json | jq -c '.spec | del(.conversion)')"
 kubectl_admin -n "$sys" get serviceaccount/modelpool-operator role/modelpool-operator-leader-election \
-	rolebinding/modelpool-operator-leader-election deployment/modelpool-operator >/dev/null
+	rolebinding/modelpool-operator-leader-election role/modelpool-operator-fence-acks \
+	rolebinding/modelpool-operator-fence-acks deployment/modelpool-operator >/dev/null
 kubectl_admin get clusterrole/modelpool-operator clusterrolebinding/modelpool-operator >/dev/null
 wait_for 60 kubectl_operator auth can-i list modelpools.$g -A
 kubectl_admin -n "$sys" get serviceaccount/modelpool-router deployment/modelpool-router service/modelpool-router >/dev/null
@@ -98,6 +99,12 @@ wait_for 90 pool_is shared-gpu Ready llama-8b
 kubectl_admin scale isvc qwen-7b --replicas=1 >/dev/null
 wait_for 90 pool_is shared-gpu Ready qwen-7b
 expect_eq "replicas after the swap" "0 1" "$(isvc_get llama-8b '{.spec.replicas}') $(isvc_get qwen-7b '{.spec.replicas}')"
+# --fence-acks (the default): the router Leases of the release namespace (POD_NAMESPACE) are watched with the
+# chart's fence-acks Role.
+grep -q ' started .* router_leases=modelpool-system' "$MP_STATE_DIR/operator.log" ||
+	fail "the router Leases of $sys are not watched: $(grep ' started ' "$MP_STATE_DIR/operator.log")"
+grep -q 'router Leases failed' "$MP_STATE_DIR/operator.log" &&
+	fail "the chart's rights do not let the operator watch the router Leases: $(grep 'router Leases failed' "$MP_STATE_DIR/operator.log")"
 wait_for 30 healthy
 # A Prometheus's ServiceAccount bound to the chart's metrics-reader ClusterRole, as NOTES tells.
 kubectl_admin create namespace monitoring >/dev/null
@@ -159,7 +166,8 @@ log "helm uninstall: the operator's objects go; the CRD, the pool and its member
 helm uninstall modelpool-operator -n "$sys" >&2 || fail "helm uninstall"
 expect_eq "releases left" 0 "$(helm list -n "$sys" -o json | jq length)"
 for o in deployment/modelpool-operator serviceaccount/modelpool-operator role/modelpool-operator-leader-election \
-	rolebinding/modelpool-operator-leader-election service/modelpool-operator-metrics-service; do
+	rolebinding/modelpool-operator-leader-election role/modelpool-operator-fence-acks \
+	rolebinding/modelpool-operator-fence-acks service/modelpool-operator-metrics-service; do
 	wait_for 60 gone -n "$sys" get "$o"
 done
 wait_for 60 gone -n default get role/modelpool-operator

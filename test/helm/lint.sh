@@ -31,7 +31,7 @@ expect_eq "Chart.yaml appVersion (the binary says $binary_version)" "$binary_ver
 
 log "default values: the expected objects, the image pinned to appVersion"
 render "$s/default.yaml"
-expect_eq "objects" "ClusterRole/modelpool-operator ClusterRole/modelpool-operator-metrics-reader ClusterRoleBinding/modelpool-operator CustomResourceDefinition/modelpools.inference.llmkube.dev Deployment/modelpool-operator Role/modelpool-operator-leader-election RoleBinding/modelpool-operator-leader-election Service/modelpool-operator-metrics-service ServiceAccount/modelpool-operator" \
+expect_eq "objects" "ClusterRole/modelpool-operator ClusterRole/modelpool-operator-metrics-reader ClusterRoleBinding/modelpool-operator CustomResourceDefinition/modelpools.inference.llmkube.dev Deployment/modelpool-operator Role/modelpool-operator-fence-acks Role/modelpool-operator-leader-election RoleBinding/modelpool-operator-fence-acks RoleBinding/modelpool-operator-leader-election Service/modelpool-operator-metrics-service ServiceAccount/modelpool-operator" \
 	"$(check kinds "$s/default.yaml" | paste -sd ' ' -)"
 d=Deployment/modelpool-operator
 c=spec.template.spec.containers[0]
@@ -67,7 +67,7 @@ args_of() { check get "$1" $d $c.args; }
 
 log "watchNamespace: a Role and RoleBinding in that namespace replace the ClusterRole; --namespace is passed"
 f=$(example watchNamespace)
-expect_eq "objects" "ClusterRole/modelpool-operator-metrics-auth ClusterRole/modelpool-operator-metrics-reader ClusterRoleBinding/modelpool-operator-metrics-auth CustomResourceDefinition/modelpools.inference.llmkube.dev Deployment/modelpool-operator Role/modelpool-operator Role/modelpool-operator-leader-election RoleBinding/modelpool-operator RoleBinding/modelpool-operator-leader-election Service/modelpool-operator-metrics-service ServiceAccount/modelpool-operator" \
+expect_eq "objects" "ClusterRole/modelpool-operator-metrics-auth ClusterRole/modelpool-operator-metrics-reader ClusterRoleBinding/modelpool-operator-metrics-auth CustomResourceDefinition/modelpools.inference.llmkube.dev Deployment/modelpool-operator Role/modelpool-operator Role/modelpool-operator-fence-acks Role/modelpool-operator-leader-election RoleBinding/modelpool-operator RoleBinding/modelpool-operator-fence-acks RoleBinding/modelpool-operator-leader-election Service/modelpool-operator-metrics-service ServiceAccount/modelpool-operator" \
 	"$(check kinds "$f" | paste -sd ' ' -)"
 expect_eq "Role namespace" team-a "$(check get "$f" Role/modelpool-operator metadata.namespace)"
 expect_eq "RoleBinding namespace" team-a "$(check get "$f" RoleBinding/modelpool-operator metadata.namespace)"
@@ -81,10 +81,11 @@ expect_eq "metrics-auth binds the ServiceAccount" modelpool-system/modelpool-ope
 	"$(check get "$f" ClusterRoleBinding/modelpool-operator-metrics-auth 'subjects[0].namespace')/$(check get "$f" ClusterRoleBinding/modelpool-operator-metrics-auth 'subjects[0].name')"
 grep -q -- '"--namespace=team-a"' <<<"$(args_of "$f")" || fail "no --namespace=team-a in $(args_of "$f")"
 
-log "leaderElection.enabled=false: no --leader-elect and no Lease rights"
+log "leaderElection.enabled=false: no --leader-elect and no leader-election rights (the router Leases' stay)"
 f=$(example leaderElection.enabled)
 expect_eq "args" '["--metrics-bind-address=:8443", "--metrics-secure=true", "--health-probe-bind-address=:8081"]' "$(args_of "$f")"
 check kinds "$f" | grep_all leader-election && fail "leader-election RBAC rendered with leader election off"
+check kinds "$f" | grep_all Role/modelpool-operator-fence-acks || fail "fence-acks RBAC not rendered with leader election off"
 expect_eq "leaderElection.id" '["--leader-elect", "--leader-election-id=modelpool-operator-b", "--metrics-bind-address=:8443", "--metrics-secure=true", "--health-probe-bind-address=:8081"]' \
 	"$(args_of "$(example leaderElection.id)")"
 
@@ -145,7 +146,7 @@ expect_eq "binding subject" existing-sa "$(check get "$f" ClusterRoleBinding/mod
 
 log "a release name without the chart's name prefixes every object; with it, names stay config/default's"
 helm template team-b "$chart" -n ops >"$s/team-b.yaml"
-expect_eq "objects of release team-b" "ClusterRole/team-b-modelpool-operator ClusterRole/team-b-modelpool-operator-metrics-reader ClusterRoleBinding/team-b-modelpool-operator Deployment/team-b-modelpool-operator Role/team-b-modelpool-operator-leader-election RoleBinding/team-b-modelpool-operator-leader-election Service/team-b-modelpool-operator-metrics-service ServiceAccount/team-b-modelpool-operator" \
+expect_eq "objects of release team-b" "ClusterRole/team-b-modelpool-operator ClusterRole/team-b-modelpool-operator-metrics-reader ClusterRoleBinding/team-b-modelpool-operator Deployment/team-b-modelpool-operator Role/team-b-modelpool-operator-fence-acks Role/team-b-modelpool-operator-leader-election RoleBinding/team-b-modelpool-operator-fence-acks RoleBinding/team-b-modelpool-operator-leader-election Service/team-b-modelpool-operator-metrics-service ServiceAccount/team-b-modelpool-operator" \
 	"$(check kinds "$s/team-b.yaml" | paste -sd ' ' -)"
 
 log "router.enabled: the router's objects, its own ServiceAccount, rights and flags; the operator's unchanged"

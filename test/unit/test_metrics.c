@@ -223,7 +223,11 @@ static void test_pool_metrics_members(void **state)
     pool_metrics_swap_done(pm, "ns", "p", 12500);
     pool_metrics_deferred(pm, "ns", "p", "PodsBusy");
     pool_metrics_reaction(pm, POOL_REACTION_A, 1500);
+    pool_metrics_fence_ended(pm, true);
+    pool_metrics_fence_ended(pm, true);
     text = render(m);
+    assert_non_null(strstr(text, "modelpool_drain_fence_total{outcome=\"acknowledged\"} 2\n"));
+    assert_non_null(strstr(text, "modelpool_drain_fence_total{outcome=\"waited\"} 0\n"));
     assert_non_null(strstr(text, "modelpool_swaps_total{namespace=\"ns\",pool=\"p\"} 1\n"));
     assert_non_null(strstr(
         text, "modelpool_swap_duration_seconds_bucket{namespace=\"ns\",pool=\"p\",le=\"20\"} 1\n"));
@@ -257,6 +261,7 @@ static void test_pool_metrics_members(void **state)
     free(text);
     /* NULL pool_metrics: every call is a no-op. */
     pool_metrics_members(NULL, "ns", "p", two, 2, "a");
+    pool_metrics_fence_ended(NULL, false);
     pool_metrics_forget(NULL, "ns", "p");
     pool_metrics_free(pm);
     metrics_free(m);

@@ -15,6 +15,7 @@
 
 #include "api/records.h"
 #include "metrics/metrics.h"
+#include "pool/fence_ack.h"
 #include "pool/plan.h"
 #include "pool/pool_metrics.h"
 #include "pool/probe.h"
@@ -213,6 +214,48 @@ static int sc_records(char **out)
     return rc;
 }
 
+/* The drain fence's early end: a router's Lease decoded from its fixture, the first observations of
+ * it and of another Lease noted (and one forgotten), and the rule over both. */
+static int sc_fence_ack(char **out)
+{
+    char *text = fixture("lease.json");
+    cJSON *doc = cJSON_Parse(text);
+    free(text);
+    int err = 0, rc = 0;
+    api_router_lease *acked = doc ? api_router_lease_decode(doc, &err) : NULL;
+    cJSON_Delete(doc);
+    api_router_lease other = {.name = "r2", .ns = "modelpool-system", .rv = "7", .duration_s = 10};
+    fence_seen *t = fence_seen_new();
+    uint64_t seen[4] = {0};
+    if (!acked || !t)
+        rc = err ? err : -ENOMEM;
+    if (rc == 0)
+        rc = fence_seen_note(t, "modelpool-system/a", acked->rv, 1000, &seen[0]);
+    if (rc == 0)
+        rc = fence_seen_note(t, "modelpool-system/r2", other.rv, 2000, &seen[1]);
+    if (rc == 0)
+        rc = fence_seen_note(t, "modelpool-system/a", acked->rv, 3000, &seen[2]);
+    if (rc == 0) {
+        fence_seen_forget(t, "modelpool-system/r2");
+        rc = fence_seen_note(t, "modelpool-system/r2", other.rv, 4000, &seen[3]);
+    }
+    if (rc == 0) {
+        fence_ack_lease leases[] = {{acked, seen[2]}, {&other, seen[3]}};
+        fence_ack_verdict early =
+            fence_ack_check(leases, 2, 5000, 2000, "default", "shared-gpu", "llama-8b");
+        fence_ack_verdict late =
+            fence_ack_check(leases, 2, 16000, 2000, "default", "shared-gpu", "llama-8b");
+        *out = oom_answer("%llu %llu %llu %llu %d %s %llu %d", (unsigned long long)seen[0],
+                          (unsigned long long)seen[1], (unsigned long long)seen[2],
+                          (unsigned long long)seen[3], (int)early.result,
+                          early.holder ? early.holder->name : "-",
+                          (unsigned long long)early.expires_ms, (int)late.result);
+    }
+    fence_seen_free(t);
+    free(acked);
+    return rc;
+}
+
 /* The scale and request patches of records decoded from the cache's JSON. */
 static int sc_patches(char **out)
 {
@@ -338,12 +381,13 @@ static int sc_pool_metrics(char **out)
 OOM_TEST(plan)
 OOM_TEST(plan_swap)
 OOM_TEST(records)
+OOM_TEST(fence_ack)
 OOM_TEST(patches)
 OOM_TEST(probe)
 OOM_TEST(metrics)
 OOM_TEST(pool_metrics)
 
 OOM_MAIN(cmocka_unit_test(test_plan), cmocka_unit_test(test_plan_swap),
-         cmocka_unit_test(test_records), cmocka_unit_test(test_patches),
-         cmocka_unit_test(test_probe), cmocka_unit_test(test_metrics),
-         cmocka_unit_test(test_pool_metrics))
+         cmocka_unit_test(test_records), cmocka_unit_test(test_fence_ack),
+         cmocka_unit_test(test_patches), cmocka_unit_test(test_probe),
+         cmocka_unit_test(test_metrics), cmocka_unit_test(test_pool_metrics))

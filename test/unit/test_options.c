@@ -143,6 +143,14 @@ static void test_leader_flags(void **state)
     assert_string_equal(o.leader_election_ns, "podns");
     assert_int_equal(parse(&o, err, sizeof(err), 3, "--leader-election-namespace", "flagns"), 0);
     assert_string_equal(o.leader_election_ns, "flagns");
+    assert_true(o.fence_acks);
+    assert_null(o.router_lease_ns);
+    assert_int_equal(
+        parse(&o, err, sizeof(err), 3, "--fence-acks=false", "--router-lease-namespace=rl"), 0);
+    assert_false(o.fence_acks);
+    assert_string_equal(o.router_lease_ns, "rl");
+    assert_int_equal(parse(&o, err, sizeof(err), 2, "--router-lease-namespace="), 0);
+    assert_null(o.router_lease_ns);
     assert_int_equal(parse(&o, err, sizeof(err), 2, "--leader-elect=yes"), -1);
     assert_non_null(strstr(err, "--leader-elect=yes"));
     assert_int_equal(parse(&o, err, sizeof(err), 2, "--leader-election-id="), -1);

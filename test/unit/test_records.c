@@ -1,7 +1,7 @@
 /* Tests of the cache record decoders on real API objects (captured from the test control plane
  * with kubectl get -o json: test/unit/fixtures/records), then the same objects with fields of the
- * wrong type, fields missing, huge strings and unknown fields; the index functions over records;
- * the patches this module encodes. */
+ * wrong type, fields missing, huge strings and unknown fields; a router's Lease; the index
+ * functions over records; the patches this module encodes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -178,6 +178,58 @@ static void test_pool_fixture(void **state)
 }
 
 /* A field of the wrong type reads as absent, never as a failure. */
+/* A router's Lease: what the operator's fence reads of it (api/fence.h). */
+static void test_router_lease_fixture(void **state)
+{
+    (void)state;
+    cJSON *o = fixture("lease.json");
+    int err = 0;
+    api_router_lease *l = api_router_lease_decode(o, &err);
+    assert_non_null(l);
+    assert_string_equal(l->name, "modelpool-router-7d9f8-x2k4q");
+    assert_string_equal(l->ns, "modelpool-system");
+    assert_string_equal(l->rv, "200");
+    assert_int_equal(l->duration_s, 10);
+    assert_string_equal(l->fenced, "default/shared-gpu=llama-8b team-a/pool=qwen-7b");
+    free(l);
+    /* A duration that is no positive number reads as none (such a Lease never expires). */
+    static const char *const no_duration[] = {"0", "-5", "\"10\"", "null", "{}"};
+    for (size_t i = 0; i < sizeof(no_duration) / sizeof(no_duration[0]); i++) {
+        set_path(o, "spec.leaseDurationSeconds", cJSON_Parse(no_duration[i]));
+        assert_non_null(l = api_router_lease_decode(o, &err));
+        assert_int_equal(l->duration_s, 0);
+        free(l);
+    }
+    set_path(o, "spec.leaseDurationSeconds", cJSON_Parse("1e12"));
+    assert_non_null(l = api_router_lease_decode(o, &err));
+    assert_int_equal(l->duration_s, INT32_MAX);
+    free(l);
+    set_path(o, "metadata.annotations", cJSON_Parse("{\"modelpool-operator.dev/fenced\":7}"));
+    assert_non_null(l = api_router_lease_decode(o, &err));
+    assert_null(l->fenced);
+    free(l);
+    cJSON_DeleteItemFromObjectCaseSensitive(o, "spec");
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"),
+                                            "annotations");
+    assert_non_null(l = api_router_lease_decode(o, &err));
+    assert_int_equal(l->duration_s, 0);
+    assert_null(l->fenced);
+    free(l);
+    cJSON_Delete(o);
+    o = cJSON_Parse("{\"metadata\":{\"namespace\":\"ns\"}}");
+    err = 0;
+    assert_null(api_router_lease_decode(o, &err));
+    assert_int_equal(err, -EINVAL);
+    cJSON_Delete(o);
+    /* The codec keys by namespace/name and versions by resourceVersion. */
+    store *s = store_new(&api_router_lease_codec);
+    assert_int_equal(store_put(s, fixture("lease.json"), NULL), 0);
+    const api_router_lease *r = store_get(s, "modelpool-system/modelpool-router-7d9f8-x2k4q");
+    assert_non_null(r);
+    assert_string_equal(store_version(s, r), "200");
+    store_free(s);
+}
+
 static void test_wrong_types(void **state)
 {
     (void)state;
@@ -472,7 +524,7 @@ static void test_shared_words(void **state)
 }
 
 TEST_MAIN(cmocka_unit_test(test_pod_fixture), cmocka_unit_test(test_isvc_fixture),
-          cmocka_unit_test(test_pool_fixture), cmocka_unit_test(test_wrong_types),
-          cmocka_unit_test(test_missing_fields), cmocka_unit_test(test_huge_and_unknown),
-          cmocka_unit_test(test_indexes_and_codecs), cmocka_unit_test(test_patches),
-          cmocka_unit_test(test_shared_words))
+          cmocka_unit_test(test_pool_fixture), cmocka_unit_test(test_router_lease_fixture),
+          cmocka_unit_test(test_wrong_types), cmocka_unit_test(test_missing_fields),
+          cmocka_unit_test(test_huge_and_unknown), cmocka_unit_test(test_indexes_and_codecs),
+          cmocka_unit_test(test_patches), cmocka_unit_test(test_shared_words))
