@@ -46,7 +46,8 @@ run_mode() {
 	local name=$1 op r1 r2 i model via t resident
 	shift
 	"$build/modelpool-operator" --kubeconfig "$MP_OPERATOR_KUBECONFIG" --metrics-bind-address 0 \
-		--health-probe-bind-address 127.0.0.1:0 "$@" >"$dir/operator-$name.log" 2>&1 &
+		--health-probe-bind-address 127.0.0.1:0 --router-lease-namespace modelpool-system "$@" \
+		>"$dir/operator-$name.log" 2>&1 &
 	op=$!
 	for i in 1 2; do
 		"$build/modelpool-router" --kubeconfig "$KUBECONFIG" --namespace "$ns" --home-namespace "$ns" \

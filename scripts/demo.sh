@@ -30,12 +30,14 @@ if server=$(bash "$top/test/llama/build.sh" --cached 2>/dev/null) &&
 else
 	echo "--- members: simulated (no llama-server in the cache: bash test/llama/build.sh builds one, ~10 min)"
 fi
+# The operator's namespace: router replicas register there (a Lease each) before they forward, and the operator
+# reads their acknowledgements of a swap there.
+kubectl --kubeconfig "$KUBECONFIG" create namespace modelpool-system >/dev/null
 "$top/build/demo/member-sim" --kubeconfig "$KUBECONFIG" "${members[@]}" >"$state/sim.log" 2>&1 & pids+=($!)
 "$top/build/demo/modelpool-operator" --kubeconfig "$KUBECONFIG" \
-	--metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 >"$state/operator.log" 2>&1 & pids+=($!)
+	--metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
+	--router-lease-namespace modelpool-system >"$state/operator.log" 2>&1 & pids+=($!)
 # The router: one OpenAI endpoint for both models (metrics plain here, on loopback).
-# The operator's namespace: router replicas register there (a Lease each) before they forward.
-kubectl --kubeconfig "$KUBECONFIG" create namespace modelpool-system >/dev/null
 "$top/build/demo/modelpool-router" --kubeconfig "$KUBECONFIG" --home-namespace default --bind-address 127.0.0.1:0 \
 	--metrics-secure=false --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
 	>"$state/router.log" 2>&1 & pids+=($!)
@@ -77,4 +79,4 @@ token=$(k create token demo-scraper)
 echo "--- without a token: HTTP $(curl -sk -o /dev/null -w '%{http_code}' "https://127.0.0.1:$port/metrics")"
 echo "--- the operator's metrics (curl -H 'Authorization: Bearer <demo-scraper's token>' https://127.0.0.1:$port/metrics), a few of them"
 curl -fsSk -H "Authorization: Bearer $token" "https://127.0.0.1:$port/metrics" |
-	grep -E '^(modelpool_pool_resident|modelpool_swaps_total|modelpool_reaction_seconds_(count|sum)|process_resident_memory_bytes)'
+	grep -E '^(modelpool_pool_resident|modelpool_swaps_total|modelpool_drain_fence_total|modelpool_reaction_seconds_(count|sum)|process_resident_memory_bytes)'
