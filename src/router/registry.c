@@ -400,8 +400,8 @@ void rt_registry_release(rt_registry *r, uint64_t timeout_ms, void (*done)(void 
     r->call = NULL;
     r->released_fn = done;
     r->released_ud = ud;
-    char *path =
-        r->rv ? kube_path("coordination.k8s.io", "v1", r->ns, "leases", r->name, NULL) : NULL;
+    /* By name even before a create was answered: it may land (a 404 is as good). */
+    char *path = kube_path("coordination.k8s.io", "v1", r->ns, "leases", r->name, NULL);
     kube_request req = {.method = KUBE_DELETE,
                         .path = path,
                         .timeout_ms = (long)timeout_ms,
