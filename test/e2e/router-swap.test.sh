@@ -56,8 +56,10 @@ expect_sole_resident pool m-b "$ns"
 grep -q 'reason=SwapDeferred message="PodsBusy' "$MP_STATE_DIR/operator.log" ||
 	fail "the operator never saw m-a busy: the drain did not wait for the stream"
 
-log "m-e loads longer than swapBudget: 503 model_loading with Retry-After, and the swap completes"
-kubectl_admin -n "$ns" annotate --overwrite inferenceservice m-e sim.modelpool.test/load-ms=4000 >/dev/null
+# (Not a target that loads longer than the budget: the operator now starts it at once, as soon as the router
+# acknowledged the swap, and calls the pool Degraded (TargetNotReady), which the router passes on instead.)
+log "m-e cannot be swapped in within swapBudget (m-f stays busy): 503 model_loading with Retry-After; then the swap completes"
+kubectl_admin -n "$ns" annotate --overwrite inferenceservice m-f sim.modelpool.test/busy=true >/dev/null
 t0=$(now_ms)
 code=$(curl -sS -o "$MP_STATE_DIR/e" -D "$MP_STATE_DIR/e.headers" -w '%{http_code}' -X POST \
 	-H 'Content-Type: application/json' --data-binary '{"model":"m-e","messages":[]}' "$url/v1/chat/completions")
@@ -67,6 +69,7 @@ expect_eq "error code" model_loading "$(jq -r .error.code "$MP_STATE_DIR/e")"
 retry=$(tr -d '\r' <"$MP_STATE_DIR/e.headers" | awk -F': ' 'tolower($1) == "retry-after" {print $2}')
 [[ "$retry" =~ ^[1-9][0-9]*$ ]] || fail "Retry-After is '$retry', want whole seconds >= 1"
 [ "$waited" -ge 2000 ] || fail "answered after $waited ms, before the 2 s budget"
+kubectl_admin -n "$ns" annotate inferenceservice m-f sim.modelpool.test/busy- >/dev/null
 wait_for 60 pool_is slow Ready m-e "$ns"
 expect_eq "m-e answers now" 200 "$(curl -sS -o /dev/null -w '%{http_code}' -X POST \
 	-H 'Content-Type: application/json' --data-binary '{"model":"m-e","messages":[]}' "$url/v1/chat/completions")"
