@@ -52,8 +52,14 @@ static inline long api_fence_window_ms(long fence_ms)
  * Operator. Once it has seen a swap's drain begun, it may send the resident's idle probe before F
  * is over when a list of the router Leases from the API server (a quorum read, sent after it saw
  * the drain begun) shows, for every Lease, either the entry for the pool and its resident, or a
- * Lease this replica has seen unchanged (same resourceVersion) for D + F on its own clock: that
- * replica's registration has ended and its last forward has reached the Pod.
+ * Lease this replica has seen unchanged (same resourceVersion) for D + F on its own clock (D: that
+ * Lease's own spec.leaseDurationSeconds; a Lease without one never counts as stopped; a version
+ * first seen in the list counts from then, and a replica that starts or takes over counts from
+ * its own first sight): that replica's registration has ended and its last forward has reached the
+ * Pod. No Lease at all confirms, so every router that forwards must register: upgrade the routers
+ * before the operator, or run it with --fence-acks=false meanwhile. A pool with no resident has no
+ * entry to acknowledge: its swap waits F. Both sides name the Leases' namespace with
+ * --router-lease-namespace (the operator's namespace), and must agree, as on F.
  *
  * Why no request reaches a Pod being unloaded: a router whose Lease was in that list acked (it
  * sends nothing to the resident until a later write commits, after the list, and then forwards
