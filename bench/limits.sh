@@ -46,7 +46,7 @@ create_members "$ns" m-a m-b
 create_pool "$ns" pool m-a m-a m-b
 wait_for 120 pool_is pool Ready m-a "$ns"
 # The operator's namespace: router replicas register there (a Lease each) before they forward.
-kubectl --kubeconfig "$KUBECONFIG" create namespace modelpool-system >/dev/null
+system_namespace
 "$build/modelpool-router" --kubeconfig "$KUBECONFIG" --namespace "$ns" --home-namespace "$ns" --metrics-secure=false \
 	--bind-address 127.0.0.1:0 --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
 	>"$state/router.log" 2>&1 &

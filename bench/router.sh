@@ -86,7 +86,7 @@ pod_ip=$(kubectl_admin -n "$ns" get pods -l inference.llmkube.dev/service=m-a -o
 # Every client here is 127.0.0.1, so the per-client cap (256 by default) is off: the held clients stand
 # for many Pods.
 # The operator's namespace: router replicas register there (a Lease each) before they forward.
-kubectl --kubeconfig "$KUBECONFIG" create namespace modelpool-system >/dev/null
+system_namespace
 "$build/modelpool-router" --kubeconfig "$KUBECONFIG" --namespace "$ns" --metrics-secure=false \
 	--bind-address 127.0.0.1:0 --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
 	--max-connections-per-client 0 >"$MP_STATE_DIR/router.log" 2>&1 &
