@@ -44,8 +44,10 @@ static inline long api_fence_window_ms(long fence_ms)
  * Acknowledgement. The Lease's annotation API_FENCED_ANNOTATION lists entries "NS/POOL=MEMBER"
  * separated by one space. A replica writes an entry once its caches show the pool's swap with its
  * drain begun (pendingMember set, not api_status_awaits_probe) and MEMBER resident, it sends
- * nothing more to MEMBER of that pool, and every request it sent there has had an answer's head
- * (the member's server has taken it: its idle probe says busy until it is done). From the send of
+ * nothing more to MEMBER of that pool, and every request it sent there has ended, one without an
+ * answer's head at least F/2 ago (its bytes have arrived or are lost). An answer's head is not
+ * enough: a runtime may send it before its busy gauge counts the request; one still streaming
+ * keeps the idle probe busy anyway, so waiting for it costs the swap nothing. From the send of
  * that write until a later write without the entry has succeeded, it sends nothing to MEMBER of
  * that pool; after that, only on a fence read sent after that success.
  *
@@ -56,7 +58,8 @@ static inline long api_fence_window_ms(long fence_ms)
  * Lease's own spec.leaseDurationSeconds; a Lease without one never counts as stopped; a version
  * first seen in the list counts from then, and a replica that starts or takes over counts from
  * its own first sight): that replica's registration has ended and its last forward has reached the
- * Pod. No Lease at all confirms, so every router that forwards must register: upgrade the routers
+ * Pod. No Lease at all does not confirm (a router registered elsewhere by mistake would be unseen);
+ * a router that forwards without registering at all breaks the argument: upgrade the routers
  * before the operator, or run it with --fence-acks=false meanwhile. A pool with no resident has no
  * entry to acknowledge: its swap waits F. Both sides name the Leases' namespace with
  * --router-lease-namespace (the operator's namespace), and must agree, as on F.

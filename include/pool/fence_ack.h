@@ -19,9 +19,13 @@ typedef struct fence_ack_lease {
 } fence_ack_lease;
 
 typedef enum {
-    FENCE_ACK_CONFIRMED = 0, /* every Lease acknowledges the swap or has expired (or none exists) */
+    FENCE_ACK_CONFIRMED = 0, /* every Lease acknowledges the swap or has expired */
     FENCE_ACK_UNACKED,       /* holder lacks the swap's entry and has not expired yet */
     FENCE_ACK_NO_EXPIRY,     /* holder lacks the entry and has no duration: it never expires */
+    /* No router Lease at all: nothing says routers stopped (one that registers elsewhere, a
+     * namespace set apart by mistake, or a router of a version that does not register would be
+     * unseen), so the fence runs its course. */
+    FENCE_ACK_NO_ROUTERS,
 } fence_ack_result;
 
 typedef struct fence_ack_verdict {
@@ -38,7 +42,7 @@ uint64_t fence_ack_expiry(const api_router_lease *lease, uint64_t seen_ms, long 
 /* The rule, over every router Lease of one list, for the swap of pool ns/pool whose resident is
  * resident (status.residentMember): each Lease holds the entry "ns/pool=resident" in its
  * API_FENCED_ANNOTATION, or has expired at now_ms (now_ms >= its fence_ack_expiry). No Lease at
- * all confirms. An empty or NULL resident is never acknowledged. */
+ * all does not confirm (FENCE_ACK_NO_ROUTERS). An empty or NULL resident is never acknowledged. */
 fence_ack_verdict fence_ack_check(const fence_ack_lease *leases, size_t n, uint64_t now_ms,
                                   long fence_ms, const char *ns, const char *pool,
                                   const char *resident);

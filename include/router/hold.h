@@ -129,10 +129,13 @@ void rt_hold_decide(const rt_hold_pool *pool, rt_hold_verdict *verdicts, rt_hold
                     rt_hold_decision *out);
 
 /* The member this replica acknowledges in pool's swap (api/fence.h): the resident, once the
- * swap's drain has begun (pending set and not awaiting its probe) and every request this replica
- * sent to the resident has had an answer's head (unanswered 0); NULL otherwise. */
+ * swap's drain has begun (pending set and not awaiting its probe) and nothing this replica sent to
+ * the resident is outstanding (outstanding 0: every forward there has ended, and one that ended
+ * without an answer's head did so half a fence ago); NULL otherwise. An answer's head is not
+ * enough: a runtime's busy gauge may not count a request whose head it sent until its first
+ * engine step. */
 const char *rt_hold_ack(const char *resident, const char *pending, bool awaiting_probe,
-                        size_t unanswered);
+                        size_t outstanding);
 
 /* Reads a waiting annotation, "MEMBER@MS" (MS: Unix time in ms): the member into member (len
  * bytes) and MS into *since_unix_ms. False for anything else (then nothing is named). */

@@ -105,6 +105,11 @@ static void pc_fence_held(pc_run *run, pc_pool *st, const fence_ack_verdict *v, 
                "pool", run->key, "error", failed, NULL);
         return;
     }
+    if (v->result == FENCE_ACK_NO_ROUTERS) {
+        log_kv(LOG_INFO, "no router Lease; the swap waits the whole drain fence", "pool", run->key,
+               "member", run->fence_resident, NULL);
+        return;
+    }
     char why[96];
     if (v->result == FENCE_ACK_NO_EXPIRY)
         snprintf(why, sizeof(why), "no acknowledgement, and no leaseDurationSeconds");

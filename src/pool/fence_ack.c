@@ -21,6 +21,8 @@ fence_ack_verdict fence_ack_check(const fence_ack_lease *leases, size_t n, uint6
                                   long fence_ms, const char *ns, const char *pool,
                                   const char *resident)
 {
+    if (n == 0)
+        return (fence_ack_verdict){.result = FENCE_ACK_NO_ROUTERS};
     for (size_t i = 0; i < n; i++) {
         const api_router_lease *l = leases[i].lease;
         if (resident && *resident && api_fenced_has(l->fenced, ns, pool, resident))

@@ -141,9 +141,10 @@ static int rt_pass_run(rt_pass *x, rt_pool *p, const api_pool *o, uint64_t now)
     }
     bool spares = api_status_fault_spares(&o->status, o->status.resident_member);
     /* A fence read counts once sent after this replica's registration began and after its last
-     * acknowledgement of this pool's swap was withdrawn (registry.h). */
+     * acknowledgement of this pool's swap was withdrawn (registry.h): strictly, since the clock
+     * counts whole milliseconds and a read sent in the same one may have gone before. */
     const char *fence_member =
-        p->verified_ms >= rt_registry_reads_from(rt->reg, p->key) ? p->verified_member : NULL;
+        p->verified_ms > rt_registry_reads_from(rt->reg, p->key) ? p->verified_member : NULL;
     uint64_t waiting_since = 0;
     rt_pass_waiting(x, o, now, &waiting_since);
     rt_hold_pool hp = {

@@ -191,9 +191,9 @@ void rt_hold_decide(const rt_hold_pool *p, rt_hold_verdict *verdicts, rt_hold_re
 }
 
 const char *rt_hold_ack(const char *resident, const char *pending, bool awaiting_probe,
-                        size_t unanswered)
+                        size_t outstanding)
 {
-    return !is_empty(resident) && !is_empty(pending) && !awaiting_probe && unanswered == 0
+    return !is_empty(resident) && !is_empty(pending) && !awaiting_probe && outstanding == 0
                ? resident
                : NULL;
 }

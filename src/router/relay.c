@@ -17,19 +17,21 @@
 #define RT_REFUSED_WAIT_MS 250
 #define RT_MAX_HEADERS 128
 
-/* The member has taken q (its answer's head came): one fewer unanswered. */
-static void rt_forward_answered(rt_req *q)
-{
-    if (!q->answered) {
-        q->answered = true;
-        q->mq->unanswered--;
-    }
-}
-
+/* A forward ended. One that had no answer's head may have left bytes on their way to the member
+ * (a client that left, a member that failed mid-request): for the fence's transit bound it still
+ * counts as outstanding, so no acknowledgement of a swap (api/fence.h) and no release of the
+ * registration comes before they have arrived or are lost. */
 static void rt_forward_ended(rt_req *q)
 {
     rt_router *rt = q->rt;
-    rt_forward_answered(q);
+    if (!q->answered) {
+        uint64_t until = ev_now_ms() + rt_fence_window_ms(rt);
+        if (until > q->mq->linger_until)
+            q->mq->linger_until = until;
+        if (until > rt->linger_until)
+            rt->linger_until = until;
+        rt_wake_at(q->pool, until); /* its acknowledgement is decided again then */
+    }
     q->mq->in_flight--;
     rt->in_flight--;
     rt_mark(q->pool);
@@ -60,9 +62,7 @@ static void rt_fwd_head(void *ud, int status, const fwd_header *headers, size_t 
 {
     rt_req *q = ud;
     rt_buf_drop(q); /* answered: never put back */
-    rt_forward_answered(q);
-    if (q->mq->unanswered == 0)
-        rt_mark(q->pool); /* an acknowledgement may wait for this */
+    q->answered = true;
     httpd_header h[RT_MAX_HEADERS];
     if (n > RT_MAX_HEADERS) {
         rt_forward_abort(q, RT_OAI_BAD_GATEWAY, "the member answered with too many headers");
@@ -263,7 +263,6 @@ void rt_forward(rt_req *q, uint64_t send_by_ms)
                       .send_by_ms = send_by_ms};
     q->state = RQ_FORWARDING;
     q->answered = false;
-    q->mq->unanswered++;
     q->mq->in_flight++;
     rt->in_flight++;
     q->call = NULL;

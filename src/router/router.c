@@ -521,8 +521,10 @@ static void rt_stop_check(ev_loop *loop, void *ud)
     rt->stop_timer = 0;
     /* Done once no forward runs and every answer given has been sent; then the Lease goes (a
      * replica that forwards nothing more holds no swap up). */
-    if ((rt->in_flight == 0 && httpd_pending(rt->front) == 0) || ev_now_ms() >= rt->stop_deadline) {
-        if (rt->in_flight == 0)
+    uint64_t now = ev_now_ms();
+    bool settled = rt->in_flight == 0 && now >= rt->linger_until; /* api/fence.h */
+    if ((settled && httpd_pending(rt->front) == 0) || now >= rt->stop_deadline) {
+        if (settled)
             rt_registry_release(rt->reg, RT_RELEASE_TIMEOUT_MS, rt->stopped, rt->stopped_ud);
         else if (rt->stopped)
             rt->stopped(rt->stopped_ud);

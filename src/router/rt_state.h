@@ -48,7 +48,7 @@ typedef struct rt_req {
     uint64_t body_total;    /* bytes of body received */
     bool head_sent;         /* the member's status and headers went to the client */
     bool was_held;          /* it waited (not forwarded when it arrived) */
-    bool answered;          /* while FORWARDING: the member's answer head came (not unanswered) */
+    bool answered;          /* while FORWARDING: the member's answer head came */
     rt_pool *pool;          /* HELD, FORWARDING */
     rt_mq *mq;
     struct rt_req *prev, *next; /* in mq's queue while HELD */
@@ -72,8 +72,10 @@ struct rt_mq {
     rt_req *head, *tail;
     size_t waiting;
     size_t in_flight;
-    size_t unanswered; /* of in_flight, those with no answer head from the member yet */
-    unsigned rr;       /* round-robin over its ready Pods */
+    /* A forward that ended without an answer's head may have left bytes on their way to the
+     * member: until then (half the fence, their transit bound) it still counts as outstanding. */
+    uint64_t linger_until;
+    unsigned rr; /* round-robin over its ready Pods */
 };
 
 struct rt_pool {
@@ -145,8 +147,9 @@ struct rt_router {
     uint64_t tick;
     rt_req *arriving; /* the request rt_enqueue decides for: forwarded at once, not held */
     bool stopping;
-    size_t in_flight;  /* forwards running, all pools */
-    uint64_t buffered; /* body bytes reserved by every request, at most o.body_budget_bytes */
+    size_t in_flight;      /* forwards running, all pools */
+    uint64_t linger_until; /* the latest rt_mq.linger_until, all pools (shutdown waits for it) */
+    uint64_t buffered;     /* body bytes reserved by every request, at most o.body_budget_bytes */
     void (*stopped)(void *ud);
     void *stopped_ud;
     uint64_t stop_deadline, stop_timer;

@@ -10,9 +10,9 @@ start_slot_check
 # (the race DESIGN.md names; a request through the pool has none), and on a loaded machine the
 # operator's reaction can pass a shorter load time, a false alarm of slot-check, not of this test.
 start_sim --load-ms 2000
-# Acknowledged swaps off: no router runs here, and with no router Lease a swap's drain fence would end at
-# once (docs/router.md, "Acknowledged swaps"); this test holds the fence itself (e2e.fence-acks the early end).
-start_operator --fence-acks=false
+# No router registers here: with no router Lease nothing says routers stopped, so every swap waits its whole
+# drain fence, which this test holds (docs/router.md, "Acknowledged swaps"; e2e.fence-acks the early end).
+start_operator
 
 log "a cold pool warms its default member"
 wait_for 90 pool_is shared-gpu Ready llama-8b

@@ -184,6 +184,8 @@ expect_eq "router connection limits" "--max-connections=2000 --max-connections-p
 f=$(example drainFence)
 expect_eq "drainFence: the operator's and the router's, the same" "--drain-fence=5s --drain-fence=5s" \
 	"$(args_of "$f" | grep -o -- '--drain-fence=[0-9a-z]*') $(check get "$f" $rd $c.args | grep -o -- '--drain-fence=[0-9a-z]*')"
+expect_eq "fenceAcks=false: the operator's flag" "--fence-acks=false" "$(args_of "$(example fenceAcks)" | grep -o -- '--fence-acks=[a-z]*')"
+args_of "$s/default.yaml" | grep -q -- '--fence-acks' && fail "the default renders a --fence-acks flag (true is the operator's default)"
 render "$s/router-ns.yaml" --set router.enabled=true --set watchNamespace=team-a
 expect_eq "router Role namespace" team-a "$(check get "$s/router-ns.yaml" Role/modelpool-router metadata.namespace)"
 expect_eq "the router's Role and metrics-auth rules are its ClusterRole's" "$(check get "$f" ClusterRole/modelpool-router rules)" \

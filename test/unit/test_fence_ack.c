@@ -38,7 +38,14 @@ static const struct {
     int holder;          /* index of the Lease named as holding the fence up; -1 none */
     uint64_t expires_ms; /* FENCE_ACK_UNACKED */
 } rows[] = {
-    {"no router Leases at all", {{0}}, 0, T0, "m", FENCE_ACK_CONFIRMED, -1, 0},
+    {"no router Leases at all: nothing says they stopped",
+     {{0}},
+     0,
+     T0,
+     "m",
+     FENCE_ACK_NO_ROUTERS,
+     -1,
+     0},
     {"acknowledged", {{"ns/p=m", D, T0}}, 1, T0, "m", FENCE_ACK_CONFIRMED, -1, 0},
     {"acknowledged among other entries",
      {{"other/p=m ns/p=m ns/q=x", D, T0}},

@@ -681,8 +681,9 @@ static void test_fence_refused(void **state)
     assert_string_equal(small, "cannot get mode");
 }
 
-/* The acknowledgement of a swap (api/fence.h): the resident, once the drain has begun and every
- * request sent to it has had an answer's head. */
+/* The acknowledgement of a swap (api/fence.h): the resident, once the drain has begun and nothing
+ * sent to it is outstanding (every forward ended, one without an answer's head half a fence ago).
+ */
 static void test_ack(void **state)
 {
     (void)state;
