@@ -151,7 +151,7 @@ expect_eq "objects of release team-b" "ClusterRole/team-b-modelpool-operator Clu
 
 log "router.enabled: the router's objects, its own ServiceAccount, rights and flags; the operator's unchanged"
 f=$(example router.enabled)
-expect_eq "objects added" "ClusterRole/modelpool-router ClusterRoleBinding/modelpool-router Deployment/modelpool-router PodDisruptionBudget/modelpool-router Service/modelpool-router Service/modelpool-router-metrics-service ServiceAccount/modelpool-router" \
+expect_eq "objects added" "ClusterRole/modelpool-router ClusterRoleBinding/modelpool-router Deployment/modelpool-router PodDisruptionBudget/modelpool-router Role/modelpool-router-registration RoleBinding/modelpool-router-registration Service/modelpool-router Service/modelpool-router-metrics-service ServiceAccount/modelpool-router" \
 	"$(comm -13 <(check kinds "$s/default.yaml") <(check kinds "$f") | paste -sd ' ' -)"
 for o in $(check kinds "$s/default.yaml"); do
 	expect_eq "$o with the router on" "$(check get "$s/default.yaml" "$o" .)" "$(check get "$f" "$o" .)"
@@ -197,7 +197,7 @@ render "$s/router-plain.yaml" --set router.enabled=true --set metrics.secure=fal
 check get "$s/router-plain.yaml" ClusterRole/modelpool-router rules | grep_all tokenreviews && fail "router review rights with plain HTTP metrics"
 expect_eq "router metrics port name with metrics.secure=false" http "$(check get "$s/router-plain.yaml" $rd "$c.ports[1].name")"
 helm template team-b "$chart" -n ops --set router.enabled=true >"$s/team-b-router.yaml"
-expect_eq "router objects of release team-b" "ClusterRole/team-b-modelpool-router ClusterRoleBinding/team-b-modelpool-router Deployment/team-b-modelpool-router PodDisruptionBudget/team-b-modelpool-router Service/team-b-modelpool-router Service/team-b-modelpool-router-metrics-service ServiceAccount/team-b-modelpool-router" \
+expect_eq "router objects of release team-b" "ClusterRole/team-b-modelpool-router ClusterRoleBinding/team-b-modelpool-router Deployment/team-b-modelpool-router PodDisruptionBudget/team-b-modelpool-router Role/team-b-modelpool-router-registration RoleBinding/team-b-modelpool-router-registration Service/team-b-modelpool-router Service/team-b-modelpool-router-metrics-service ServiceAccount/team-b-modelpool-router" \
 	"$(check kinds "$s/team-b-router.yaml" | grep router | paste -sd ' ' -)"
 
 log "wrong values are refused with the value's name"
