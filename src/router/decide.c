@@ -243,7 +243,7 @@ void rt_decide(rt_pool *p)
         return;
     }
     rt_swap_clock(p, o);
-    rt_ack(rt, o); /* a forward answered may be what it waited for */
+    rt_ack(rt, o, p); /* a forward ended may be what it waited for */
     if (p->awaiting && expect_rv_shows(o->rv, p->request_old_rv, p->request_rv)) {
         free(p->request_rv);
         p->request_rv = NULL;

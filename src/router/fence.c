@@ -121,14 +121,10 @@ void rt_verify(rt_pool *p, uint64_t now)
     free(path);
 }
 
-void rt_ack(rt_router *rt, const api_pool *o)
+void rt_ack(rt_router *rt, const api_pool *o, const rt_pool *p)
 {
     size_t outstanding = 0;
     const char *resident = o->status.resident_member;
-    char key[512];
-    snprintf(key, sizeof(key), "%s/%s", o->ns ? o->ns : "", o->name);
-    strmap_node *n = strmap_get(&rt->pool_map, key);
-    const rt_pool *p = n ? STRMAP_OWNER(n, rt_pool, node) : NULL;
     for (size_t i = 0; p && resident && i < p->nmq; i++)
         if (strcmp(p->mqs[i]->member, resident) == 0)
             outstanding = p->mqs[i]->in_flight + (ev_now_ms() < p->mqs[i]->linger_until);
@@ -136,5 +132,6 @@ void rt_ack(rt_router *rt, const api_pool *o)
                                      api_status_awaits_probe(&o->status), outstanding);
     if (rt_registry_ack(rt->reg, o->ns, o->name, member) < 0)
         log_kv(LOG_ERROR, "out of memory: this replica's acknowledgement of a swap is not written",
-               "pool", key, NULL); /* its swap waits the whole fence; the next event tries again */
+               "pool", o->name,
+               NULL); /* its swap waits the whole fence; the next event tries again */
 }

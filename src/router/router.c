@@ -302,10 +302,12 @@ static void rt_pool_changed(void *ud, const void *old_rec, const void *rec)
     rt_router *rt = ud;
     const api_pool *o = rec ? rec : old_rec;
     rt_routes_invalidate(rt->routes);
-    rt_ack(rt, o);
     rt_pool *p = rt_pool_find_named(rt, o->ns, o->name);
-    if (!p)
+    if (!p) { /* nothing of it here, nothing in flight: acknowledged at once (else its decision
+                 does) */
+        rt_ack(rt, o, NULL);
         return;
+    }
     /* The cache moved: a fence read that disagreed with it may agree now, so no backoff. */
     p->verify_failures = 0;
     p->verify_not_before = 0;

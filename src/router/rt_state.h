@@ -201,8 +201,9 @@ void rt_advertise(rt_pool *p, const api_pool *o, const char *value);
 void rt_withdraw_check(rt_pool *p, const api_pool *o, const rt_mq *mq);
 
 /* fence.c: the drain fence's read of a pool, and this replica's acknowledgement of its swap. */
-/* Writes (or withdraws) this replica's acknowledgement of o's swap in its Lease (api/fence.h). */
-void rt_ack(rt_router *rt, const api_pool *o);
+/* Writes (or withdraws) this replica's acknowledgement of o's swap in its Lease (api/fence.h);
+ * p: what this router keeps of the pool (its forwards), NULL when nothing. */
+void rt_ack(rt_router *rt, const api_pool *o, const rt_pool *p);
 /* How long after a read of the pool requests may go to the resident it showed: half the fence. */
 uint64_t rt_fence_window_ms(const rt_router *rt);
 /* Reads the pool from the API server, unless a read is in flight or waits out its backoff. */
