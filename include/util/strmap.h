@@ -24,6 +24,15 @@ typedef struct strmap {
 /* The struct that holds node as field member. */
 #define STRMAP_OWNER(node, type, member) ((type *)(void *)((char *)(node)-offsetof(type, member)))
 
+/* The owner (a type holding its node as field member) of the first node with key, or NULL. */
+#define STRMAP_FIND(m, key, type, member)                                                          \
+    ((type *)strmap_owner_at(strmap_get((m), (key)), offsetof(type, member)))
+/* That owner, else a new zeroed one inserted with key copied into its flexible array member
+ * keyfield; NULL when out of memory. */
+#define STRMAP_FIND_OR_ADD(m, key, type, member, keyfield)                                         \
+    ((type *)strmap_find_or_add((m), (key), sizeof(type), offsetof(type, member),                  \
+                                offsetof(type, keyfield)))
+
 /* 0 or -ENOMEM. */
 int strmap_init(strmap *m);
 /* Frees the buckets; the nodes belong to their owners. */
@@ -38,5 +47,10 @@ strmap_node *strmap_get_next(const strmap_node *n);
  * just returned may be removed once the next one has been fetched. */
 strmap_node *strmap_first(const strmap *m);
 strmap_node *strmap_next(const strmap *m, const strmap_node *n);
+
+/* For the macros above: the owner member_at bytes before n (NULL for NULL); the owner of key, else
+ * a new one of size bytes plus the key, its node member_at and the key key_at bytes into it. */
+void *strmap_owner_at(strmap_node *n, size_t member_at);
+void *strmap_find_or_add(strmap *m, const char *key, size_t size, size_t member_at, size_t key_at);
 
 #endif

@@ -251,8 +251,7 @@ static void store_unlink(store *s, store_entry *e)
 
 static store_entry *store_find(const store *s, const char *key)
 {
-    strmap_node *n = strmap_get(&s->entries, key);
-    return n ? STRMAP_OWNER(n, store_entry, node) : NULL;
+    return STRMAP_FIND(&s->entries, key, store_entry, node);
 }
 
 /* Hands the entry's record to *old (or frees it) and frees the entry. */

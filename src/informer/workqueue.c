@@ -94,21 +94,14 @@ void wq_free(wq *q)
 
 static wq_item *wq_find(const wq *q, const char *key)
 {
-    strmap_node *n = strmap_get(&q->items, key);
-    return n ? STRMAP_OWNER(n, wq_item, node) : NULL;
+    return STRMAP_FIND(&q->items, key, wq_item, node);
 }
 
 static wq_item *wq_item_get(wq *q, const char *key)
 {
-    wq_item *it = wq_find(q, key);
+    wq_item *it = STRMAP_FIND_OR_ADD(&q->items, key, wq_item, node, key);
     if (it)
-        return it;
-    size_t kl = strlen(key) + 1;
-    if (!(it = calloc(1, sizeof(*it) + kl)))
-        return NULL;
-    memcpy(it->key, key, kl);
-    it->q = q;
-    strmap_insert(&q->items, &it->node, it->key);
+        it->q = q;
     return it;
 }
 

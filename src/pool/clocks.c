@@ -54,21 +54,12 @@ void pool_clocks_free(pool_clocks *c)
 
 static clock_entry *clock_get(const pool_clocks *c, const char *key)
 {
-    strmap_node *n = strmap_get(&c->pools, key);
-    return n ? STRMAP_OWNER(n, clock_entry, node) : NULL;
+    return STRMAP_FIND(&c->pools, key, clock_entry, node);
 }
 
 static clock_entry *clock_make(pool_clocks *c, const char *key)
 {
-    clock_entry *e = clock_get(c, key);
-    if (e)
-        return e;
-    size_t kl = strlen(key) + 1;
-    if (!(e = calloc(1, sizeof(*e) + kl)))
-        return NULL;
-    memcpy(e->key, key, kl);
-    strmap_insert(&c->pools, &e->node, e->key);
-    return e;
+    return STRMAP_FIND_OR_ADD(&c->pools, key, clock_entry, node, key);
 }
 
 /* Frees e once neither clock runs. */

@@ -81,23 +81,16 @@ int fence_seen_note(fence_seen *t, const char *key, const char *rv, uint64_t now
                     uint64_t *seen_ms)
 {
     rv = rv ? rv : "";
-    strmap_node *n = strmap_get(&t->map, key);
-    fence_seen_entry *e = n ? STRMAP_OWNER(n, fence_seen_entry, node) : NULL;
+    fence_seen_entry *e = STRMAP_FIND(&t->map, key, fence_seen_entry, node);
     *seen_ms = e && strcmp(e->rv, rv) == 0 ? e->seen_ms : now_ms;
     if (e && strcmp(e->rv, rv) == 0)
         return 0;
     char *copy = strdup(rv);
     if (!copy)
         return -ENOMEM; /* an old entry stays: its version is not this one, so it never matches */
-    if (!e) {
-        size_t len = strlen(key) + 1;
-        if (!(e = malloc(sizeof(*e) + len))) {
-            free(copy);
-            return -ENOMEM;
-        }
-        memcpy(e->key, key, len);
-        e->rv = NULL;
-        strmap_insert(&t->map, &e->node, e->key);
+    if (!e && !(e = STRMAP_FIND_OR_ADD(&t->map, key, fence_seen_entry, node, key))) {
+        free(copy);
+        return -ENOMEM;
     }
     free(e->rv);
     e->rv = copy;

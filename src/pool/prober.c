@@ -199,8 +199,7 @@ void prober_free(prober *p)
 
 static prober_memo_entry *prober_memo_find(const prober *p, const char *uid)
 {
-    strmap_node *n = strmap_get(&p->memos, uid);
-    return n ? STRMAP_OWNER(n, prober_memo_entry, node) : NULL;
+    return STRMAP_FIND(&p->memos, uid, prober_memo_entry, node);
 }
 
 void prober_memo_alive(prober *p, prober_alive_fn alive, void *ud)

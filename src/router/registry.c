@@ -69,8 +69,7 @@ static bool rg_eq(const char *a, const char *b)
 
 static rg_entry *rg_find(const rt_registry *r, const char *key)
 {
-    strmap_node *n = strmap_get(&r->entries, key);
-    return n ? STRMAP_OWNER(n, rg_entry, node) : NULL;
+    return STRMAP_FIND(&r->entries, key, rg_entry, node);
 }
 
 static void rg_entry_free(rt_registry *r, rg_entry *e)

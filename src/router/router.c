@@ -46,8 +46,7 @@ const api_pool *rt_pool_rec(const rt_pool *p)
 
 static rt_pool *rt_pool_find(rt_router *rt, const char *key)
 {
-    strmap_node *n = strmap_get(&rt->pool_map, key);
-    return n ? STRMAP_OWNER(n, rt_pool, node) : NULL;
+    return STRMAP_FIND(&rt->pool_map, key, rt_pool, node);
 }
 
 rt_pool *rt_pool_get(rt_router *rt, const char *ns, const char *name)

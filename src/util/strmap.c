@@ -114,3 +114,22 @@ strmap_node *strmap_next(const strmap *m, const strmap_node *n)
 {
     return n->next ? n->next : strmap_scan(m, (n->hash & (m->nbuckets - 1)) + 1);
 }
+
+void *strmap_owner_at(strmap_node *n, size_t member_at)
+{
+    return n ? (char *)n - member_at : NULL;
+}
+
+void *strmap_find_or_add(strmap *m, const char *key, size_t size, size_t member_at, size_t key_at)
+{
+    strmap_node *n = strmap_get(m, key);
+    if (n)
+        return (char *)n - member_at;
+    size_t kl = strlen(key) + 1;
+    char *owner = calloc(1, size + kl);
+    if (!owner)
+        return NULL;
+    memcpy(owner + key_at, key, kl);
+    strmap_insert(m, (strmap_node *)(void *)(owner + member_at), owner + key_at);
+    return owner;
+}
