@@ -36,6 +36,36 @@ metrics_family *metrics_family_listed(metrics *m, metrics_kind kind, const char 
 /* One series of a listed family: its label values (as for metrics_add) and value. */
 void metrics_emit(metrics_emitter *out, const char *const *values, double v);
 
+/* One family of a program's table of them (its name, help, labels and buckets in one place): what
+ * metrics_declare declares, and the offset of the metrics_family * field of the caller's struct
+ * that gets its handle. With list set, a listed family whose list_ud is that struct. */
+typedef struct metrics_def {
+    size_t at;
+    metrics_kind kind;
+    const char *name, *help;
+    const char *const *labels;
+    const double *buckets;
+    size_t n_buckets;
+    metrics_list_fn list;
+} metrics_def;
+
+/* A row of such a table for the field of type; a histogram's buckets an array. */
+#define METRICS_DEF(type, field, KIND, NAME, HELP, LABELS)                                         \
+    {                                                                                              \
+        .at = offsetof(type, field), .kind = (KIND), .name = (NAME), .help = (HELP),               \
+        .labels = (LABELS)                                                                         \
+    }
+#define METRICS_DEF_HISTOGRAM(type, field, NAME, HELP, LABELS, BUCKETS)                            \
+    {                                                                                              \
+        .at = offsetof(type, field), .kind = METRICS_HISTOGRAM, .name = (NAME), .help = (HELP),    \
+        .labels = (LABELS), .buckets = (BUCKETS),                                                  \
+        .n_buckets = sizeof(BUCKETS) / sizeof((BUCKETS)[0])                                        \
+    }
+
+/* Declares defs[0..n) in order, each handle stored into base. 0, or -ENOMEM at the first that
+ * could not be declared (those before stay in the registry, which frees them). */
+int metrics_declare(metrics *m, const metrics_def *defs, size_t n, void *base);
+
 /* values: one label value per label name of the family, in order (NULL for a family without
  * labels). 0, -EINVAL (wrong kind, a negative counter increment) or -ENOMEM. */
 int metrics_add(metrics_family *f, const char *const *values, double delta); /* counter, gauge */

@@ -5,6 +5,7 @@
 #include "app/telemetry.h"
 
 #include <dirent.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,34 @@ void telemetry_count_connections(telemetry *t, const char *port, const httpd *h)
     t->counted[t->ncounted++].h = h;
 }
 
+static const char *const telemetry_api_labels[] = {"verb", "code", NULL};
+static const char *const telemetry_port_labels[] = {"port", NULL};
+
+#define TELEMETRY_DEF(...) METRICS_DEF(telemetry, __VA_ARGS__)
+
+static const metrics_def telemetry_defs[] = {
+    TELEMETRY_DEF(api, METRICS_COUNTER, "modelpool_api_requests_total",
+                  "Requests to the API server by verb (GET, LIST, WATCH, POST, PUT, PATCH, DELETE) "
+                  "and HTTP code (0: no answer), retries included.",
+                  telemetry_api_labels),
+    TELEMETRY_DEF(cpu, METRICS_COUNTER, "process_cpu_seconds_total",
+                  "User and system CPU time spent in seconds.", NULL),
+    TELEMETRY_DEF(rss, METRICS_GAUGE, "process_resident_memory_bytes",
+                  "Resident memory size in bytes.", NULL),
+    TELEMETRY_DEF(rss_peak, METRICS_GAUGE, "process_resident_memory_max_bytes",
+                  "Peak resident memory size in bytes (VmHWM).", NULL),
+    TELEMETRY_DEF(fds, METRICS_GAUGE, "process_open_fds", "Number of open file descriptors.", NULL),
+    TELEMETRY_DEF(start, METRICS_GAUGE, "process_start_time_seconds",
+                  "Start time of the process since the Unix epoch in seconds.", NULL),
+    {.at = offsetof(telemetry, conns),
+     .kind = METRICS_GAUGE,
+     .name = "modelpool_http_connections",
+     .help = "Connections open to each HTTP server (api: the router's endpoint; metrics; health: "
+             "the probes').",
+     .labels = telemetry_port_labels,
+     .list = telemetry_list_connections},
+};
+
 telemetry *telemetry_new(void)
 {
     telemetry *t = calloc(1, sizeof(*t));
@@ -125,28 +154,8 @@ telemetry *telemetry_new(void)
         free(t);
         return NULL;
     }
-    static const char *const api[] = {"verb", "code", NULL};
-    t->api = metrics_family_new(t->reg, METRICS_COUNTER, "modelpool_api_requests_total",
-                                "Requests to the API server by verb (GET, LIST, WATCH, POST, PUT, "
-                                "PATCH, DELETE) and HTTP code (0: no answer), retries included.",
-                                api, NULL, 0);
-    t->cpu = metrics_family_new(t->reg, METRICS_COUNTER, "process_cpu_seconds_total",
-                                "User and system CPU time spent in seconds.", NULL, NULL, 0);
-    t->rss = metrics_family_new(t->reg, METRICS_GAUGE, "process_resident_memory_bytes",
-                                "Resident memory size in bytes.", NULL, NULL, 0);
-    t->rss_peak = metrics_family_new(t->reg, METRICS_GAUGE, "process_resident_memory_max_bytes",
-                                     "Peak resident memory size in bytes (VmHWM).", NULL, NULL, 0);
-    t->fds = metrics_family_new(t->reg, METRICS_GAUGE, "process_open_fds",
-                                "Number of open file descriptors.", NULL, NULL, 0);
-    t->start = metrics_family_new(t->reg, METRICS_GAUGE, "process_start_time_seconds",
-                                  "Start time of the process since the Unix epoch in seconds.",
-                                  NULL, NULL, 0);
-    static const char *const port[] = {"port", NULL};
-    t->conns = metrics_family_listed(t->reg, METRICS_GAUGE, "modelpool_http_connections",
-                                     "Connections open to each HTTP server (api: the router's "
-                                     "endpoint; metrics; health: the probes').",
-                                     port, telemetry_list_connections, t);
-    if (!t->api || !t->cpu || !t->rss || !t->rss_peak || !t->fds || !t->start || !t->conns ||
+    if (metrics_declare(t->reg, telemetry_defs, sizeof(telemetry_defs) / sizeof(*telemetry_defs),
+                        t) < 0 ||
         metrics_on_collect(t->reg, telemetry_collect, t) < 0) {
         telemetry_free(t);
         return NULL;

@@ -202,8 +202,7 @@ static char *metrics_label_block(const char *const *names, const char *const *va
 
 static metrics_series *metrics_find(const metrics_family *f, const char *key)
 {
-    strmap_node *n = strmap_get(&f->series, key);
-    return n ? STRMAP_OWNER(n, metrics_series, node) : NULL;
+    return STRMAP_FIND(&f->series, key, metrics_series, node);
 }
 
 /* The series for values, created (zeroed) if absent; NULL when out of memory. */
@@ -240,6 +239,21 @@ metrics_family *metrics_family_listed(metrics *m, metrics_kind kind, const char 
         f->list_ud = ud;
     }
     return f;
+}
+
+int metrics_declare(metrics *m, const metrics_def *defs, size_t n, void *base)
+{
+    for (size_t i = 0; i < n; i++) {
+        const metrics_def *d = &defs[i];
+        metrics_family *f =
+            d->list ? metrics_family_listed(m, d->kind, d->name, d->help, d->labels, d->list, base)
+                    : metrics_family_new(m, d->kind, d->name, d->help, d->labels, d->buckets,
+                                         d->n_buckets);
+        if (!f)
+            return -ENOMEM;
+        *(metrics_family **)(void *)((char *)base + d->at) = f;
+    }
+    return 0;
 }
 
 int metrics_add(metrics_family *f, const char *const *values, double delta)

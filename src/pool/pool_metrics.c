@@ -5,6 +5,7 @@
  * series are removed by their exact labels, so a large fleet costs no scans. */
 #include "pool/pool_metrics.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,69 @@ static const double pm_reaction_buckets[] = {0.0001, 0.0002, 0.0005, 0.001, 0.00
 
 static void pm_list_resident(void *ud, metrics_emitter *out);
 
+static const char *const pm_result[] = {"result", NULL};
+static const char *const pm_resource[] = {"resource", NULL};
+static const char *const pm_pool_labels[] = {"namespace", "pool", NULL};
+static const char *const pm_member[] = {"namespace", "pool", "member", NULL};
+static const char *const pm_reason[] = {"namespace", "pool", "reason", NULL};
+static const char *const pm_path[] = {"path", NULL};
+static const char *const pm_outcome[] = {"outcome", NULL};
+
+#define PM_DEF(...) METRICS_DEF(pool_metrics, __VA_ARGS__)
+#define PM_HISTOGRAM(...) METRICS_DEF_HISTOGRAM(pool_metrics, __VA_ARGS__)
+
+static const metrics_def pm_defs[] = {
+    PM_DEF(reconciles, METRICS_COUNTER, "modelpool_reconcile_total",
+           "Reconciles of a pool, by result (success, error).", pm_result),
+    PM_DEF(reconcile_errors, METRICS_COUNTER, "modelpool_reconcile_errors_total",
+           "Reconciles that failed and were retried with backoff.", NULL),
+    PM_HISTOGRAM(reconcile_seconds, "modelpool_reconcile_duration_seconds",
+                 "Time from taking a pool off the queue to the end of its reconcile (API writes "
+                 "and idle probes included).",
+                 NULL, pm_latency_buckets),
+    PM_DEF(depth, METRICS_GAUGE, "modelpool_workqueue_depth", "Pool keys ready to be reconciled.",
+           NULL),
+    PM_DEF(waiting, METRICS_GAUGE, "modelpool_workqueue_waiting",
+           "Pool keys waiting for a delay (backoff, a requeue, the resync backstop).", NULL),
+    PM_DEF(adds, METRICS_COUNTER, "modelpool_workqueue_adds_total",
+           "Pool keys added to the work queue.", NULL),
+    PM_HISTOGRAM(queue_seconds, "modelpool_workqueue_queue_duration_seconds",
+                 "Time a pool key waited in the queue before its reconcile began.", NULL,
+                 pm_latency_buckets),
+    PM_DEF(retries, METRICS_COUNTER, "modelpool_workqueue_retries_total",
+           "Pool keys requeued with backoff after a failure.", NULL),
+    PM_DEF(watch_restarts, METRICS_COUNTER, "modelpool_watch_restarts_total",
+           "Watches that ended and were resumed (or replaced by a relist), by resource.",
+           pm_resource),
+    PM_DEF(relists, METRICS_COUNTER, "modelpool_relists_total",
+           "Complete lists after the first (410 Gone, errors), by resource.", pm_resource),
+    {.at = offsetof(pool_metrics, resident),
+     .kind = METRICS_GAUGE,
+     .name = "modelpool_pool_resident",
+     .help = "1 for the member resident in the pool's GPU slot, 0 for its other members.",
+     .labels = pm_member,
+     .list = pm_list_resident},
+    PM_DEF(swaps, METRICS_COUNTER, "modelpool_swaps_total",
+           "Swaps completed (a pending member became resident).", pm_pool_labels),
+    PM_HISTOGRAM(swap_seconds, "modelpool_swap_duration_seconds",
+                 "Time from a swap's start (Swapping=True) to its target being resident.",
+                 pm_pool_labels, pm_swap_buckets),
+    PM_DEF(deferrals, METRICS_COUNTER, "modelpool_swap_deferrals_total",
+           "Swaps held back (SwapDeferred=True), by reason: PodsBusy, IdleCheckFailed, "
+           "IdleCheckUnsupported.",
+           pm_reason),
+    PM_HISTOGRAM(reaction, "modelpool_reaction_seconds",
+                 "Operator-side reaction: path a, from the watch event of a member scaled up to "
+                 "the PATCH scaling the incumbent down; path b, from the watch event of the "
+                 "incumbent's last Pod deleted to the PATCH scaling the target up.",
+                 pm_path, pm_reaction_buckets),
+    PM_DEF(fences, METRICS_COUNTER, "modelpool_drain_fence_total",
+           "Drain fences of swaps away from a resident that ended, by outcome: acknowledged (every "
+           "router acknowledged the swap in its Lease before the fence was over), waited (the "
+           "whole --drain-fence).",
+           pm_outcome),
+};
+
 pool_metrics *pool_metrics_new(metrics *reg)
 {
     if (!reg)
@@ -63,79 +127,7 @@ pool_metrics *pool_metrics_new(metrics *reg)
         return NULL;
     }
     pm->reg = reg;
-    static const char *const result[] = {"result", NULL};
-    static const char *const resource[] = {"resource", NULL};
-    static const char *const pool[] = {"namespace", "pool", NULL};
-    static const char *const member[] = {"namespace", "pool", "member", NULL};
-    static const char *const reason[] = {"namespace", "pool", "reason", NULL};
-    static const char *const path[] = {"path", NULL};
-    static const char *const outcome[] = {"outcome", NULL};
-    pm->reconciles =
-        metrics_family_new(reg, METRICS_COUNTER, "modelpool_reconcile_total",
-                           "Reconciles of a pool, by result (success, error).", result, NULL, 0);
-    pm->reconcile_errors =
-        metrics_family_new(reg, METRICS_COUNTER, "modelpool_reconcile_errors_total",
-                           "Reconciles that failed and were retried with backoff.", NULL, NULL, 0);
-    pm->reconcile_seconds = metrics_family_new(
-        reg, METRICS_HISTOGRAM, "modelpool_reconcile_duration_seconds",
-        "Time from taking a pool off the queue to the end of its reconcile (API writes and idle "
-        "probes included).",
-        NULL, pm_latency_buckets, PM_N(pm_latency_buckets));
-    pm->depth = metrics_family_new(reg, METRICS_GAUGE, "modelpool_workqueue_depth",
-                                   "Pool keys ready to be reconciled.", NULL, NULL, 0);
-    pm->waiting = metrics_family_new(reg, METRICS_GAUGE, "modelpool_workqueue_waiting",
-                                     "Pool keys waiting for a delay (backoff, a requeue, the "
-                                     "resync backstop).",
-                                     NULL, NULL, 0);
-    pm->adds = metrics_family_new(reg, METRICS_COUNTER, "modelpool_workqueue_adds_total",
-                                  "Pool keys added to the work queue.", NULL, NULL, 0);
-    pm->queue_seconds =
-        metrics_family_new(reg, METRICS_HISTOGRAM, "modelpool_workqueue_queue_duration_seconds",
-                           "Time a pool key waited in the queue before its reconcile began.", NULL,
-                           pm_latency_buckets, PM_N(pm_latency_buckets));
-    pm->retries =
-        metrics_family_new(reg, METRICS_COUNTER, "modelpool_workqueue_retries_total",
-                           "Pool keys requeued with backoff after a failure.", NULL, NULL, 0);
-    pm->watch_restarts = metrics_family_new(
-        reg, METRICS_COUNTER, "modelpool_watch_restarts_total",
-        "Watches that ended and were resumed (or replaced by a relist), by resource.", resource,
-        NULL, 0);
-    pm->relists = metrics_family_new(reg, METRICS_COUNTER, "modelpool_relists_total",
-                                     "Complete lists after the first (410 Gone, errors), by "
-                                     "resource.",
-                                     resource, NULL, 0);
-    pm->resident = metrics_family_listed(reg, METRICS_GAUGE, "modelpool_pool_resident",
-                                         "1 for the member resident in the pool's GPU slot, 0 for "
-                                         "its other members.",
-                                         member, pm_list_resident, pm);
-    pm->swaps =
-        metrics_family_new(reg, METRICS_COUNTER, "modelpool_swaps_total",
-                           "Swaps completed (a pending member became resident).", pool, NULL, 0);
-    pm->swap_seconds =
-        metrics_family_new(reg, METRICS_HISTOGRAM, "modelpool_swap_duration_seconds",
-                           "Time from a swap's start (Swapping=True) to its target being resident.",
-                           pool, pm_swap_buckets, PM_N(pm_swap_buckets));
-    pm->deferrals = metrics_family_new(
-        reg, METRICS_COUNTER, "modelpool_swap_deferrals_total",
-        "Swaps held back (SwapDeferred=True), by reason: PodsBusy, IdleCheckFailed, "
-        "IdleCheckUnsupported.",
-        reason, NULL, 0);
-    pm->reaction = metrics_family_new(
-        reg, METRICS_HISTOGRAM, "modelpool_reaction_seconds",
-        "Operator-side reaction: path a, from the watch event of a member scaled up to the PATCH "
-        "scaling the incumbent down; path b, from the watch event of the incumbent's last Pod "
-        "deleted to the PATCH scaling the target up.",
-        path, pm_reaction_buckets, PM_N(pm_reaction_buckets));
-    pm->fences = metrics_family_new(
-        reg, METRICS_COUNTER, "modelpool_drain_fence_total",
-        "Drain fences of swaps away from a resident that ended, by outcome: acknowledged (every "
-        "router acknowledged the swap in its Lease before the fence was over), waited (the whole "
-        "--drain-fence).",
-        outcome, NULL, 0);
-    if (!pm->reconciles || !pm->reconcile_errors || !pm->reconcile_seconds || !pm->depth ||
-        !pm->waiting || !pm->adds || !pm->queue_seconds || !pm->retries || !pm->watch_restarts ||
-        !pm->relists || !pm->resident || !pm->swaps || !pm->swap_seconds || !pm->deferrals ||
-        !pm->reaction || !pm->fences) {
+    if (metrics_declare(reg, pm_defs, PM_N(pm_defs), pm) < 0) {
         pool_metrics_free(pm);
         return NULL;
     }
@@ -242,9 +234,9 @@ static pm_pool *pm_pool_get(pool_metrics *pm, const char *ns, const char *pool)
     char *key = NULL;
     if (asprintf(&key, "%s/%s", ns, pool) < 0)
         return NULL;
-    strmap_node *node = strmap_get(&pm->pools, key);
+    pm_pool *p = STRMAP_FIND(&pm->pools, key, pm_pool, node);
     free(key);
-    return node ? STRMAP_OWNER(node, pm_pool, node) : NULL;
+    return p;
 }
 
 /* Puts p in the place of old (NULL: none), which it takes the deferral reasons of. */

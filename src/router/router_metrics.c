@@ -3,7 +3,7 @@
  * generation before its first byte). */
 #include "router/router_metrics.h"
 
-#include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #define RT_N(a) (sizeof(a) / sizeof((a)[0]))
@@ -13,53 +13,48 @@ static const double rt_hold_buckets[] = {0.01, 0.05, 0.1, 0.5, 1,   2.5, 5,   10
 static const double rt_upstream_buckets[] = {
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
 
+static const char *const rt_pmc[] = {"namespace", "pool", "member", "code", NULL};
+static const char *const rt_pm[] = {"namespace", "pool", "member", NULL};
+static const char *const rt_p[] = {"namespace", "pool", NULL};
+static const char *const rt_pr[] = {"namespace", "pool", "reason", NULL};
+static const char *const rt_pres[] = {"namespace", "pool", "result", NULL};
+
+#define RT_DEF(...) METRICS_DEF(rt_metrics, __VA_ARGS__)
+#define RT_HISTOGRAM(...) METRICS_DEF_HISTOGRAM(rt_metrics, __VA_ARGS__)
+
+static const metrics_def rt_defs[] = {
+    RT_DEF(requests, METRICS_COUNTER, "modelpool_router_requests_total",
+           "Requests answered, by pool, member and HTTP status (502 and 503 the router's own).",
+           rt_pmc),
+    RT_DEF(held, METRICS_GAUGE, "modelpool_router_held_requests",
+           "Requests held now, waiting for their member to be resident.", rt_p),
+    RT_HISTOGRAM(hold, "modelpool_router_hold_duration_seconds",
+                 "How long held requests waited (until forwarded, refused or the client left).",
+                 rt_p, rt_hold_buckets),
+    RT_DEF(activations, METRICS_COUNTER, "modelpool_router_activations_total",
+           "Requests for a member made through its pool (the request annotation written).", rt_pm),
+    RT_DEF(coalesced, METRICS_COUNTER, "modelpool_router_coalesced_requests_total",
+           "Requests that waited on an activation already asked for (no write of their own).",
+           rt_pm),
+    RT_DEF(unavailable, METRICS_COUNTER, "modelpool_router_unavailable_total",
+           "503 answers, by reason (swap_budget, unconfirmed, degraded, member_unavailable, "
+           "fence_refused, shutdown).",
+           rt_pr),
+    RT_HISTOGRAM(upstream, "modelpool_router_upstream_first_byte_seconds",
+                 "From forwarding a request to a member until its first response byte.", rt_pm,
+                 rt_upstream_buckets),
+    RT_DEF(fence_reads, METRICS_COUNTER, "modelpool_router_fence_reads_total",
+           "Reads of a pool from the API server for the drain fence, by result (confirmed, "
+           "not_confirmed, failed).",
+           rt_pres),
+    RT_DEF(buffered, METRICS_GAUGE, "modelpool_router_buffered_bytes",
+           "Request body bytes held in memory now, all requests (at most --body-buffer-budget).",
+           NULL),
+};
+
 int rt_metrics_init(rt_metrics *m, metrics *reg)
 {
-    static const char *const pmc[] = {"namespace", "pool", "member", "code", NULL};
-    static const char *const pm[] = {"namespace", "pool", "member", NULL};
-    static const char *const p[] = {"namespace", "pool", NULL};
-    static const char *const pr[] = {"namespace", "pool", "reason", NULL};
-    static const char *const pr2[] = {"namespace", "pool", "result", NULL};
-    m->requests = metrics_family_new(
-        reg, METRICS_COUNTER, "modelpool_router_requests_total",
-        "Requests answered, by pool, member and HTTP status (502 and 503 the router's own).", pmc,
-        NULL, 0);
-    m->held = metrics_family_new(reg, METRICS_GAUGE, "modelpool_router_held_requests",
-                                 "Requests held now, waiting for their member to be resident.", p,
-                                 NULL, 0);
-    m->hold = metrics_family_new(reg, METRICS_HISTOGRAM, "modelpool_router_hold_duration_seconds",
-                                 "How long held requests waited (until forwarded, refused or the "
-                                 "client left).",
-                                 p, rt_hold_buckets, RT_N(rt_hold_buckets));
-    m->activations = metrics_family_new(
-        reg, METRICS_COUNTER, "modelpool_router_activations_total",
-        "Requests for a member made through its pool (the request annotation written).", pm, NULL,
-        0);
-    m->coalesced = metrics_family_new(
-        reg, METRICS_COUNTER, "modelpool_router_coalesced_requests_total",
-        "Requests that waited on an activation already asked for (no write of their own).", pm,
-        NULL, 0);
-    m->unavailable = metrics_family_new(reg, METRICS_COUNTER, "modelpool_router_unavailable_total",
-                                        "503 answers, by reason (swap_budget, unconfirmed, "
-                                        "degraded, member_unavailable, fence_refused, shutdown).",
-                                        pr, NULL, 0);
-    m->upstream =
-        metrics_family_new(reg, METRICS_HISTOGRAM, "modelpool_router_upstream_first_byte_seconds",
-                           "From forwarding a request to a member until its first response byte.",
-                           pm, rt_upstream_buckets, RT_N(rt_upstream_buckets));
-    m->fence_reads = metrics_family_new(
-        reg, METRICS_COUNTER, "modelpool_router_fence_reads_total",
-        "Reads of a pool from the API server for the drain fence, by result (confirmed, "
-        "not_confirmed, failed).",
-        pr2, NULL, 0);
-    m->buffered = metrics_family_new(
-        reg, METRICS_GAUGE, "modelpool_router_buffered_bytes",
-        "Request body bytes held in memory now, all requests (at most --body-buffer-budget).", NULL,
-        NULL, 0);
-    return m->requests && m->held && m->hold && m->activations && m->coalesced && m->unavailable &&
-                   m->upstream && m->fence_reads && m->buffered
-               ? 0
-               : -ENOMEM;
+    return metrics_declare(reg, rt_defs, RT_N(rt_defs), m);
 }
 
 void rt_metrics_request(rt_metrics *m, const char *ns, const char *pool, const char *member,
