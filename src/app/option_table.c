@@ -11,6 +11,9 @@
 /* The longest duration flag: a day (a longer idle probe or timeout is surely a typo). */
 #define APP_DAY_MS 86400000LL
 #define APP_GI (1LL << 30)
+/* A duration flag (a Go duration: 500ms, 2s, 1m) from FLOOR ms to a day, DEFAULT unless given. */
+#define APP_DURATION(DEFAULT, FLOOR)                                                               \
+    .kind = APP_FLAG_DURATION, .arg = "DURATION", .value = DEFAULT, .min = FLOOR, .max = APP_DAY_MS
 
 /* The flags both programs have, said the same way for both. */
 #define APP_FLAG_KUBECONFIG                                                                        \
@@ -24,6 +27,11 @@
         .name = "context", .arg = "NAME", .shown = "the kubeconfig's current-context",             \
         APP_AT(context), .help = "kubeconfig context"                                              \
     }
+#define APP_FLAG_NAMESPACE(HELP)                                                                   \
+    {                                                                                              \
+        .name = "namespace", .arg = "NS", .env = "WATCH_NAMESPACE", .shown = "all namespaces",     \
+        .empty = APP_EMPTY_UNSET, APP_AT(namespace_), .help = HELP                                 \
+    }
 #define APP_FLAG_LOG_LEVEL                                                                         \
     {                                                                                              \
         .name = "log-level", .short_name = 'v', .kind = APP_FLAG_INT, .arg = "N",                  \
@@ -34,6 +42,18 @@
     {                                                                                              \
         .name = "log-format", .kind = APP_FLAG_FORMAT, .arg = "F", .env = "LOG_FORMAT",            \
         .value = "text", APP_AT(log_json), .help = "text or json, one record a line"               \
+    }
+#define APP_FLAG_METRICS_ADDR(SHOWN)                                                               \
+    {                                                                                              \
+        .name = "metrics-bind-address", .arg = "ADDR", .shown = SHOWN, APP_AT(metrics_addr),       \
+        .help = "serve Prometheus metrics on /metrics at ADDR (:PORT, HOST:PORT, [V6]:PORT); 0 "   \
+                "turns it off"                                                                     \
+    }
+#define APP_FLAG_METRICS_SECURE                                                                    \
+    {                                                                                              \
+        .name = "metrics-secure", .kind = APP_FLAG_BOOL, .value = "true", APP_AT(metrics_secure),  \
+        .help = "metrics over HTTPS, only to callers whose bearer token may get /metrics "         \
+                "(TokenReview, SubjectAccessReview); false serves plain HTTP to anyone"            \
     }
 #define APP_FLAG_CERT_PATH                                                                         \
     {                                                                                              \
@@ -70,13 +90,7 @@
 static const app_flag app_operator_flags[] = {
     APP_FLAG_KUBECONFIG,
     APP_FLAG_CONTEXT,
-    {.name = "namespace",
-     .arg = "NS",
-     .env = "WATCH_NAMESPACE",
-     .shown = "all namespaces",
-     .empty = APP_EMPTY_UNSET,
-     APP_AT(namespace_),
-     .help = "watch one namespace only"},
+    APP_FLAG_NAMESPACE("watch one namespace only"),
     APP_FLAG_LOG_LEVEL,
     APP_FLAG_LOG_FORMAT,
     {.name = "leader-elect",
@@ -98,18 +112,8 @@ static const app_flag app_operator_flags[] = {
      .empty = APP_EMPTY_UNSET,
      APP_AT(leader_election_ns),
      .help = "the Lease's namespace"},
-    {.name = "metrics-bind-address",
-     .arg = "ADDR",
-     .shown = ":8443 (:8080 with --metrics-secure=false)",
-     APP_AT(metrics_addr),
-     .help = "serve Prometheus metrics on /metrics at ADDR (:PORT, HOST:PORT, [V6]:PORT); 0 "
-             "turns it off"},
-    {.name = "metrics-secure",
-     .kind = APP_FLAG_BOOL,
-     .value = "true",
-     APP_AT(metrics_secure),
-     .help = "metrics over HTTPS, only to callers whose bearer token may get /metrics "
-             "(TokenReview, SubjectAccessReview); false serves plain HTTP to anyone"},
+    APP_FLAG_METRICS_ADDR(":8443 (:8080 with --metrics-secure=false)"),
+    APP_FLAG_METRICS_SECURE,
     APP_FLAG_CERT_PATH,
     APP_FLAG_CERT_NAME,
     APP_FLAG_CERT_KEY,
@@ -125,20 +129,12 @@ static const app_flag app_operator_flags[] = {
      APP_AT(max_concurrent_reconciles),
      .help = "pools reconciled at once (a pool never twice at once)"},
     {.name = "probe-timeout",
-     .kind = APP_FLAG_DURATION,
-     .arg = "DURATION",
-     .value = "2s",
-     .min = 1,
-     .max = APP_DAY_MS,
+     APP_DURATION("2s", 1),
      APP_AT(probe_timeout_ms),
      .help = "timeout of each idle probe request, a Go duration (500ms, 2s, 1m)"},
     /* At least 100ms: the router's half of it must outlast a read of the pool. */
     {.name = "drain-fence",
-     .kind = APP_FLAG_DURATION,
-     .arg = "DURATION",
-     .value = "2s",
-     .min = API_DRAIN_FENCE_MIN_MS,
-     .max = APP_DAY_MS,
+     APP_DURATION("2s", API_DRAIN_FENCE_MIN_MS),
      APP_AT(drain_fence_ms),
      .help = "in a swap, the resident is unloaded only on an idle probe sent this long after the "
              "swap began: routers forward only on a read of the pool younger than half of it, so "
@@ -163,13 +159,7 @@ static const app_flag app_operator_flags[] = {
 static const app_flag app_router_flags[] = {
     APP_FLAG_KUBECONFIG,
     APP_FLAG_CONTEXT,
-    {.name = "namespace",
-     .arg = "NS",
-     .env = "WATCH_NAMESPACE",
-     .shown = "all namespaces",
-     .empty = APP_EMPTY_UNSET,
-     APP_AT(namespace_),
-     .help = "front the pools of one namespace"},
+    APP_FLAG_NAMESPACE("front the pools of one namespace"),
     /* Its fallbacks ($POD_NAMESPACE among them) are options.c's app_home_namespace. */
     {.name = "home-namespace",
      .arg = "NS",
@@ -207,29 +197,17 @@ static const app_flag app_router_flags[] = {
      .help = "request body bytes kept in memory by all requests at once (until each one's model "
              "is known, and while held); past it new requests get 503"},
     {.name = "body-idle-timeout",
-     .kind = APP_FLAG_DURATION,
-     .arg = "DURATION",
-     .value = "30s",
-     .min = 1,
-     .max = APP_DAY_MS,
+     APP_DURATION("30s", 1),
      APP_AT(body_idle_ms),
      .help = "an upload that sends nothing this long before its model is known gets 408"},
     {.name = "resident-grace",
-     .kind = APP_FLAG_DURATION,
-     .arg = "DURATION",
-     .value = "10s",
-     .min = 1,
-     .max = APP_DAY_MS,
+     APP_DURATION("10s", 1),
      APP_AT(resident_grace_ms),
      .help = "while requests wait for another member, a busy resident keeps the slot this long "
              "before that member is asked for; its new requests go to it until the pool takes "
              "the request"},
     {.name = "upstream-timeout",
-     .kind = APP_FLAG_DURATION,
-     .arg = "DURATION",
-     .value = "10m",
-     .min = 1,
-     .max = APP_DAY_MS,
+     APP_DURATION("10m", 1),
      APP_AT(upstream_timeout_ms),
      .help = "once the request is sent, the longest a member may send no byte (head or body): "
              "502 before its head, the answer cut after"},
@@ -251,20 +229,12 @@ static const app_flag app_router_flags[] = {
      APP_AT(max_per_client),
      .help = "connections open at once from one client IP address; 0: no cap"},
     {.name = "header-timeout",
-     .kind = APP_FLAG_DURATION,
-     .arg = "DURATION",
-     .value = "10s",
-     .min = 1,
-     .max = APP_DAY_MS,
+     APP_DURATION("10s", 1),
      APP_AT(header_timeout_ms),
      .help = "a connection's request head must arrive whole within this of its accept or of its "
              "previous answer, else it is closed (idle keep-alive too)"},
     {.name = "drain-fence",
-     .kind = APP_FLAG_DURATION,
-     .arg = "DURATION",
-     .value = "2s",
-     .min = API_DRAIN_FENCE_MIN_MS,
-     .max = APP_DAY_MS,
+     APP_DURATION("2s", API_DRAIN_FENCE_MIN_MS),
      APP_AT(drain_fence_ms),
      .help = "forward to a resident only on a read of its pool from the API server (not the "
              "cache) younger than half of this, else hold the request; the operator's value"},
@@ -278,16 +248,8 @@ static const app_flag app_router_flags[] = {
              "operator's value"},
     APP_FLAG_LOG_LEVEL,
     APP_FLAG_LOG_FORMAT,
-    {.name = "metrics-bind-address",
-     .arg = "ADDR",
-     .shown = ":8443 (:9090 with --metrics-secure=false)",
-     APP_AT(metrics_addr),
-     .help = "serve Prometheus metrics on /metrics at ADDR; 0 turns it off"},
-    {.name = "metrics-secure",
-     .kind = APP_FLAG_BOOL,
-     .value = "true",
-     APP_AT(metrics_secure),
-     .help = "metrics over HTTPS to callers allowed to get /metrics"},
+    APP_FLAG_METRICS_ADDR(":8443 (:9090 with --metrics-secure=false)"),
+    APP_FLAG_METRICS_SECURE,
     APP_FLAG_CERT_PATH,
     APP_FLAG_CERT_NAME,
     APP_FLAG_CERT_KEY,
