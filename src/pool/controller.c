@@ -145,6 +145,13 @@ void pc_fail(pc_run *run, log_level level, const char *what, const kube_error *e
     pc_finish(run, WQ_FAILURE, 0);
 }
 
+pc_pool *pc_run_answered(pc_run *run, const api_pool **pool)
+{
+    run->call = NULL;
+    *pool = store_get(run->pc->cfg.pools, run->key);
+    return pc_pool_get(run->pc, run->key, false);
+}
+
 static void pc_process(wq *q, const char *key, uint64_t waited_ms, void *ud)
 {
     pool_controller *pc = ud;

@@ -167,9 +167,8 @@ static void pc_on_fence_list(void *ud, const kube_error *err, long code, const c
     (void)code;
     pc_run *run = ud;
     pool_controller *pc = run->pc;
-    run->call = NULL;
-    const api_pool *pool = store_get(pc->cfg.pools, run->key);
-    pc_pool *st = pc_pool_get(pc, run->key, false);
+    const api_pool *pool;
+    pc_pool *st = pc_run_answered(run, &pool);
     uint64_t now = ev_now_ms();
     /* Still the swap it was sent for, its drain seen begun before the list was sent. */
     if (pool && st && st->swap_seen_ms == run->fence_swap_ms &&

@@ -122,6 +122,9 @@ void pc_refusal_set(pool_controller *pc, const char *pool, const char *member, i
 void pc_finish(pc_run *run, wq_result result, uint64_t requeue_ms);
 /* Logs what failed and ends run with a failure (the key is retried with backoff). */
 void pc_fail(pc_run *run, log_level level, const char *what, const kube_error *err);
+/* A read run sent has answered: the call is over. Its pool as the cache has it now into *pool and
+ * the pool's memory returned (either NULL when gone meanwhile). */
+pc_pool *pc_run_answered(pc_run *run, const api_pool **pool);
 
 /* ---- controller_plan.c ---- */
 

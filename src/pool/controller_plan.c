@@ -139,9 +139,8 @@ static void pc_on_absent_read(void *ud, const kube_error *err, long code, const 
     (void)code;
     pc_run *run = ud;
     pool_controller *pc = run->pc;
-    run->call = NULL;
-    const api_pool *pool = store_get(pc->cfg.pools, run->key);
-    pc_pool *st = pc_pool_get(pc, run->key, false);
+    const api_pool *pool;
+    pc_pool *st = pc_run_answered(run, &pool);
     if (err->kind != KUBE_OK) {
         pc_fail(run, LOG_ERROR, "could not read the members the cache lacks, will retry", err);
         return;

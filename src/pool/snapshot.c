@@ -48,15 +48,14 @@ static bool snap_add_pod(const char *key, const void *rec, void *ud)
         w->cap = cap;
     }
     plan_pod *p = &w->pods[w->n++];
-    *p = (plan_pod){0};
-    p->name = pod->name;
-    p->phase = pod->phase;
-    p->terminating = pod->terminating;
-    p->ip = pod->ip;
-    p->port = pod->port;
-    p->container_running = pod->running;
-    p->ready = pod->ready;
-    p->waiting = pod->waiting;
+    *p = (plan_pod){.name = pod->name,
+                    .phase = pod->phase,
+                    .terminating = pod->terminating,
+                    .container_running = pod->running,
+                    .ready = pod->ready,
+                    .waiting = pod->waiting,
+                    .ip = pod->ip,
+                    .port = pod->port};
     const char *uid = pod->uid;
     const prober_memo *memo = uid && w->src->probe ? w->src->probe(w->src->probe_ud, uid) : NULL;
     if (memo) {
@@ -94,13 +93,14 @@ static int snap_member(const pool_sources *src, const char *ns, const char *self
         return -ENOMEM;
     const api_isvc *isvc = store_get(src->isvcs, key);
     if (isvc) {
-        m->exists = true;
-        m->replicas = isvc->replicas;
-        m->phase = isvc->phase;
-        m->runtime = isvc->runtime;
-        m->idle_endpoint = isvc->idle_endpoint;
-        m->endpoint_port = isvc->endpoint_port;
-        m->container_port = isvc->container_port;
+        *m = (plan_member){.name = m->name,
+                           .exists = true,
+                           .replicas = isvc->replicas,
+                           .phase = isvc->phase,
+                           .runtime = isvc->runtime,
+                           .idle_endpoint = isvc->idle_endpoint,
+                           .endpoint_port = isvc->endpoint_port,
+                           .container_port = isvc->container_port};
     } else {
         m->absence_unconfirmed = !src->absence_confirmed;
     }
@@ -131,18 +131,18 @@ int pool_snapshot_build(const api_pool *pool, const pool_sources *src, int64_t n
 {
     *out = (pool_snapshot){0};
     plan_snapshot *s = &out->snap;
-    s->ns = pool->ns;
-    s->name = pool->name;
-    s->generation = pool->generation;
-    s->default_member = pool->default_member;
-    s->requested = pool->requested;
-    s->withdrawn = pool->withdrawn;
-    s->unload_after = pool->unload_after;
-    s->swap_budget = pool->swap_budget;
-    s->swap_policy = pool->swap_policy;
-    s->now_ms = now_ms;
     /* Borrowed from the record, as the plan takes it (it copies what it keeps). */
-    s->status = pool->status;
+    *s = (plan_snapshot){.ns = pool->ns,
+                         .name = pool->name,
+                         .generation = pool->generation,
+                         .default_member = pool->default_member,
+                         .requested = pool->requested,
+                         .withdrawn = pool->withdrawn,
+                         .unload_after = pool->unload_after,
+                         .swap_budget = pool->swap_budget,
+                         .swap_policy = pool->swap_policy,
+                         .now_ms = now_ms,
+                         .status = pool->status};
 
     size_t n = pool->n_members;
     const char **removed = calloc(API_REMOVED_MAX(pool), sizeof(*removed));

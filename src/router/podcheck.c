@@ -85,12 +85,9 @@ void rt_podref_clear(rt_podref *r)
 
 rt_podcheck *rt_podcheck_new(kube_client *client, const store *pods, long timeout_ms)
 {
-    rt_podcheck *pc = calloc(1, sizeof(*pc));
-    if (!pc)
-        return NULL;
-    pc->client = client;
-    pc->pods = pods;
-    pc->timeout_ms = timeout_ms;
+    rt_podcheck *pc = malloc(sizeof(*pc));
+    if (pc)
+        *pc = (rt_podcheck){.client = client, .pods = pods, .timeout_ms = timeout_ms};
     return pc;
 }
 
