@@ -6,8 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <unistd.h>
 
 #include "app/boot.h"
 #include "app/options.h"
@@ -95,26 +93,6 @@ static void main_on_retry(void *ud, const char *verb, const char *path, const ku
            err->message, "retry", n, "delay_ms", ms, NULL);
 }
 
-/* This process's name in the Lease: the Pod's name (or the host's) and a random suffix, so a
- * restarted process is never mistaken for the one before it. */
-static char *main_identity(void)
-{
-    char host[256] = "";
-    const char *base = getenv("POD_NAME");
-    if (!base || !*base) {
-        gethostname(host, sizeof(host) - 1);
-        base = host;
-    }
-    unsigned char r[8];
-    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
-        return NULL;
-    char *id = NULL;
-    if (asprintf(&id, "%s_%02x%02x%02x%02x%02x%02x%02x%02x", base, r[0], r[1], r[2], r[3], r[4],
-                 r[5], r[6], r[7]) < 0)
-        return NULL;
-    return id;
-}
-
 /* The first SIGTERM or SIGINT (app_signals_start): drain, then stop the loop. */
 static void main_shutdown(void *ud)
 {
@@ -187,7 +165,8 @@ int main(int argc, char **argv)
         char why[160] = "out of memory";
         leader_config lc = {.namespace_ = lease_ns,
                             .name = opts.leader_election_id,
-                            .identity = identity = main_identity()};
+                            /* random: a restarted process is never taken for the one before */
+                            .identity = identity = app_identity("", "_", 8, false)};
         leader_callbacks lcb = {.started = main_lead, .lost = main_lost, .ud = &m};
         if (!identity ||
             !(m.leader = leader_new(m.run.loop, m.run.client, &lc, &lcb, why, sizeof(why)))) {

@@ -2,13 +2,10 @@
  * the pools it fronts on one event loop until SIGTERM/SIGINT; then held requests are answered 503
  * (Retry-After 1: another replica takes them), requests being forwarded finish (up to 25 s, within
  * the Pod's default 30 s grace), and it exits 0. Replicas are all active: no leader. */
-#include <ctype.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <unistd.h>
 
 #include "app/boot.h"
 #include "app/options.h"
@@ -43,32 +40,6 @@ static const char *router_unready(void *ud)
     snprintf(m->unready, sizeof(m->unready), "not ready: waiting for %s",
              *what ? what : "the caches");
     return m->unready;
-}
-
-/* This process's Lease name (api/fence.h): modelpool-router-, the Pod's name (or the host's) as a
- * DNS label would have it, and a random suffix, so a restarted process never takes over the
- * registration of the one before it. NULL when out of memory or no randomness. */
-static char *router_lease_name(void)
-{
-    char host[256] = "";
-    const char *base = getenv("POD_NAME");
-    if (!base || !*base) {
-        gethostname(host, sizeof(host) - 1);
-        base = host;
-    }
-    char clean[200];
-    size_t n = 0;
-    for (const char *c = base; *c && n < sizeof(clean) - 1; c++)
-        clean[n++] = isalnum((unsigned char)*c) ? (char)tolower((unsigned char)*c) : '-';
-    clean[n] = '\0';
-    unsigned char r[4];
-    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
-        return NULL;
-    char *name = NULL;
-    if (asprintf(&name, "modelpool-router-%s%s%02x%02x%02x%02x", clean, n ? "-" : "", r[0], r[1],
-                 r[2], r[3]) < 0)
-        return NULL;
-    return name;
 }
 
 static void router_drained(void *ud)
@@ -119,7 +90,9 @@ int main(int argc, char **argv)
     }
     int rc = 1;
     router_main m = {0};
-    char *lease_name = router_lease_name();
+    /* Its registration's Lease (api/fence.h): random, so a restarted process never takes over the
+     * registration of the one before it. */
+    char *lease_name = app_identity("modelpool-router-", "-", 4, true);
     char err[256];
     if (app_runtime_start(&m.run, &cfg, router_shutdown, &m, err, sizeof(err)) < 0) {
         fprintf(stderr, "modelpool-router: %s\n", err);

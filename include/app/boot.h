@@ -61,4 +61,10 @@ int app_runtime_serve(app_runtime *rt, const char *name, const app_options *o,
                       const char *(*unready)(void *ud), void *ud);
 void app_runtime_stop(app_runtime *rt);
 
+/* This replica's name for the Leases it holds: prefix, $POD_NAME (else the host name), sep, then
+ * n_random (at most 16) random bytes in hex. With label, the name part is lowered to [a-z0-9-] and
+ * cut to 199 bytes (a Lease's name is a DNS subdomain), and sep left out when that part is empty.
+ * NULL when out of memory or without randomness. */
+char *app_identity(const char *prefix, const char *sep, size_t n_random, bool label);
+
 #endif

@@ -2,11 +2,13 @@
  * programs' mains. */
 #include "app/boot.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -185,4 +187,31 @@ void app_runtime_stop(app_runtime *rt)
     app_signals_stop(&rt->sig);
     ev_free(rt->loop);
     *rt = (app_runtime){.sig = {.fd = -1}};
+}
+
+char *app_identity(const char *prefix, const char *sep, size_t n_random, bool label)
+{
+    char host[256] = "";
+    const char *base = getenv("POD_NAME");
+    if (!base || !*base) {
+        gethostname(host, sizeof(host) - 1);
+        base = host;
+    }
+    char name[256];
+    size_t n = 0, cap = label ? 199 : sizeof(name) - 1;
+    for (const char *c = base; *c && n < cap; c++)
+        name[n++] = !label                       ? *c
+                    : isalnum((unsigned char)*c) ? (char)tolower((unsigned char)*c)
+                                                 : '-';
+    name[n] = '\0';
+    unsigned char r[16];
+    char hex[2 * sizeof(r) + 1] = "";
+    if (n_random > sizeof(r) || getrandom(r, n_random, 0) != (ssize_t)n_random)
+        return NULL;
+    for (size_t i = 0; i < n_random; i++)
+        snprintf(hex + 2 * i, 3, "%02x", r[i]);
+    char *id = NULL;
+    if (asprintf(&id, "%s%s%s%s", prefix, name, n || !label ? sep : "", hex) < 0)
+        return NULL;
+    return id;
 }

@@ -22,7 +22,7 @@ go_tool_ldflags="-s -w"
 # (go.mod, go.sum), NAME, PACKAGE and LDFLAGS, and the flags above (not the folders' paths nor any
 # script's text: moving or commenting a script rebuilds nothing).
 go_tools() {
-	local tool=$1 version=$2 spec name dir pkg ldflags key out start
+	local tool=$1 version=$2 spec name dir pkg ldflags key out start lock
 	shift 2
 	key=$({
 		for spec in "$@"; do
@@ -33,10 +33,14 @@ go_tools() {
 		echo "${go_tool_env[*]} ${go_tool_flags[*]} $go_tool_ldflags"
 	} | sha256sum | cut -c1-16) || return 1
 	out=${MODELPOOL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/modelpool-operator}/$tool/$version-$key
+	mkdir -p "$out" || return 1
+	# Two runs on one machine (CI beside a developer, two build dirs) build into the same folder: the
+	# second waits for the first's build here, then finds the tools built.
+	exec {lock}>"$out/.build.lock" || return 1
+	flock "$lock" || return 1
 	for spec in "$@"; do
 		IFS='|' read -r name dir pkg ldflags <<<"$spec"
 		[ ! -x "$out/$name" ] || continue
-		mkdir -p "$out" || return 1
 		echo "${0##*/}: building $name $version ($pkg) into $out (minutes on 2 cores)" >&2
 		start=$SECONDS
 		(cd "$dir" && env "${go_tool_env[@]}" go build "${go_tool_flags[@]}" -ldflags "$go_tool_ldflags $ldflags" \
@@ -44,5 +48,6 @@ go_tools() {
 		mv "$out/$name.tmp" "$out/$name" || return 1
 		echo "${0##*/}: $name built in $((SECONDS - start)) s" >&2
 	done
+	exec {lock}>&-
 	echo "$out"
 }

@@ -38,8 +38,12 @@ if $cached_only; then
 	exit 0
 fi
 
+mkdir -p "$out"
+# Two runs on one machine build into the same folder: the second waits for the first here, then finds
+# the binary built.
+exec {lock}>"$out/.build.lock"
+flock "$lock"
 if [ ! -x "$out/llama-server" ]; then
-	mkdir -p "$out"
 	if [ ! -x "$out/venv/bin/python" ]; then
 		python3 -m venv "$out/venv" 2>/dev/null || { rm -rf "$out/venv"; skip "python3 cannot make a venv (python3-venv)"; }
 	fi

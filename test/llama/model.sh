@@ -18,11 +18,13 @@ server=$(bash "$here/build.sh") # 77 (SKIP) passes through set -e
 dir=$(dirname "$server")
 key=$(cat "$here/make-model.py" "$0" | sha256sum | cut -c1-16)
 out=$dir/models/$kind-$key.gguf
+mkdir -p "$dir/models"
+exec {lock}>"$dir/models/.$kind.lock" # two runs at once: one writes, the other waits for it
+flock "$lock"
 if [ ! -f "$out" ]; then
 	py=$dir/venv/bin/python
 	"$py" -c 'import gguf, numpy' 2>/dev/null ||
 		"$py" -m pip install -q --disable-pip-version-check gguf==0.19.0 numpy==2.4.6 >&2
-	mkdir -p "$dir/models"
 	start=$SECONDS
 	"$py" "$here/make-model.py" --vocab "$dir/vocab-llama-spm.gguf" --out "$out" --name "modelpool-test-$kind" "${args[@]}"
 	echo "model.sh: wrote $out ($(du -m "$out" | cut -f1) MB) in $((SECONDS - start)) s" >&2
