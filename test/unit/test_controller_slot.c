@@ -85,6 +85,26 @@ static void run_script(srv *s, srv_reply *r, ev_loop *loop, const char *pools, c
     run_manager(s, loop);
 }
 
+/* The requests s saw: every read of the pool's Pods asked for selector, and the scale of the
+ * member (its path) came once, after reads of them, and asked for replicas. */
+static void check_reads_then_scale(const srv *s, const char *selector, int reads,
+                                   const char *member, const char *replicas)
+{
+    int seen = 0, scales = 0;
+    for (int i = 0; i < s->nrequests; i++) {
+        if (ms_request_is(s->requests[i], "GET /api/v1/namespaces/ns/pods?labelSelector=")) {
+            assert_non_null(strstr(s->requests[i], selector));
+            seen++;
+        }
+        if (ms_request_is(s->requests[i], member)) {
+            assert_int_equal(seen, reads);
+            assert_non_null(strstr(s->requests[i], replicas));
+            scales++;
+        }
+    }
+    assert_int_equal(scales, 1);
+}
+
 static void test_start_waits_for_the_api_servers_pods(void **state)
 {
     (void)state;
@@ -98,21 +118,9 @@ static void test_start_waits_for_the_api_servers_pods(void **state)
                MS_ISVCS("0", "Stopped"), answers, 3, "m0");
 
     /* The start came last, after three reads of the pool's Pods, and asked for one replica. */
-    int reads = 0, starts = 0;
-    for (int i = 0; i < s.nrequests; i++) {
-        if (ms_request_is(s.requests[i], "GET /api/v1/namespaces/ns/pods?labelSelector=")) {
-            assert_non_null(strstr(s.requests[i],
-                                   "labelSelector=inference.llmkube.dev%2Fservice%20in%20%28m0%"
-                                   "2Cm1%29 "));
-            reads++;
-        }
-        if (ms_request_is(s.requests[i], "/inferenceservices/m0 ")) {
-            assert_int_equal(reads, 3);
-            assert_non_null(strstr(s.requests[i], "/spec/replicas\",\"value\":1"));
-            starts++;
-        }
-    }
-    assert_int_equal(starts, 1);
+    check_reads_then_scale(&s,
+                           "labelSelector=inference.llmkube.dev%2Fservice%20in%20%28m0%2Cm1%29 ", 3,
+                           "/inferenceservices/m0 ", "/spec/replicas\",\"value\":1");
 
     srv_stop(&s);
     ev_free(loop);
@@ -142,20 +150,8 @@ static void test_unprobed_stop_waits_for_the_api_servers_pods(void **state)
     run_script(&s, r, loop, MS_POOLS(MS_DRAINING_M1), MS_ISVCS("1", "Ready"), answers, 2, "m1");
 
     /* The stop came after two reads of m1's own Pods, and set m1 to 0. */
-    int reads = 0, stops = 0;
-    for (int i = 0; i < s.nrequests; i++) {
-        if (ms_request_is(s.requests[i], "GET /api/v1/namespaces/ns/pods?labelSelector=")) {
-            assert_non_null(
-                strstr(s.requests[i], "labelSelector=inference.llmkube.dev%2Fservice%3Dm1 "));
-            reads++;
-        }
-        if (ms_request_is(s.requests[i], "/inferenceservices/m1 ")) {
-            assert_int_equal(reads, 2);
-            assert_non_null(strstr(s.requests[i], "/spec/replicas\",\"value\":0"));
-            stops++;
-        }
-    }
-    assert_int_equal(stops, 1);
+    check_reads_then_scale(&s, "labelSelector=inference.llmkube.dev%2Fservice%3Dm1 ", 2,
+                           "/inferenceservices/m1 ", "/spec/replicas\",\"value\":0");
 
     srv_stop(&s);
     ev_free(loop);
