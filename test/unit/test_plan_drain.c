@@ -288,6 +288,9 @@ static void test_fenced_until(void **state)
 
 /* ---- a resident that cannot be probed does not wedge the pool (#26) ---- */
 
+/* After a drop: resident a stays, its probes failing, the request for b dropped. */
+#define AFTER_DROP .resident = "a", .dropped = true, .deferred = "True/IdleCheckFailed"
+
 static void test_unprobeable(void **state)
 {
     (void)state;
@@ -382,29 +385,25 @@ static void test_unprobeable(void **state)
              .conds = "MembersValid=False/InvalidUnloadAfter",
              .actions = "status event:W:InvalidUnloadAfter"),
         CASE(.title = "after a drop: a stale failure is probed again, the episode stands",
-             .m = {{"a", 1, "Ready", "RE"}, {"b", 0}}, .resident = "a", .dropped = true,
-             .deferred = "True/IdleCheckFailed", .phase = "Ready",
+             .m = {{"a", 1, "Ready", "RE"}, {"b", 0}}, AFTER_DROP, .phase = "Ready",
              .conds = "Swapping=False/RequestDropped SwapDeferred=True/IdleCheckFailed",
              .actions = "status probe:a[a-0]@8080"),
         CASE(.title = "after a drop: a fresh failure, looked at again when it goes stale",
-             .m = {{"a", 1, "Ready", "Re"}, {"b", 0}}, .resident = "a", .dropped = true,
-             .deferred = "True/IdleCheckFailed",
+             .m = {{"a", 1, "Ready", "Re"}, {"b", 0}}, AFTER_DROP,
              .conds = "Swapping=False/RequestDropped SwapDeferred=True/IdleCheckFailed",
              .actions = "status", .requeue_ms = 1250),
         CASE(.title = "after a drop: the probe decides again (idle), the episode is over",
-             .m = {{"a", 1, "Ready", "Ri"}, {"b", 0}}, .resident = "a", .dropped = true,
-             .deferred = "True/IdleCheckFailed",
+             .m = {{"a", 1, "Ready", "Ri"}, {"b", 0}}, AFTER_DROP,
              .conds = "Swapping=False/NotSwapping SwapDeferred=False/NotDeferred",
              .actions = "status"),
         CASE(.title = "after a drop: the pool opts into unloading, the episode is over",
-             .m = {{"a", 1, "Ready", "Re"}, {"b", 0}}, .resident = "a", .dropped = true,
-             .unload_after = "1m", .deferred = "True/IdleCheckFailed",
+             .m = {{"a", 1, "Ready", "Re"}, {"b", 0}}, AFTER_DROP, .unload_after = "1m",
              .conds = "Swapping=False/NotSwapping SwapDeferred=False/NotDeferred",
              .actions = "status"),
         CASE(.title = "after a drop: a new request starts a swap as usual",
-             .m = {{"a", 1, "Ready", "Re"}, {"b", 0}}, .resident = "a", .dropped = true,
-             .deferred = "True/IdleCheckFailed", .requested = "b", .want_pending = "b",
-             .conds = "Swapping=True/Draining", .actions = "status event:N:SwapStarted clear:b"),
+             .m = {{"a", 1, "Ready", "Re"}, {"b", 0}}, AFTER_DROP, .requested = "b",
+             .want_pending = "b", .conds = "Swapping=True/Draining",
+             .actions = "status event:N:SwapStarted clear:b"),
     };
     CASE_RUN_TABLE(t);
 }
