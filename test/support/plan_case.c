@@ -10,6 +10,18 @@
 
 #include <cmocka.h>
 
+/* The Pods' state letters (plan_case.h) and what each stands for. */
+static const struct {
+    char letter;
+    api_pod_phase phase;
+    bool container_running, terminating;
+} pod_states[] = {
+    {'R', API_POD_RUNNING, true, false},  {'N', API_POD_RUNNING, false, false},
+    {'P', API_POD_PENDING, false, false}, {'T', API_POD_RUNNING, true, true},
+    {'t', API_POD_RUNNING, false, true},  {'S', API_POD_SUCCEEDED, false, false},
+    {'F', API_POD_FAILED, false, false},
+};
+
 static void fix_pods(t_fix *f, size_t mi, const char *member, const char *dsl)
 {
     size_t n = 0;
@@ -25,31 +37,15 @@ static void fix_pods(t_fix *f, size_t mi, const char *member, const char *dsl)
         snprintf(f->pod_ips[mi][n], sizeof f->pod_ips[mi][n], "127.0.%zu.%zu", mi, n + 1);
         p->name = f->pod_names[mi][n];
         p->ip = f->pod_ips[mi][n];
-        switch (*c++) {
-        case 'R':
-            p->phase = API_POD_RUNNING, p->container_running = true;
-            break;
-        case 'N':
-            p->phase = API_POD_RUNNING;
-            break;
-        case 'P':
-            p->phase = API_POD_PENDING;
-            break;
-        case 'T':
-            p->phase = API_POD_RUNNING, p->container_running = p->terminating = true;
-            break;
-        case 't':
-            p->phase = API_POD_RUNNING, p->terminating = true;
-            break;
-        case 'S':
-            p->phase = API_POD_SUCCEEDED;
-            break;
-        case 'F':
-            p->phase = API_POD_FAILED;
-            break;
-        default:
+        size_t st = 0;
+        while (st < sizeof pod_states / sizeof pod_states[0] && pod_states[st].letter != *c)
+            st++;
+        if (st == sizeof pod_states / sizeof pod_states[0])
             fail_msg("bad pod token in \"%s\"", dsl);
-        }
+        c++;
+        p->phase = pod_states[st].phase;
+        p->container_running = pod_states[st].container_running;
+        p->terminating = pod_states[st].terminating;
         if (*c && *c != ' ') {
             const char *codes = "ibeuIBEU";
             const char *k = strchr(codes, *c);

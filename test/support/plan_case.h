@@ -83,6 +83,14 @@ typedef struct {
     int64_t probe_took_ms; /* every probe was sent this long before its answer came */
 } t_case;
 
+/* A table row: CASE(.title = ..., .m = ..., ...), its fields packed a few to a line (clang-format
+ * keeps a macro's arguments together, where it puts each field of a braced row on its own line). */
+// clang-format off
+#define CASE(...) {__VA_ARGS__}
+// clang-format on
+/* A swap under way: the resident r, the pending p, and the Swapping condition's stage. */
+#define SWAP(r, p, st) .resident = r, .pending = p, .stage = st
+
 /* The snapshot tc describes, in f (which holds every string and array it points to). */
 void case_build(t_fix *f, const t_case *tc);
 /* The same in a new fixture (free() it). */

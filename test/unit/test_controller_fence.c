@@ -18,30 +18,14 @@
 #include "test_main.h"
 
 #include "loop_run.h"
+#include "manager_script.h"
 #include "scripted_http.h"
 
 #include "kube/client.h"
 #include "metrics/metrics.h"
 #include "pool/manager.h"
 
-static const char list_pools[] =
-    "{\"kind\":\"ModelPoolList\",\"apiVersion\":\"inference.llmkube.dev/v1alpha1\",\"metadata\":{"
-    "\"resourceVersion\":\"100\"},\"items\":[{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\","
-    "\"uid\":\"u-p\",\"resourceVersion\":\"90\",\"generation\":1},\"spec\":{\"default\":\"m0\","
-    "\"members\":[{\"inferenceServiceRef\":{\"name\":\"m0\"}},{\"inferenceServiceRef\":{\"name\":"
-    "\"m1\"}}]},\"status\":{\"phase\":\"Swapping\",\"residentMember\":\"m1\",\"pendingMember\":"
-    "\"m0\",\"observedGeneration\":1,\"members\":[{\"name\":\"m1\",\"resident\":true,"
-    "\"releasing\":true},{\"name\":\"m0\"}]}}]}";
-
-static const char list_isvcs[] =
-    "{\"kind\":\"InferenceServiceList\",\"apiVersion\":\"inference.llmkube.dev/v1alpha1\","
-    "\"metadata\":{\"resourceVersion\":\"100\"},\"items\":[{\"metadata\":{\"name\":\"m0\","
-    "\"namespace\":\"ns\",\"uid\":\"u-m0\",\"resourceVersion\":\"91\"},\"spec\":{\"replicas\":0,"
-    "\"runtime\":\"llamacpp\"},\"status\":{\"phase\":\"Stopped\"}},{\"metadata\":{\"name\":\"m1\","
-    "\"namespace\":\"ns\",\"uid\":\"u-m1\",\"resourceVersion\":\"92\"},\"spec\":{\"replicas\":1,"
-    "\"runtime\":\"llamacpp\"},\"status\":{\"phase\":\"Ready\"}}]}";
-
-/* m1's one Pod, running and ready, its server on the responder's port. */
+/* m1's one Pod, running and ready, its server on the responder's port (malloc'd). */
 static char *list_pods(int port)
 {
     char *body;
@@ -56,9 +40,7 @@ static char *list_pods(int port)
                  "\"server\",\"state\":{\"running\":{}}}],\"conditions\":[{\"type\":\"Ready\","
                  "\"status\":\"True\"}]}}]}",
                  port) > 0);
-    char *http = srv_http("200 OK", "", body);
-    free(body);
-    return http;
+    return body;
 }
 
 /* A router's Lease: r1 acknowledges the swap away from m1, r2 acknowledges an earlier one. */
@@ -75,18 +57,11 @@ static char *list_pods(int port)
     "\"resourceVersion\":\"100\"},\"items\":[" items "]}"
 
 enum {
-    LISTS = 8,
     STATUS = 4,
     EVENTS = 4,
     PROBES = 2,
-    SCRIPT_MAX = LISTS + 1 + STATUS + EVENTS + PROBES + 1
+    SCRIPT_MAX = MS_LISTS_LEASES + 1 + STATUS + EVENTS + PROBES + 1
 };
-
-static bool request_is(const char *req, const char *what)
-{
-    const char *hit = strstr(req, what);
-    return hit && hit < strstr(req, "\r\n");
-}
 
 /* Runs the manager (as the leader, a fence of a minute, the router Leases of "sys") against the
  * script: the lists (the Lease cache's from cached_leases) with watches that stay quiet, the
@@ -96,57 +71,22 @@ static bool request_is(const char *req, const char *what)
 static void run_script(srv *s, srv_reply *r, ev_loop *loop, const char *cached_leases,
                        const char *listed_leases, uint64_t run_ms, int *acked)
 {
-    static const char *const lists[LISTS] = {
-        "GET /apis/inference.llmkube.dev/v1alpha1/modelpools?limit=",
-        "GET /apis/inference.llmkube.dev/v1alpha1/inferenceservices?limit=",
-        "GET /api/v1/pods?limit=",
-        "GET /apis/coordination.k8s.io/v1/namespaces/sys/leases?limit=",
-        "/modelpools?watch=1",
-        "/inferenceservices?watch=1",
-        "/api/v1/pods?watch=1",
-        "/leases?watch=1",
-    };
-    size_t n = 0;
-    for (size_t i = 0; i < LISTS; i++)
-        r[n++] = (srv_reply){.match = lists[i], .delay_ms = i >= 4 ? 60000 : 0};
+    srv_start(s, loop, r, SCRIPT_MAX);
+    char *pods = list_pods(s->port);
+    size_t n =
+        ms_lists(s, r, MS_POOLS(MS_DRAINING_M1), MS_ISVCS("1", "Ready"), pods, cached_leases);
+    free(pods);
     r[n++] = (srv_reply){.match = "GET /apis/coordination.k8s.io/v1/namespaces/sys/leases?"
-                                  "labelSelector="};
-    for (int i = 0; i < STATUS; i++)
-        r[n++] = (srv_reply){.match = "PATCH /apis/inference.llmkube.dev/v1alpha1/namespaces/ns/"
-                                      "modelpools/p/status "};
-    for (int i = 0; i < EVENTS; i++)
-        r[n++] = (srv_reply){.match = "POST /api/v1/namespaces/ns/events "};
-    for (int i = 0; i < PROBES; i++)
-        r[n++] = (srv_reply){.match = "GET /slots "};
-    r[n++] = (srv_reply){.match = "PATCH /apis/inference.llmkube.dev/v1alpha1/namespaces/ns/"
-                                  "inferenceservices/m1 ",
-                         .stop = true};
-    srv_start(s, loop, r, n);
-    r[0].pieces[0] = srv_own(s, srv_http("200 OK", "", list_pools));
-    r[1].pieces[0] = srv_own(s, srv_http("200 OK", "", list_isvcs));
-    r[2].pieces[0] = srv_own(s, list_pods(s->port));
-    r[3].pieces[0] = srv_own(s, srv_http("200 OK", "", cached_leases));
-    r[LISTS].pieces[0] = srv_own(s, srv_http("200 OK", "", listed_leases));
-    const char *status_ok =
-        srv_own(s, srv_http("200 OK", "", "{\"metadata\":{\"resourceVersion\":\"90\"}}"));
-    const char *created = srv_own(s, srv_http("201 Created", "", "{}"));
+                                  "labelSelector=",
+                         .pieces = {srv_own(s, srv_http("200 OK", "", listed_leases))}};
+    n += ms_writes(s, r + n, STATUS, EVENTS);
     const char *idle = srv_own(s, srv_http("200 OK", "", "[{\"id\":0,\"is_processing\":false}]"));
-    size_t at = LISTS + 1;
-    for (int i = 0; i < STATUS; i++)
-        r[at++].pieces[0] = status_ok;
-    for (int i = 0; i < EVENTS; i++)
-        r[at++].pieces[0] = created;
     for (int i = 0; i < PROBES; i++)
-        r[at++].pieces[0] = idle;
-    r[at].pieces[0] =
-        srv_own(s, srv_http("200 OK", "", "{\"metadata\":{\"resourceVersion\":\"130\"}}"));
+        r[n++] = (srv_reply){.match = "GET /slots ", .pieces = {idle}};
+    n += ms_scale(s, r + n, "m1");
+    assert_int_equal(n, SCRIPT_MAX);
 
-    kube_config cfg = {0};
-    kube_error err = {0};
-    assert_true(asprintf(&cfg.server, "http://127.0.0.1:%d", s->port) > 0);
-    kube_client *client = kube_client_new(loop, &cfg, &err);
-    kube_config_clear(&cfg);
-    assert_non_null(client);
+    kube_client *client = ms_client(s, loop);
     metrics *reg = metrics_new();
     pool_manager_opts opts = {
         .instance = "test", .drain_fence_ms = 60000, .router_lease_ns = "sys", .metrics = reg};
@@ -178,7 +118,7 @@ static int count(const srv *s, const char *what, int *first)
     int n = 0;
     *first = -1;
     for (int i = 0; i < s->nrequests; i++)
-        if (request_is(s->requests[i], what)) {
+        if (ms_request_is(s->requests[i], what)) {
             if (*first < 0)
                 *first = i;
             n++;
@@ -210,38 +150,34 @@ static void test_acknowledged_ends_the_fence(void **state)
     ev_free(loop);
 }
 
-/* The cache shows r1 acknowledging, but the API server also holds r2, which has not: no probe. */
-static void test_unacknowledged_router_in_the_list_holds_it(void **state)
+/* Runs the script for 3 s with these Leases, where a router has not acknowledged: the quorum list
+ * of the Leases is asked lists times, nothing is probed, m1 is not stopped. */
+static void check_held(const char *cached_leases, const char *listed_leases, int lists)
 {
-    (void)state;
     ev_loop *loop = ev_new();
     srv s;
     srv_reply r[SCRIPT_MAX];
-    run_script(&s, r, loop, LEASE_LIST(LEASE_ACKED), LEASE_LIST(LEASE_ACKED "," LEASE_UNACKED),
-               3000, NULL);
+    run_script(&s, r, loop, cached_leases, listed_leases, 3000, NULL);
     int first;
-    assert_int_equal(count(&s, "leases?labelSelector=", &first), 1);
+    assert_int_equal(count(&s, "leases?labelSelector=", &first), lists);
     assert_int_equal(count(&s, "GET /slots ", &first), 0);
     assert_int_equal(count(&s, "/inferenceservices/m1 ", &first), 0);
     srv_stop(&s);
     ev_free(loop);
 }
 
+/* The cache shows r1 acknowledging, but the API server also holds r2, which has not: no probe. */
+static void test_unacknowledged_router_in_the_list_holds_it(void **state)
+{
+    (void)state;
+    check_held(LEASE_LIST(LEASE_ACKED), LEASE_LIST(LEASE_ACKED "," LEASE_UNACKED), 1);
+}
+
 /* The cache shows r2, which has not acknowledged: nothing is asked, nothing probed. */
 static void test_unacknowledged_router_in_the_cache_asks_nothing(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    srv s;
-    srv_reply r[SCRIPT_MAX];
-    run_script(&s, r, loop, LEASE_LIST(LEASE_ACKED "," LEASE_UNACKED), LEASE_LIST(LEASE_ACKED),
-               3000, NULL);
-    int first;
-    assert_int_equal(count(&s, "leases?labelSelector=", &first), 0);
-    assert_int_equal(count(&s, "GET /slots ", &first), 0);
-    assert_int_equal(count(&s, "/inferenceservices/m1 ", &first), 0);
-    srv_stop(&s);
-    ev_free(loop);
+    check_held(LEASE_LIST(LEASE_ACKED "," LEASE_UNACKED), LEASE_LIST(LEASE_ACKED), 0);
 }
 
 TEST_MAIN(cmocka_unit_test(test_acknowledged_ends_the_fence),

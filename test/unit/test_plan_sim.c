@@ -304,16 +304,22 @@ static void test_sim_supersede_while_loading(void **state)
     sim_free(w);
 }
 
+/* The start of member m fails (its Pod Failed): the pool settles in a reported failure. */
+static void sim_fail_start(sim *w, size_t m)
+{
+    w->m[m].fail_phase = "Failed";
+    w->m[m].replicas = 1;
+    sim_settle(w, 60);
+    assert_string_equal(sim_status(w, 0), "Degraded");
+}
+
 static void test_sim_failed_target_escape(void **state)
 {
     (void)state;
     const char *names[] = {"a", "b", "c", NULL};
     sim *w = sim_new(NULL, names, (const int32_t[]){1, 0, 0});
     sim_settle(w, 40);
-    w->m[1].fail_phase = "Failed";
-    w->m[1].replicas = 1;
-    sim_settle(w, 60); /* settles in a reported failure, not silently Swapping */
-    assert_string_equal(sim_status(w, 0), "Degraded");
+    sim_fail_start(w, 1); /* settles in a reported failure, not silently Swapping */
     assert_string_equal(sim_status(w, 2), "b");
     assert_non_null(strstr(w->log, "TargetFailed"));
     w->m[2].replicas = 1; /* someone asks for c instead */
@@ -331,27 +337,33 @@ static void test_sim_failed_target_go_back(void **state)
     sim *w = sim_new("a", names, (const int32_t[]){0, 0});
     sim_settle(w, 40);
     sim_assert_single(w, "a");
-    w->m[1].fail_phase = "Failed";
-    w->m[1].replicas = 1;
-    sim_settle(w, 60);
-    assert_string_equal(sim_status(w, 0), "Degraded");
+    sim_fail_start(w, 1);
     w->m[0].replicas = 1; /* the user goes back to a */
     sim_settle(w, 60);
     sim_assert_single(w, "a");
     sim_free(w);
 }
 
-static void test_sim_unsupported_waits_for_human(void **state)
+/* A pool of a (resident, on a runtime that cannot be probed) and b, swapBudget budget (NULL: the
+ * default), settled on a, then asked for b: the swap waits (Swapping). */
+static sim *sim_unprobeable_asked(const char *budget)
 {
-    (void)state;
     const char *names[] = {"a", "b", NULL};
     sim *w = sim_new("a", names, (const int32_t[]){0, 0});
     w->m[0].runtime = "personaplex";
+    w->budget = budget;
     sim_settle(w, 40);
     sim_assert_single(w, "a");
     w->m[1].replicas = 1;
     sim_settle(w, 40);
     assert_string_equal(sim_status(w, 0), "Swapping");
+    return w;
+}
+
+static void test_sim_unsupported_waits_for_human(void **state)
+{
+    (void)state;
+    sim *w = sim_unprobeable_asked(NULL);
     assert_int_equal(w->m[0].replicas, 1); /* never unloaded unprobed */
     assert_int_equal(w->m[1].replicas, 0); /* held */
     w->m[0].replicas = 0;                  /* a human decides a may go */
@@ -364,15 +376,7 @@ static void test_sim_unsupported_waits_for_human(void **state)
 static void test_sim_unsupported_dropped_after_budget(void **state)
 {
     (void)state;
-    const char *names[] = {"a", "b", NULL};
-    sim *w = sim_new("a", names, (const int32_t[]){0, 0});
-    w->m[0].runtime = "personaplex";
-    w->budget = "10s";
-    sim_settle(w, 40);
-    sim_assert_single(w, "a");
-    w->m[1].replicas = 1;
-    sim_settle(w, 40);
-    assert_string_equal(sim_status(w, 0), "Swapping");
+    sim *w = sim_unprobeable_asked("10s");
     for (int i = 0; i < 12; i++) /* the budget's time passes: the plan's requeue */
         sim_step(w);
     sim_settle(w, 40);

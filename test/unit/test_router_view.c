@@ -157,16 +157,18 @@ static void test_budget(void **state)
     assert_int_equal(rt_view_budget_ms(NULL), 300000);
 }
 
+/* The pool p of ml, Degraded, with the conditions conds (a JSON array's items). */
+#define DEGRADED(conds)                                                                            \
+    "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"status\":{\"phase\":\"Degraded\","      \
+    "\"conditions\":[" conds "]}}"
+
 /* The 503's words for each reason rt_hold gives. */
 static void test_reject_message(void **state)
 {
     (void)state;
     char buf[512], dropped[512];
-    api_pool *o = pool(
-        "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"status\":{\"phase\":\"Degraded\","
-        "\"conditions\":[{\"type\":\"SlotAllocated\",\"status\":\"False\",\"reason\":"
-        "\"SpecInvalid\","
-        "\"message\":\"member x is claimed by pool q\"}]}}");
+    api_pool *o = pool(DEGRADED("{\"type\":\"SlotAllocated\",\"status\":\"False\",\"reason\":"
+                                "\"SpecInvalid\",\"message\":\"member x is claimed by pool q\"}"));
     rt_hold_member m = {.name = "b", .exists = true, .phase = "Failed"};
     rt_view_reject_message(o, &m, RT_REJECT_DEGRADED, NULL, buf, sizeof(buf));
     assert_string_equal(buf, "pool ml/p is Degraded: member x is claimed by pool q");
@@ -179,22 +181,26 @@ static void test_reject_message(void **state)
     free(o);
 
     /* a spec fault: MembersValid names it, the slot's condition is left as it was */
-    o = pool("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"status\":{\"phase\":"
-             "\"Degraded\",\"conditions\":[{\"type\":\"SlotAllocated\",\"status\":\"False\","
-             "\"reason\":\"NoResident\",\"message\":\"no member requested\"},{\"type\":"
-             "\"MembersValid\",\"status\":\"False\",\"reason\":\"MissingMembers\",\"message\":"
-             "\"member m-x does not exist\"}]}}");
-    rt_view_reject_message(o, &m, RT_REJECT_DEGRADED, NULL, buf, sizeof(buf));
-    assert_string_equal(buf, "pool ml/p is Degraded: member m-x does not exist");
-    free(o);
-    o = pool("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"status\":{\"phase\":"
-             "\"Degraded\",\"conditions\":[{\"type\":\"SlotAllocated\",\"status\":\"True\","
-             "\"reason\":\"Resident\",\"message\":\"a holds the slot\"},{\"type\":"
-             "\"MembersValid\",\"status\":\"False\",\"reason\":\"MemberInMultiplePools\","
-             "\"message\":\"member x is claimed by pool q\"}]}}");
-    rt_view_reject_message(o, &m, RT_REJECT_DEGRADED, NULL, buf, sizeof(buf));
-    assert_string_equal(buf, "pool ml/p is Degraded: member x is claimed by pool q");
-    free(o);
+    static const struct {
+        const char *json, *want;
+    } faults[] = {
+        {DEGRADED("{\"type\":\"SlotAllocated\",\"status\":\"False\",\"reason\":\"NoResident\","
+                  "\"message\":\"no member requested\"},{\"type\":\"MembersValid\",\"status\":"
+                  "\"False\",\"reason\":\"MissingMembers\",\"message\":\"member m-x does not "
+                  "exist\"}"),
+         "pool ml/p is Degraded: member m-x does not exist"},
+        {DEGRADED("{\"type\":\"SlotAllocated\",\"status\":\"True\",\"reason\":\"Resident\","
+                  "\"message\":\"a holds the slot\"},{\"type\":\"MembersValid\",\"status\":"
+                  "\"False\",\"reason\":\"MemberInMultiplePools\",\"message\":\"member x is "
+                  "claimed by pool q\"}"),
+         "pool ml/p is Degraded: member x is claimed by pool q"},
+    };
+    for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
+        o = pool(faults[i].json);
+        rt_view_reject_message(o, &m, RT_REJECT_DEGRADED, NULL, buf, sizeof(buf));
+        assert_string_equal(buf, faults[i].want);
+        free(o);
+    }
 
     o = pool("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\"},\"status\":{\"phase\":\"Ready\","
              "\"residentMember\":\"a\",\"conditions\":[{\"type\":\"Swapping\",\"status\":\"False\","

@@ -152,27 +152,44 @@ static const plan_pod *find_pod(const plan_member *m, const char *name)
     return NULL;
 }
 
+/* The controller's three caches: pools as given, the members and Pods of isvcs_json and
+ * pods_json. */
+typedef struct {
+    store *pools, *isvcs, *pods;
+} caches;
+
+static caches fill(store *pools)
+{
+    caches c = {
+        pools, test_store_fill(&api_isvc_codec, NULL, NULL, isvcs_json, 2),
+        test_store_fill(&api_pod_codec, API_INDEX_SERVICE, api_index_pod_service, pods_json, 3)};
+    return c;
+}
+
+static void caches_free(caches *c)
+{
+    store_free(c->pools);
+    store_free(c->isvcs);
+    store_free(c->pods);
+}
+
 /* The snapshot of the pool key from the three caches, as the controller builds it; whether the
  * caches are known to have caught up with the pool (absences confirmed). */
-static void build(store *pools, store *isvcs, store *pods, const char *key, bool confirmed,
-                  pool_snapshot *snap)
+static void build(const caches *c, const char *key, bool confirmed, pool_snapshot *snap)
 {
-    pool_sources src = {pools, isvcs, pods, test_lookup, NULL, confirmed};
+    pool_sources src = {c->pools, c->isvcs, c->pods, test_lookup, NULL, confirmed};
     assert_int_equal(
-        pool_snapshot_build(store_get(pools, key), &src, TEST_WALL_MS, TEST_MONO_MS, snap), 0);
+        pool_snapshot_build(store_get(c->pools, key), &src, TEST_WALL_MS, TEST_MONO_MS, snap), 0);
 }
 
 /* The snapshot from the records the controller's caches hold. */
 static void test_snapshot(void **state)
 {
     (void)state;
-    store *pools =
-        test_store_fill(&api_pool_codec, API_INDEX_MEMBER, api_index_pool_members, pools_json, 3);
-    store *isvcs = test_store_fill(&api_isvc_codec, NULL, NULL, isvcs_json, 2);
-    store *pods =
-        test_store_fill(&api_pod_codec, API_INDEX_SERVICE, api_index_pod_service, pods_json, 3);
+    caches c = fill(
+        test_store_fill(&api_pool_codec, API_INDEX_MEMBER, api_index_pool_members, pools_json, 3));
     pool_snapshot snap;
-    build(pools, isvcs, pods, "ns/p", false, &snap);
+    build(&c, "ns/p", false, &snap);
     const plan_snapshot *s = &snap.snap;
     assert_string_equal(s->ns, "ns");
     assert_string_equal(s->name, "p");
@@ -223,13 +240,11 @@ static void test_snapshot(void **state)
     assert_true(s->members[2].absence_unconfirmed);
     assert_false(a->absence_unconfirmed);
     pool_snapshot_release(&snap);
-    build(pools, isvcs, pods, "ns/p", true, &snap);
+    build(&c, "ns/p", true, &snap);
     assert_false(snap.snap.members[2].exists);
     assert_false(snap.snap.members[2].absence_unconfirmed);
     pool_snapshot_release(&snap);
-    store_free(pools);
-    store_free(isvcs);
-    store_free(pods);
+    caches_free(&c);
 }
 
 static bool count_each(const char *key, const void *rec, void *ud)
@@ -254,11 +269,9 @@ static void test_snapshot_removed(void **state)
                           "\"status\":{\"residentMember\":\"b\",\"pendingMember\":\"c\","
                           "\"members\":[{\"name\":\"a\",\"releasing\":true},{\"name\":\"b\"},"
                           "{\"name\":\"c\"}]}}");
-    store *isvcs = test_store_fill(&api_isvc_codec, NULL, NULL, isvcs_json, 2);
-    store *pods =
-        test_store_fill(&api_pod_codec, API_INDEX_SERVICE, api_index_pod_service, pods_json, 3);
+    caches c = fill(pools);
     pool_snapshot snap;
-    build(pools, isvcs, pods, "ns/q", false, &snap);
+    build(&c, "ns/q", false, &snap);
     const plan_snapshot *s = &snap.snap;
     assert_int_equal(s->n_members, 1);
     assert_string_equal(s->members[0].name, "b");
@@ -283,9 +296,7 @@ static void test_snapshot_removed(void **state)
     store_index_each(pools, API_INDEX_REMOVED, "ns/b", count_each, &n);
     store_index_each(pools, API_INDEX_MEMBER, "ns/a", count_each, &n); /* no claim on a */
     assert_int_equal(n, 0);
-    store_free(pools);
-    store_free(isvcs);
-    store_free(pods);
+    caches_free(&c);
 }
 
 TEST_MAIN(cmocka_unit_test(test_time), cmocka_unit_test(test_status_round_trip),
