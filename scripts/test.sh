@@ -44,8 +44,9 @@ awk '/^"[^"]*" start time:/ { name = $1 } /^SKIP: / { print "=== test.sh: skippe
 step "unit tests under valgrind"
 cmake -S "$top" -B "$out/valgrind" -DCMAKE_BUILD_TYPE=Debug -DMP_WERROR=ON >/dev/null
 cmake --build "$out/valgrind" -j"$jobs"
-for t in "$out"/valgrind/test_*; do
-	[ -f "$t" ] && [ -x "$t" ] || continue
+# The tests the tree has (not every test_* in a reused build dir: one since removed stays there).
+for src in "$top"/test/unit/test_*.c; do
+	t=$out/valgrind/$(basename "$src" .c)
 	valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
 		--show-leak-kinds=definite,indirect "$t" >"$t.valgrind.log" 2>&1 ||
 		{ cat "$t.valgrind.log" >&2; echo "valgrind: $(basename "$t") failed" >&2; exit 1; }
@@ -55,8 +56,8 @@ done
 step "fuzzers, ${MP_FUZZ_SECONDS:-30} s each"
 CC=clang cmake -S "$top" -B "$out/fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMP_FUZZ=ON >/dev/null
 cmake --build "$out/fuzz" -j"$jobs"
-for f in "$out"/fuzz/fuzz_*; do
-	[ -f "$f" ] && [ -x "$f" ] || continue # not the .corpus folders beside them
+for src in "$top"/test/fuzz/fuzz_*.c; do # likewise the fuzzers the tree has
+	f=$out/fuzz/$(basename "$src" .c)
 	mkdir -p "$f.corpus"
 	# A checked-in seed corpus (test/fuzz/corpus/<fuzzer>/), where there is one, is read beside the
 	# build's own corpus; new inputs go to the build's.
