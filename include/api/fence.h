@@ -60,7 +60,11 @@ static inline long api_fence_window_ms(long fence_ms)
  * its own first sight): that replica's registration has ended and its last forward has reached the
  * Pod. No Lease at all does not confirm (a router registered elsewhere by mistake would be unseen);
  * a router that forwards without registering at all breaks the argument: upgrade the routers
- * before the operator, or run it with --fence-acks=false meanwhile. A pool with no resident has no
+ * before the operator, or run it with --fence-acks=false meanwhile. A router that fronts the pools
+ * of one namespace only (--namespace) names it in its Lease's annotation API_FRONTS_ANNOTATION:
+ * that Lease counts only for swaps of that namespace's pools (its caches hold no other pool, so it
+ * forwards to no other member); a Lease without it counts for every pool, and a swap no Lease
+ * counts for waits F as with none. A pool with no resident has no
  * entry to acknowledge: its swap waits F. Both sides name the Leases' namespace with
  * --router-lease-namespace (the operator's namespace), and must agree, as on F.
  *
@@ -77,6 +81,9 @@ static inline long api_fence_window_ms(long fence_ms)
 #define API_ROUTER_LEASE_LABEL "modelpool-operator.dev/router"
 /* The Lease annotation of the swaps a router acknowledges. */
 #define API_FENCED_ANNOTATION "modelpool-operator.dev/fenced"
+/* The Lease annotation of the one namespace whose pools a router fronts (absent: every namespace).
+ */
+#define API_FRONTS_ANNOTATION "modelpool-operator.dev/fronts-namespace"
 /* D: a router's registration, and how often it renews it. */
 #define API_ROUTER_LEASE_S 10
 #define API_ROUTER_RENEW_MS 2000

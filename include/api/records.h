@@ -104,6 +104,7 @@ typedef struct api_router_lease {
     /* spec.leaseDurationSeconds (cut to int32); 0 when absent, not a number, or not positive */
     int32_t duration_s;
     const char *fenced; /* annotation API_FENCED_ANNOTATION, as written */
+    const char *fronts; /* annotation API_FRONTS_ANNOTATION: NULL, or the one namespace it fronts */
 } api_router_lease;
 
 /* The store codecs of the three caches, and of the operator's cache of router Leases. */

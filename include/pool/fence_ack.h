@@ -22,9 +22,9 @@ typedef enum {
     FENCE_ACK_CONFIRMED = 0, /* every Lease acknowledges the swap or has expired */
     FENCE_ACK_UNACKED,       /* holder lacks the swap's entry and has not expired yet */
     FENCE_ACK_NO_EXPIRY,     /* holder lacks the entry and has no duration: it never expires */
-    /* No router Lease at all: nothing says routers stopped (one that registers elsewhere, a
-     * namespace set apart by mistake, or a router of a version that does not register would be
-     * unseen), so the fence runs its course. */
+    /* No router Lease (that counts for the pool's namespace): nothing says routers stopped (one
+     * that registers elsewhere, a namespace set apart by mistake, or a router of a version that
+     * does not register would be unseen), so the fence runs its course. */
     FENCE_ACK_NO_ROUTERS,
 } fence_ack_result;
 
@@ -40,9 +40,11 @@ typedef struct fence_ack_verdict {
 uint64_t fence_ack_expiry(const api_router_lease *lease, uint64_t seen_ms, long fence_ms);
 
 /* The rule, over every router Lease of one list, for the swap of pool ns/pool whose resident is
- * resident (status.residentMember): each Lease holds the entry "ns/pool=resident" in its
- * API_FENCED_ANNOTATION, or has expired at now_ms (now_ms >= its fence_ack_expiry). No Lease at
- * all does not confirm (FENCE_ACK_NO_ROUTERS). An empty or NULL resident is never acknowledged. */
+ * resident (status.residentMember): each Lease that counts for ns (one without an
+ * API_FRONTS_ANNOTATION, or whose names ns) holds the entry "ns/pool=resident" in its
+ * API_FENCED_ANNOTATION, or has expired at now_ms (now_ms >= its fence_ack_expiry). No Lease that
+ * counts does not confirm (FENCE_ACK_NO_ROUTERS). An empty or NULL resident is never acknowledged.
+ */
 fence_ack_verdict fence_ack_check(const fence_ack_lease *leases, size_t n, uint64_t now_ms,
                                   long fence_ms, const char *ns, const char *pool,
                                   const char *resident);

@@ -21,6 +21,7 @@ typedef struct rt_registry_config {
     const char *namespace_; /* the Lease's namespace (where the operator lists them) */
     const char *name;       /* the Lease's name, unique per process */
     const char *identity;   /* spec.holderIdentity */
+    const char *fronts;     /* API_FRONTS_ANNOTATION: the one namespace fronted; NULL: all */
     uint64_t duration_ms;   /* D: whole seconds, at least 2 s */
     uint64_t renew_ms;      /* below D */
     uint64_t window_ms;     /* the fence window: how long a withdrawal voids older reads */

@@ -444,8 +444,11 @@ static void rec_router_lease_fill(const cJSON *o, void *out, rec_pack *p)
     r->rv = rec_pack_str(p, rec_str(rec_get(meta, "resourceVersion", NULL)));
     int32_t d = rec_int(rec_get(o, "spec", "leaseDurationSeconds"), 0);
     r->duration_s = d > 0 ? d : 0;
-    r->fenced = rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(
-                                    rec_get(meta, "annotations", NULL), API_FENCED_ANNOTATION)));
+    const cJSON *ann = rec_get(meta, "annotations", NULL);
+    r->fenced =
+        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, API_FENCED_ANNOTATION)));
+    r->fronts =
+        rec_pack_str(p, rec_str(cJSON_GetObjectItemCaseSensitive(ann, API_FRONTS_ANNOTATION)));
 }
 
 api_router_lease *api_router_lease_decode(const cJSON *obj, int *err)

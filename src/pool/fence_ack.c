@@ -21,10 +21,12 @@ fence_ack_verdict fence_ack_check(const fence_ack_lease *leases, size_t n, uint6
                                   long fence_ms, const char *ns, const char *pool,
                                   const char *resident)
 {
-    if (n == 0)
-        return (fence_ack_verdict){.result = FENCE_ACK_NO_ROUTERS};
+    size_t counted = 0;
     for (size_t i = 0; i < n; i++) {
         const api_router_lease *l = leases[i].lease;
+        if (l->fronts && *l->fronts && strcmp(l->fronts, ns ? ns : "") != 0)
+            continue; /* a router of another namespace's pools only */
+        counted++;
         if (resident && *resident && api_fenced_has(l->fenced, ns, pool, resident))
             continue;
         uint64_t expiry = fence_ack_expiry(l, leases[i].seen_ms, fence_ms);
@@ -34,7 +36,7 @@ fence_ack_verdict fence_ack_check(const fence_ack_lease *leases, size_t n, uint6
             return (fence_ack_verdict){
                 .result = FENCE_ACK_UNACKED, .holder = l, .expires_ms = expiry};
     }
-    return (fence_ack_verdict){.result = FENCE_ACK_CONFIRMED};
+    return (fence_ack_verdict){.result = counted ? FENCE_ACK_CONFIRMED : FENCE_ACK_NO_ROUTERS};
 }
 
 /* ---- first observations ---- */

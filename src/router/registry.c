@@ -43,7 +43,7 @@ struct rt_registry {
     ev_loop *loop;
     kube_client *client;
     rt_registry_config cfg;
-    char *ns, *name, *identity;
+    char *ns, *name, *identity, *fronts;
     strmap entries;
     char *rv; /* the Lease's resourceVersion as last read */
     rg_step step;
@@ -170,6 +170,8 @@ static char *rg_body(rt_registry *r, const char *fenced)
         cJSON_AddStringToObject(md, "resourceVersion", r->rv);
     }
     cJSON_AddStringToObject(labels, API_ROUTER_LEASE_LABEL, "true");
+    if (r->fronts)
+        cJSON_AddStringToObject(ann, API_FRONTS_ANNOTATION, r->fronts);
     if (*fenced)
         cJSON_AddStringToObject(ann, API_FENCED_ANNOTATION, fenced);
     else
@@ -344,7 +346,8 @@ rt_registry *rt_registry_new(ev_loop *loop, kube_client *client, const rt_regist
         return NULL;
     }
     if (!(r->ns = strdup(cfg->namespace_)) || !(r->name = strdup(cfg->name)) ||
-        !(r->identity = strdup(cfg->identity))) {
+        !(r->identity = strdup(cfg->identity)) ||
+        (cfg->fronts && !(r->fronts = strdup(cfg->fronts)))) {
         rt_registry_free(r);
         return NULL;
     }
@@ -435,7 +438,7 @@ void rt_registry_free(rt_registry *r)
         rg_entry_free(r, e);
     }
     strmap_fini(&r->entries);
-    free(r->ns), free(r->name), free(r->identity), free(r->rv), free(r->why);
+    free(r->ns), free(r->name), free(r->identity), free(r->fronts), free(r->rv), free(r->why);
     free(r);
 }
 

@@ -440,6 +440,7 @@ rt_router *rt_router_new(ev_loop *loop, kube_client *client, const rt_router_opt
     rt_registry_config rc = {.namespace_ = o->lease_namespace,
                              .name = o->lease_name,
                              .identity = o->lease_name,
+                             .fronts = o->namespace_,
                              .duration_ms = API_ROUTER_LEASE_S * 1000,
                              .renew_ms = API_ROUTER_RENEW_MS,
                              .window_ms = rt_fence_window_ms(rt),

@@ -3,8 +3,10 @@
 # probed before its drain fence is over once every router Lease acknowledges the swap, and not while one does
 # not. Routers are stood in for by Leases made with kubectl as admin, as a router keeps its own: router-a
 # acknowledges each swap once it sees it pending; router-b, added for the second swap, acknowledges nothing
-# and has not expired, so that swap waits its whole fence (a lagging router still holds the operator to F);
-# with no router Lease at all the fence runs its course too (nothing says routers stopped). The fence is
+# and has not expired, so that swap waits its whole fence (a lagging router still holds the operator to F),
+# until it says it fronts another namespace's pools only (API_FRONTS_ANNOTATION), when router-a's
+# acknowledgement is enough; with no router Lease at all the fence runs its course too (nothing says routers
+# stopped). The fence is
 # long (15 s) so an acknowledgement written after the swap is seen pending always lands inside it. Checked: modelpool_drain_fence_total{outcome} after
 # each swap, the operator's log, slot-check clean, and the operator's rights (config/rbac) enough to watch.
 sys=modelpool-system
@@ -65,10 +67,16 @@ expect_eq "fences after a swap router-b held (acknowledged, waited)" "1 1" "$(fe
 expect_eq "confirmations logged" 1 \
 	"$(grep -c 'every router acknowledged the swap: its drain fence ends now' "$MP_STATE_DIR/operator.log")"
 
+log "router-b now fronts team-b's pools only (--namespace team-b): it does not count for this pool's swaps"
+kubectl_admin -n "$sys" annotate lease router-b modelpool-operator.dev/fronts-namespace=team-b >/dev/null
+swap_to qwen-7b router-a
+expect_eq "fences after a swap a router of another namespace did not acknowledge (acknowledged, waited)" "2 1" \
+	"$(fences acknowledged) $(fences waited)"
+
 log "no router Lease at all: nothing says the routers stopped (one registered elsewhere would be unseen), the fence runs"
 kubectl_admin -n "$sys" delete lease router-a router-b >/dev/null
-swap_to qwen-7b
-expect_eq "fences after a swap with no router (acknowledged, waited)" "1 2" "$(fences acknowledged) $(fences waited)"
+swap_to llama-8b
+expect_eq "fences after a swap with no router (acknowledged, waited)" "2 2" "$(fences acknowledged) $(fences waited)"
 
 grep -q 'router Leases failed' "$MP_STATE_DIR/operator.log" &&
 	fail "the operator could not watch the router Leases:"$'\n'"$(grep 'router Leases failed' "$MP_STATE_DIR/operator.log")"

@@ -4,21 +4,25 @@
 # the router was relaying from the resident has ended (its answer's head alone is not enough), the resident
 # gets nothing while it may stand (even when the pool shows it resident again and the Lease cannot be
 # written), the replica is unready once its registration lapsed, the entry is withdrawn once it can write
-# again and only then is the resident served; at shutdown the Lease is deleted.
+# again and only then is the resident served; at shutdown the Lease is deleted. A router of one namespace's
+# pools names it in its Lease (the operator counts it for that namespace's swaps only).
 ns=router-registration
 router_setup --terminate-ms 200 --load-ms 200
 MP_POOL_BUDGET=120s pool_ready "$ns" pool m-a m-a m-b
 router_up --home-namespace "$ns"
-lease=$(grep ' started ' "$MP_STATE_DIR/router.log" | tail -n 1 | grep -o ' lease=[^ ]*' | cut -d= -f2)
+lease_of_log() { grep ' started ' "$MP_STATE_DIR/router.log" | tail -n 1 | grep -o ' lease=[^ ]*' | cut -d= -f2; }
+lease=$(lease_of_log)
 [ -n "$lease" ] || fail "the router's start line names no Lease"
 lget() { kubectl_admin -n modelpool-system get lease "$lease" -o "jsonpath=$1"; }
 fenced() { lget '{.metadata.annotations.modelpool-operator\.dev/fenced}'; }
+fronts() { lget '{.metadata.annotations.modelpool-operator\.dev/fronts-namespace}'; }
 held() { router_metric "modelpool_router_held_requests{namespace=\"$ns\",pool=\"pool\"}"; }
 url="http://127.0.0.1:$(router_port api)"
 
 log "registered: its Lease is labelled and held by it; nothing acknowledged at rest"
 expect_eq "label" true "$(lget '{.metadata.labels.modelpool-operator\.dev/router}')"
 expect_eq "duration" 10 "$(lget '{.spec.leaseDurationSeconds}')"
+expect_eq "the namespace it fronts (every one)" "" "$(fronts)"
 [ -n "$(lget '{.spec.holderIdentity}')" ] || fail "the Lease has no holder"
 expect_eq "m-a" 200 "$(router_chat m-a --max-time 30)"
 expect_eq "acknowledgements at rest" "" "$(fenced)"
@@ -77,4 +81,10 @@ wait_for 30 router_ready
 log "shutdown: the Lease is deleted"
 stop_router
 expect_fail NotFound kubectl_admin -n modelpool-system get lease "$lease"
+
+log "a router of one namespace's pools (--namespace) names it in its Lease"
+router_up --namespace "$ns"
+lease=$(lease_of_log)
+expect_eq "the namespace it fronts" "$ns" "$(fronts)"
+stop_router
 stop_slot_check

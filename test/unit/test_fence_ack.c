@@ -1,7 +1,7 @@
 /* Tests of the operator's early end of the drain fence (pool/fence_ack.h): the rule over a list of
  * router Leases, row by row (acknowledged, not, expired at and around the bound, another pool's or
- * another resident's entry, no Leases, a Lease without a duration), and the table of when each
- * Lease's version was first observed. */
+ * another resident's entry, no Leases, a Lease without a duration), Leases of routers of one
+ * namespace's pools, and the table of when each Lease's version was first observed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -199,6 +199,72 @@ static void test_rule(void **state)
     }
 }
 
+/* A router of one namespace's pools (API_FRONTS_ANNOTATION) counts for that namespace's swaps only;
+ * a swap that no Lease counts for runs its fence. The pool is ns/p, resident m. */
+static void test_fronts(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *what;
+        const char *fronts[2];
+        const char *fenced[2];
+        size_t n;
+        fence_ack_result want;
+        int holder;
+    } cases[] = {
+        {"another namespace's router does not count",
+         {"other", NULL},
+         {NULL, "ns/p=m"},
+         2,
+         FENCE_ACK_CONFIRMED,
+         -1},
+        {"this namespace's router counts", {"ns", NULL}, {NULL, "ns/p=m"}, 2, FENCE_ACK_UNACKED, 0},
+        {"this namespace's router acknowledged",
+         {"ns", "other"},
+         {"ns/p=m", NULL},
+         2,
+         FENCE_ACK_CONFIRMED,
+         -1},
+        {"an empty annotation counts for every namespace",
+         {"", NULL},
+         {NULL, "ns/p=m"},
+         2,
+         FENCE_ACK_UNACKED,
+         0},
+        {"a namespace only by its whole name",
+         {"n", "nss"},
+         {NULL, NULL},
+         2,
+         FENCE_ACK_NO_ROUTERS,
+         -1},
+        {"only other namespaces' routers: the fence runs",
+         {"other", NULL},
+         {NULL, NULL},
+         1,
+         FENCE_ACK_NO_ROUTERS,
+         -1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        api_router_lease recs[2];
+        fence_ack_lease leases[2];
+        for (size_t j = 0; j < cases[i].n; j++) {
+            recs[j] = (api_router_lease){.name = j ? "r1" : "r0",
+                                         .rv = "1",
+                                         .duration_s = D,
+                                         .fenced = cases[i].fenced[j],
+                                         .fronts = cases[i].fronts[j]};
+            leases[j] = (fence_ack_lease){&recs[j], T0};
+        }
+        fence_ack_verdict v = fence_ack_check(leases, cases[i].n, T0, F, "ns", "p", "m");
+        if (v.result != cases[i].want)
+            fail_msg("case %zu (%s): result %d, want %d", i, cases[i].what, v.result,
+                     cases[i].want);
+        if (cases[i].holder < 0 ? v.holder != NULL : v.holder != &recs[cases[i].holder])
+            fail_msg("case %zu (%s): holder %s", i, cases[i].what,
+                     v.holder ? v.holder->name : "(none)");
+    }
+}
+
 static void test_expiry(void **state)
 {
     (void)state;
@@ -244,4 +310,5 @@ static void test_seen(void **state)
     fence_seen_free(NULL);
 }
 
-TEST_MAIN(cmocka_unit_test(test_rule), cmocka_unit_test(test_expiry), cmocka_unit_test(test_seen))
+TEST_MAIN(cmocka_unit_test(test_rule), cmocka_unit_test(test_fronts), cmocka_unit_test(test_expiry),
+          cmocka_unit_test(test_seen))

@@ -191,6 +191,7 @@ static void test_router_lease_fixture(void **state)
     assert_string_equal(l->rv, "200");
     assert_int_equal(l->duration_s, 10);
     assert_string_equal(l->fenced, "default/shared-gpu=llama-8b team-a/pool=qwen-7b");
+    assert_null(l->fronts); /* a router of every namespace */
     free(l);
     /* A duration that is no positive number reads as none (such a Lease never expires). */
     static const char *const no_duration[] = {"0", "-5", "\"10\"", "null", "{}"};
@@ -203,6 +204,12 @@ static void test_router_lease_fixture(void **state)
     set_path(o, "spec.leaseDurationSeconds", cJSON_Parse("1e12"));
     assert_non_null(l = api_router_lease_decode(o, &err));
     assert_int_equal(l->duration_s, INT32_MAX);
+    free(l);
+    set_path(o, "metadata.annotations",
+             cJSON_Parse("{\"modelpool-operator.dev/fronts-namespace\":\"team-a\"}"));
+    assert_non_null(l = api_router_lease_decode(o, &err));
+    assert_string_equal(l->fronts, "team-a");
+    assert_null(l->fenced);
     free(l);
     set_path(o, "metadata.annotations", cJSON_Parse("{\"modelpool-operator.dev/fenced\":7}"));
     assert_non_null(l = api_router_lease_decode(o, &err));

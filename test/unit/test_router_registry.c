@@ -113,6 +113,7 @@ static fx *fx_new(void)
     rt_registry_config rc = {.namespace_ = "ops",
                              .name = "router-a",
                              .identity = "me",
+                             .fronts = "team-a",
                              .duration_ms = DURATION_MS,
                              .renew_ms = 500,
                              .window_ms = 1000,
@@ -248,6 +249,10 @@ static void assert_write(const fx *f, int i, const char *what, const char *rv, c
         cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(md, "labels"), API_ROUTER_LEASE_LABEL)),
         "true");
+    assert_string_equal(
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(md, "annotations"), API_FRONTS_ANNOTATION)),
+        "team-a");
     assert_string_equal(
         cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spec, "holderIdentity")), "me");
     assert_int_equal(
