@@ -282,6 +282,8 @@ static void test_names_and_waiting(void **state)
 
 typedef struct ti {
     ev_loop *loop;
+    srv s;              /* ti_serve's */
+    srv_reply reply[6]; /* what s answers from */
     kube_client *client;
     informer *inf;
     int adds, updates, deletes, listed;
@@ -328,13 +330,36 @@ static void ti_error(void *ud, const kube_error *err)
     t->error_codes[t->nerrors++] = err->http_code;
 }
 
-/* An informer of pods (whole JSON records) through a client of the responder on port. */
-static void ti_start(ti *t, ev_loop *loop, int port)
+/* A new loop with t->s answering from t->reply, one a request line's substring of match (NULL
+ * ends); each reply's pieces are set afterwards (ti_piece). The loop will stop once every reply was
+ * asked for. */
+static void ti_serve(ti *t, const char *const *match)
+{
+    t->loop = ev_new();
+    assert_non_null(t->loop);
+    int n = 0;
+    for (; match[n]; n++) {
+        assert_true(n < (int)(sizeof(t->reply) / sizeof(*t->reply)));
+        t->reply[n] = (srv_reply){.match = match[n]};
+    }
+    srv_start(&t->s, t->loop, t->reply, (size_t)n);
+    t->s.stop_at = n;
+}
+
+/* Piece j of reply i: str, malloc'd, freed with t->s. */
+static void ti_piece(ti *t, int i, int j, char *str)
+{
+    t->reply[i].pieces[j] = srv_own(&t->s, str);
+}
+
+/* An informer of pods (whole JSON records) through a client of t->s; runs until t->s has seen
+ * the requests it waits for (stop_at). */
+static void ti_run(ti *t)
 {
     kube_config cfg = {0};
     kube_error err = {0};
-    assert_true(asprintf(&cfg.server, "http://127.0.0.1:%d", port) > 0);
-    t->loop = loop;
+    ev_loop *loop = t->loop;
+    assert_true(asprintf(&cfg.server, "http://127.0.0.1:%d", t->s.port) > 0);
     t->client = kube_client_new(loop, &cfg, &err);
     kube_config_clear(&cfg);
     assert_non_null(t->client);
@@ -349,20 +374,15 @@ static void ti_start(ti *t, ev_loop *loop, int port)
     t->inf = informer_new(loop, t->client, &ic, &h);
     assert_non_null(t->inf);
     assert_int_equal(informer_start(t->inf), 0);
-}
-
-/* Runs until the responder has seen the requests it waits for (srv.stop_at). */
-static void ti_run(ti *t)
-{
     test_loop_run(t->loop, 20000);
 }
 
-static void ti_finish(ti *t, srv *s, ev_loop *loop)
+static void ti_finish(ti *t)
 {
     informer_free(t->inf);
     kube_client_free(t->client);
-    srv_stop(s);
-    ev_free(loop);
+    srv_stop(&t->s);
+    ev_free(t->loop);
 }
 
 /* A pod list at resourceVersion rv with the named pods (resourceVersion 1 each). */
@@ -420,38 +440,33 @@ static bool ti_request_has(const srv *s, int i, const char *what)
     return true;
 }
 
+#define TI_LIST "GET /api/v1/pods?limit=500 "
+#define TI_WATCH(rv) "watch=1&resourceVersion=" rv "&"
+
 /* A watch that ends normally (the server's timeoutSeconds) resumes from the last resourceVersion,
  * a bookmark's included; one cut mid-stream resumes from the last event's, after the backoff,
  * without a relist. */
 static void test_watch_resumes_from_last_version(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    srv s;
-    srv_reply replies[] = {
-        {.match = "GET /api/v1/pods?limit=500 "},
-        {.match = "watch=1&resourceVersion=10&"},
-        {.match = "watch=1&resourceVersion=12&", .then = SRV_RESET},
-        {.match = "watch=1&resourceVersion=13&", .delay_ms = 60000},
-    };
-    srv_start(&s, loop, replies, 4);
-    s.stop_at = 4;
-    replies[0].pieces[0] = srv_own(&s, ti_list("10", "a"));
-    replies[1].pieces[0] = ti_watch_head;
-    replies[1].pieces[1] = srv_own(&s, ti_event("ADDED", "b", "11"));
-    replies[1].pieces[2] = srv_own(&s, ti_event("BOOKMARK", NULL, "12"));
-    replies[1].pieces[3] = "0\r\n\r\n";
-    replies[2].pieces[0] = ti_watch_head;
-    replies[2].pieces[1] = srv_own(&s, ti_event("MODIFIED", "a", "13"));
-    replies[3].pieces[0] = ti_watch_head;
     ti t = {0};
-    ti_start(&t, loop, s.port);
+    ti_serve(&t, (const char *[]){TI_LIST, TI_WATCH("10"), TI_WATCH("12"), TI_WATCH("13"), NULL});
+    t.reply[2].then = SRV_RESET;
+    t.reply[3].delay_ms = 60000;
+    ti_piece(&t, 0, 0, ti_list("10", "a"));
+    t.reply[1].pieces[0] = ti_watch_head;
+    ti_piece(&t, 1, 1, ti_event("ADDED", "b", "11"));
+    ti_piece(&t, 1, 2, ti_event("BOOKMARK", NULL, "12"));
+    t.reply[1].pieces[3] = "0\r\n\r\n";
+    t.reply[2].pieces[0] = ti_watch_head;
+    ti_piece(&t, 2, 1, ti_event("MODIFIED", "a", "13"));
+    t.reply[3].pieces[0] = ti_watch_head;
     ti_run(&t);
-    ti_request_has(&s, 0, "GET /api/v1/pods?limit=500 ");
-    ti_request_has(&s, 1, "watch=1&resourceVersion=10&allowWatchBookmarks=true&");
-    ti_request_has(&s, 2, "watch=1&resourceVersion=12&"); /* the bookmark's */
-    ti_request_has(&s, 3, "watch=1&resourceVersion=13&"); /* the last event's, after the cut */
-    assert_int_equal(t.listed, 1);                        /* never listed again */
+    ti_request_has(&t.s, 0, "GET /api/v1/pods?limit=500 ");
+    ti_request_has(&t.s, 1, "watch=1&resourceVersion=10&allowWatchBookmarks=true&");
+    ti_request_has(&t.s, 2, "watch=1&resourceVersion=12&"); /* the bookmark's */
+    ti_request_has(&t.s, 3, "watch=1&resourceVersion=13&"); /* the last event's, after the cut */
+    assert_int_equal(t.listed, 1);                          /* never listed again */
     assert_int_equal(t.adds, 2);
     assert_int_equal(t.updates, 1);
     assert_int_equal(t.nerrors, 1); /* the cut */
@@ -460,7 +475,7 @@ static void test_watch_resumes_from_last_version(void **state)
     informer_stats st;
     informer_stats_get(t.inf, &st);
     assert_int_equal(st.relists, 0);
-    ti_finish(&t, &s, loop);
+    ti_finish(&t);
 }
 
 /* 410 Gone, as an ERROR event in the stream and as the answer to a watch: the informer lists
@@ -469,39 +484,29 @@ static void test_watch_resumes_from_last_version(void **state)
 static void test_relist_on_410(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    srv s;
-    srv_reply replies[] = {
-        {.match = "GET /api/v1/pods?limit=500 "},
-        {.match = "watch=1&resourceVersion=10&"},
-        {.match = "GET /api/v1/pods?limit=500 "},
-        {.match = "watch=1&resourceVersion=20&"},
-        {.match = "GET /api/v1/pods?limit=500 "},
-        {.match = "watch=1&resourceVersion=30&", .delay_ms = 60000},
-    };
-    srv_start(&s, loop, replies, 6);
-    s.stop_at = 6;
-    replies[0].pieces[0] = srv_own(&s, ti_list("10", "a b"));
-    replies[1].pieces[0] = ti_watch_head;
+    ti t = {0};
+    ti_serve(&t, (const char *[]){TI_LIST, TI_WATCH("10"), TI_LIST, TI_WATCH("20"), TI_LIST,
+                                  TI_WATCH("30"), NULL});
+    t.reply[5].delay_ms = 60000;
+    ti_piece(&t, 0, 0, ti_list("10", "a b"));
+    t.reply[1].pieces[0] = ti_watch_head;
     static const char gone[] =
         "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,\"reason\":"
         "\"Expired\",\"message\":\"too old resource version: 10 (15)\"}}\n";
-    replies[1].pieces[1] = srv_own(&s, srv_chunk(gone, strlen(gone)));
-    replies[2].pieces[0] = srv_own(&s, ti_list("20", "a"));
-    replies[3].pieces[0] =
-        srv_own(&s, srv_http("410 Gone", "",
-                             "{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\","
-                             "\"message\":\"too old resource version: 20 (25)\"}"));
-    replies[4].pieces[0] = srv_own(&s, ti_list("30", "a c"));
-    replies[5].pieces[0] = ti_watch_head;
-    ti t = {0};
-    ti_start(&t, loop, s.port);
+    ti_piece(&t, 1, 1, srv_chunk(gone, strlen(gone)));
+    ti_piece(&t, 2, 0, ti_list("20", "a"));
+    ti_piece(&t, 3, 0,
+             srv_http("410 Gone", "",
+                      "{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\","
+                      "\"message\":\"too old resource version: 20 (25)\"}"));
+    ti_piece(&t, 4, 0, ti_list("30", "a c"));
+    t.reply[5].pieces[0] = ti_watch_head;
     ti_run(&t);
-    ti_request_has(&s, 1, "watch=1&resourceVersion=10&");
-    ti_request_has(&s, 2, "GET /api/v1/pods?limit=500 "); /* relist after the ERROR event */
-    ti_request_has(&s, 3, "watch=1&resourceVersion=20&");
-    ti_request_has(&s, 4, "GET /api/v1/pods?limit=500 "); /* relist after the 410 answer */
-    ti_request_has(&s, 5, "watch=1&resourceVersion=30&");
+    ti_request_has(&t.s, 1, "watch=1&resourceVersion=10&");
+    ti_request_has(&t.s, 2, "GET /api/v1/pods?limit=500 "); /* relist after the ERROR event */
+    ti_request_has(&t.s, 3, "watch=1&resourceVersion=20&");
+    ti_request_has(&t.s, 4, "GET /api/v1/pods?limit=500 "); /* relist after the 410 answer */
+    ti_request_has(&t.s, 5, "watch=1&resourceVersion=30&");
     assert_int_equal(t.listed, 3);
     assert_int_equal(t.nerrors, 2);
     assert_int_equal(t.error_codes[0], 410);
@@ -518,7 +523,7 @@ static void test_relist_on_410(void **state)
     informer_stats stats;
     informer_stats_get(t.inf, &stats);
     assert_int_equal(stats.relists, 2);
-    ti_finish(&t, &s, loop);
+    ti_finish(&t);
 }
 
 /* The wait an error message announces ("... (next try in N ms)"). */
@@ -536,25 +541,16 @@ static long ti_next_try_ms(const char *msg)
 static void test_watch_429_honours_retry_after(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    srv s;
-    srv_reply replies[] = {
-        {.match = "GET /api/v1/pods?limit=500 "},
-        {.match = "watch=1&resourceVersion=10&"},
-        {.match = "watch=1&resourceVersion=10&"},
-        {.match = "watch=1&resourceVersion=10&", .delay_ms = 60000},
-    };
-    srv_start(&s, loop, replies, 4);
-    s.stop_at = 4;
-    replies[0].pieces[0] = srv_own(&s, ti_list("10", "a"));
-    replies[1].pieces[0] =
-        srv_own(&s, srv_http("429 Too Many Requests", "Retry-After: 2\r\n",
-                             "{\"kind\":\"Status\",\"code\":429,\"reason\":\"TooManyRequests\","
-                             "\"message\":\"too many requests, please try again later\"}"));
-    replies[2].pieces[0] = srv_own(&s, srv_http("503 Service Unavailable", "", "unavailable"));
-    replies[3].pieces[0] = ti_watch_head;
     ti t = {0};
-    ti_start(&t, loop, s.port);
+    ti_serve(&t, (const char *[]){TI_LIST, TI_WATCH("10"), TI_WATCH("10"), TI_WATCH("10"), NULL});
+    t.reply[3].delay_ms = 60000;
+    ti_piece(&t, 0, 0, ti_list("10", "a"));
+    ti_piece(&t, 1, 0,
+             srv_http("429 Too Many Requests", "Retry-After: 2\r\n",
+                      "{\"kind\":\"Status\",\"code\":429,\"reason\":\"TooManyRequests\","
+                      "\"message\":\"too many requests, please try again later\"}"));
+    ti_piece(&t, 2, 0, srv_http("503 Service Unavailable", "", "unavailable"));
+    t.reply[3].pieces[0] = ti_watch_head;
     ti_run(&t);
     assert_int_equal(t.nerrors, 2);
     assert_int_equal(t.error_codes[0], 429);
@@ -563,7 +559,7 @@ static void test_watch_429_honours_retry_after(void **state)
     long second = ti_next_try_ms(t.errors[1]);
     assert_true(second >= 1600 && second <= 3200);
     assert_int_equal(t.listed, 1); /* resumed, never relisted */
-    ti_finish(&t, &s, loop);
+    ti_finish(&t);
 }
 
 TEST_MAIN(cmocka_unit_test(test_diff_first_list_is_all_adds), cmocka_unit_test(test_diff_relist),
