@@ -88,22 +88,23 @@ static void srv_on_read(ev_loop *loop, int fd, int events, void *ud)
     }
 }
 
+/* The first connection slot free; the test fails when none is. */
+static srv_conn *srv_free_conn(srv *s)
+{
+    for (int i = 0; i < T_MAX; i++)
+        if (s->conns[i].fd < 0)
+            return &s->conns[i];
+    fail_msg("too many connections");
+    return NULL;
+}
+
 static void srv_on_accept(ev_loop *loop, int fd, int events, void *ud)
 {
     (void)events;
     srv *s = ud;
-    int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (c < 0)
-        return;
-    for (int i = 0; i < T_MAX; i++) {
-        if (s->conns[i].fd < 0) {
-            s->conns[i].fd = c;
-            s->naccepts++;
-            assert_int_equal(ev_fd_set(loop, c, EV_READ, srv_on_read, &s->conns[i]), 0);
-            return;
-        }
-    }
-    fail_msg("too many connections");
+    srv_conn *k = srv_free_conn(s);
+    k->fd = test_accept_watch(loop, fd, srv_on_read, k);
+    s->naccepts += k->fd >= 0;
 }
 
 static void srv_start(srv *s, ev_loop *loop, bool silent, int stop_at)

@@ -101,12 +101,8 @@ static void srv_on_accept(ev_loop *loop, int fd, int events, void *ud)
 {
     (void)events;
     srv *s = ud;
-    int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (c < 0)
-        return;
     assert_true(s->fd < 0); /* one request at a time: the leader never has two in flight */
-    s->fd = c;
-    assert_int_equal(ev_fd_set(loop, c, EV_READ, srv_on_read, s), 0);
+    s->fd = test_accept_watch(loop, fd, srv_on_read, s);
 }
 
 static void srv_start(srv *s, ev_loop *loop)
