@@ -1,7 +1,7 @@
 /* loopback: the unit tests' sockets on 127.0.0.1, for the small HTTP responders and clients they
  * run on the event loop (test_evcurl, test_kube_client, test_leader, test_httpd, test_telemetry,
- * fwd_upstream). Part of the test-support library (test/support); failures fail the test (cmocka
- * asserts). */
+ * fwd_upstream, nb_client). Part of the test-support library (test/support); failures fail the
+ * test (cmocka asserts). */
 #ifndef MP_TEST_LOOPBACK_H
 #define MP_TEST_LOOPBACK_H
 

@@ -44,20 +44,6 @@ static void reply_text(httpd_req *r, unsigned code, const char *text)
     httpd_req_reply(r, &out);
 }
 
-static ev_loop *loop_new(void)
-{
-    ev_loop *loop = ev_new();
-    assert_non_null(loop);
-    return loop;
-}
-
-/* Runs the loop for ms more. */
-static void run_a_while(ev_loop *loop, uint64_t ms)
-{
-    assert_true(ev_timer_add(loop, ms, test_loop_stop, NULL) > 0);
-    test_loop_run(loop, 20000);
-}
-
 /* Frees c, stops h and frees the loop, each when set. */
 static void finish(ev_loop *loop, httpd *h, nb_client *c)
 {
@@ -110,15 +96,14 @@ static void upload_on_body(void *ud, const char *data, size_t len, bool end)
         return;
     }
     u->chunks++;
-    if (u->chunks == 1 && u->hold_first) { /* until the client blocks: the server stops reading */
+    /* hold_first: the first chunk is held until the client blocks (the server stops reading) */
+    bool hold = u->chunks == 1 && u->hold_first;
+    if (hold || u->chunks % 16 == 0) {
         u->paused = true;
         u->pauses++;
         httpd_req_body_pause(u->r);
-    } else if (u->chunks % 16 == 0) {
-        u->paused = true;
-        u->pauses++;
-        httpd_req_body_pause(u->r);
-        assert_true(ev_timer_add(u->loop, 1, upload_on_resume, u) > 0);
+        if (!hold)
+            assert_true(ev_timer_add(u->loop, 1, upload_on_resume, u) > 0);
     }
 }
 
@@ -153,7 +138,7 @@ static void upload_on_request(void *ud, httpd_req *r)
 static void test_upload_paused(void **state)
 {
     (void)state;
-    ev_loop *loop = loop_new();
+    ev_loop *loop = test_loop_new();
     upload u = {.loop = loop, .hold_first = true};
     httpd *h = start(loop, upload_on_request, &u);
     nb_client c;
@@ -244,7 +229,7 @@ static void early_on_request(void *ud, httpd_req *r)
 static void test_early_answer(void **state)
 {
     (void)state;
-    ev_loop *loop = loop_new();
+    ev_loop *loop = test_loop_new();
     early e = {.loop = loop};
     httpd *h = start(loop, early_on_request, &e);
     nb_client c;
@@ -353,7 +338,7 @@ static void stream_on_data(nb_client *c)
 static void test_stream_pingpong(void **state)
 {
     (void)state;
-    ev_loop *loop = loop_new();
+    ev_loop *loop = test_loop_new();
     streamer s = {.loop = loop, .tokens = 100};
     httpd *h = start(loop, stream_on_request, &s);
     nb_client c;
@@ -444,7 +429,7 @@ static void bulk_on_request(void *ud, httpd_req *r)
 static void test_stream_backpressure(void **state)
 {
     (void)state;
-    ev_loop *loop = loop_new();
+    ev_loop *loop = test_loop_new();
     for (int fixed = 0; fixed < 2; fixed++) {
         bulk b = {.loop = loop, .total = 8u << 20, .fixed = fixed};
         httpd *h = start(loop, bulk_on_request, &b);
@@ -471,7 +456,7 @@ static void test_stream_backpressure(void **state)
 static void test_stream_whole(void **state)
 {
     (void)state;
-    ev_loop *loop = loop_new();
+    ev_loop *loop = test_loop_new();
     size_t totals[] = {0, 300, 20000};
     for (size_t t = 0; t < sizeof(totals) / sizeof(totals[0]); t++) {
         bulk b = {.loop = loop, .total = totals[t], .fixed = true};
@@ -508,7 +493,7 @@ static void empty_on_request(void *ud, httpd_req *r)
 static void test_stream_empty_header(void **state)
 {
     (void)state;
-    ev_loop *loop = loop_new();
+    ev_loop *loop = test_loop_new();
     httpd *h = start(loop, empty_on_request, NULL);
     nb_client c;
     nb_client_get(&c, loop, httpd_port(h), "/");
@@ -569,7 +554,7 @@ static void gone_on_data(nb_client *c)
 static void test_client_gone(void **state)
 {
     (void)state;
-    ev_loop *loop = loop_new();
+    ev_loop *loop = test_loop_new();
     streamer s;
     httpd *h = start(loop, gone_on_request, &s);
     for (int mode = 0; mode < 3; mode++) {
@@ -585,12 +570,11 @@ static void test_client_gone(void **state)
         assert_true(s.gone);
         assert_int_equal(s.closes, 1);
         /* Nothing more is called: a run later, still once. */
-        run_a_while(loop, 50);
+        test_loop_run_for(loop, 50);
         assert_int_equal(s.closes, 1);
         nb_client_free(&c);
     }
-    httpd_stop(h);
-    ev_free(loop);
+    finish(loop, h, NULL);
 }
 
 typedef struct two {
@@ -635,7 +619,7 @@ static void two_on_request(void *ud, httpd_req *r)
 static void test_stop_waiting(void **state)
 {
     (void)state;
-    ev_loop *loop = loop_new();
+    ev_loop *loop = test_loop_new();
     two t = {.loop = loop};
     httpd *h = start(loop, two_on_request, &t);
     nb_client up, st;
@@ -653,8 +637,7 @@ static void test_stop_waiting(void **state)
     assert_true(up.closed);
     assert_true(st.closed);
     nb_client_free(&up);
-    nb_client_free(&st);
-    ev_free(loop);
+    finish(loop, NULL, &st);
 }
 
 /* ---- work registered with a request ---- */
@@ -728,7 +711,7 @@ static void test_work_cancelled(void **state)
 {
     (void)state;
     for (int mode = 0; mode < 3; mode++) {
-        ev_loop *loop = loop_new();
+        ev_loop *loop = test_loop_new();
         work w = {.loop = loop, .mode = mode};
         httpd *h = start(loop, work_on_request, &w);
         nb_client c;
@@ -739,7 +722,7 @@ static void test_work_cancelled(void **state)
         test_loop_run(loop, 20000);
         if (mode == 0) {
             /* Left: the watched socket tells, the cancels run once (a run later, still once). */
-            run_a_while(loop, 50);
+            test_loop_run_for(loop, 50);
         }
         if (mode == 1) {
             assert_true(c.closed);
@@ -755,8 +738,7 @@ static void test_work_cancelled(void **state)
         if (mode != 2)
             httpd_stop(h);
         assert_int_equal(w.cancels[2], want); /* the stop runs nothing again */
-        nb_client_free(&c);
-        ev_free(loop);
+        finish(loop, NULL, &c);
     }
 }
 
@@ -797,7 +779,7 @@ static void test_no_drain_after_cancel(void **state)
 {
     (void)state;
     for (int i = 0; i < 5; i++) {
-        ev_loop *loop = loop_new();
+        ev_loop *loop = test_loop_new();
         drainer d = {.loop = loop};
         httpd *h = start(loop, drainer_on_request, &d);
         nb_client c;
@@ -805,11 +787,10 @@ static void test_no_drain_after_cancel(void **state)
         nb_client_half_close(&c);
         while (!d.cancelled)
             test_loop_run(loop, 20000);
-        run_a_while(loop, 20);
+        test_loop_run_for(loop, 20);
         assert_int_equal(d.drains_after, 0);
         httpd_stop(h);
-        nb_client_free(&c);
-        ev_free(loop);
+        finish(loop, NULL, &c);
     }
 }
 
