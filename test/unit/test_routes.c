@@ -88,6 +88,45 @@ static void t_close(t_routes *t)
     store_free(t->isvcs);
 }
 
+/* Lookup rows leave out the fields they do not look at. */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+/* A field a lookup must leave NULL. */
+static const char none[] = "(none)";
+
+/* A lookup of name and what it must give: rc, then the namespace, pool, member, served name and
+ * name the member is sent (rt.name) it routes to, each when set (none: NULL). */
+typedef struct {
+    const char *name;
+    int rc;
+    const char *ns, *pool, *member, *served, *as;
+} t_lookup;
+
+static void want_field(const char *name, const char *field, const char *got, const char *want)
+{
+    if (want == none ? got != NULL : want && (!got || strcmp(got, want) != 0))
+        fail_msg("%s: %s %s, want %s", name, field, got ? got : "NULL",
+                 want == none ? "NULL" : want);
+}
+
+static void lookups(rt_routes *r, const t_lookup *l, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        rt_route rt;
+        const char *other;
+        int rc = rt_routes_lookup(r, l[i].name, &rt, &other);
+        if (rc != l[i].rc)
+            fail_msg("%s: %d, want %d", l[i].name, rc, l[i].rc);
+        if (rc != 0)
+            continue;
+        want_field(l[i].name, "namespace", rt.ns, l[i].ns);
+        want_field(l[i].name, "pool", rt.pool, l[i].pool);
+        want_field(l[i].name, "member", rt.member, l[i].member);
+        want_field(l[i].name, "served", rt.served, l[i].served);
+        want_field(l[i].name, "name", rt.name, l[i].as);
+    }
+}
+
 static void test_lookup(void **state)
 {
     (void)state;
@@ -97,21 +136,16 @@ static void test_lookup(void **state)
     put_isvc(&t, "ml", "a", "Org/A-7B", " gpt-a , a-chat,,a");
     put_isvc(&t, "ml", "b", NULL, NULL);
     rt_routes *r = t_table(&t);
-    rt_route rt;
-    const char *other;
-    assert_int_equal(rt_routes_lookup(r, "a", &rt, &other), 0);
-    assert_string_equal(rt.pool, "p");
-    assert_string_equal(rt.ns, "ml");
-    assert_string_equal(rt.member, "a");
-    assert_string_equal(rt.served, "Org/A-7B");
-    assert_int_equal(rt_routes_lookup(r, "gpt-a", &rt, &other), 0);
-    assert_string_equal(rt.member, "a");
-    assert_int_equal(rt_routes_lookup(r, "a-chat", &rt, &other), 0);
-    assert_int_equal(rt_routes_lookup(r, "Org/A-7B", &rt, &other), 0);
-    assert_int_equal(rt_routes_lookup(r, "b", &rt, &other), 0);
-    assert_null(rt.served);
-    assert_int_equal(rt_routes_lookup(r, "c", &rt, &other), -ENOENT);
-    assert_int_equal(rt_routes_lookup(r, "", &rt, &other), -ENOENT);
+    static const t_lookup l[] = {
+        {"a", 0, "ml", "p", "a", "Org/A-7B"},
+        {"gpt-a", 0, NULL, NULL, "a"},
+        {"a-chat", 0},
+        {"Org/A-7B", 0},
+        {"b", 0, .served = none},
+        {"c", -ENOENT},
+        {"", -ENOENT},
+    };
+    lookups(r, l, sizeof(l) / sizeof(l[0]));
 
     rt_oai_model *v;
     size_t n;
@@ -131,6 +165,8 @@ static void test_lookup(void **state)
     /* a second pool claims the alias gpt-a: ambiguous, named in the answer; after the change */
     put_pool(&t, "ml", "q", "c", NULL);
     put_isvc(&t, "ml", "c", NULL, "gpt-a");
+    rt_route rt;
+    const char *other;
     assert_int_equal(rt_routes_lookup(r, "c", &rt, &other), -ENOENT); /* not rebuilt yet */
     rt_routes_invalidate(r);
     assert_int_equal(rt_routes_lookup(r, "c", &rt, &other), 0);
@@ -155,44 +191,37 @@ static void test_tenants(void **state)
     put_isvc(&t, "evil", "e", NULL, "llama,gpt-4o,a");
     put_isvc(&t, "evil", "org", NULL, "A-7B");
     rt_routes *r = t_table(&t);
+    static const t_lookup l[] = {
+        /* home names resolve at home only, whatever evil declares */
+        {"llama", 0, "ml", NULL, "a", .as = "llama"},
+        {"a", 0, "ml"},
+        /* a name with a '/' that home declares is home's, though "Org" reads like a namespace */
+        {"Org/A-7B", 0, "ml", .as = "Org/A-7B"},
+        /* a name only evil declares is not reachable unqualified */
+        {"gpt-4o", -ENOENT},
+        {"e", -ENOENT},
+        /* qualified: evil's names in evil (evil/gpt-4o below) */
+        {"evil/llama", 0, "evil"},
+        {"evil/org", 0, NULL, NULL, "org"},
+        /* home's own names qualified, too; and no namespace's names under another's qualifier */
+        {"ml/llama", 0, "ml", .as = "llama"},
+        {"ml/Org/A-7B", 0, .as = "Org/A-7B"},
+        {"ml/gpt-4o", -ENOENT},
+        {"evil/Org/A-7B", -ENOENT},
+        {"other/llama", -ENOENT},
+        {"/llama", -ENOENT},
+        {"evil/", -ENOENT},
+    };
+    lookups(r, l, sizeof(l) / sizeof(l[0]));
+    /* qualified: evil's names in evil, with the name the member is sent */
     rt_route rt;
     const char *other;
-    /* home names resolve at home only, whatever evil declares */
-    assert_int_equal(rt_routes_lookup(r, "llama", &rt, &other), 0);
-    assert_string_equal(rt.ns, "ml");
-    assert_string_equal(rt.member, "a");
-    assert_string_equal(rt.name, "llama");
-    assert_int_equal(rt_routes_lookup(r, "a", &rt, &other), 0);
-    assert_string_equal(rt.ns, "ml");
-    /* a name with a '/' that home declares is home's, though "Org" reads like a namespace */
-    assert_int_equal(rt_routes_lookup(r, "Org/A-7B", &rt, &other), 0);
-    assert_string_equal(rt.ns, "ml");
-    assert_string_equal(rt.name, "Org/A-7B");
-    /* a name only evil declares is not reachable unqualified */
-    assert_int_equal(rt_routes_lookup(r, "gpt-4o", &rt, &other), -ENOENT);
-    assert_int_equal(rt_routes_lookup(r, "e", &rt, &other), -ENOENT);
-    /* qualified: evil's names in evil, with the name the member is sent */
     const char *q = "evil/gpt-4o";
     assert_int_equal(rt_routes_lookup(r, q, &rt, &other), 0);
     assert_string_equal(rt.ns, "evil");
     assert_string_equal(rt.pool, "ep");
     assert_string_equal(rt.member, "e");
     assert_ptr_equal(rt.name, q + 5);
-    assert_int_equal(rt_routes_lookup(r, "evil/llama", &rt, &other), 0);
-    assert_string_equal(rt.ns, "evil");
-    assert_int_equal(rt_routes_lookup(r, "evil/org", &rt, &other), 0);
-    assert_string_equal(rt.member, "org");
-    /* home's own names qualified, too; and no namespace's names under another's qualifier */
-    assert_int_equal(rt_routes_lookup(r, "ml/llama", &rt, &other), 0);
-    assert_string_equal(rt.ns, "ml");
-    assert_string_equal(rt.name, "llama");
-    assert_int_equal(rt_routes_lookup(r, "ml/Org/A-7B", &rt, &other), 0);
-    assert_string_equal(rt.name, "Org/A-7B");
-    assert_int_equal(rt_routes_lookup(r, "ml/gpt-4o", &rt, &other), -ENOENT);
-    assert_int_equal(rt_routes_lookup(r, "evil/Org/A-7B", &rt, &other), -ENOENT);
-    assert_int_equal(rt_routes_lookup(r, "other/llama", &rt, &other), -ENOENT);
-    assert_int_equal(rt_routes_lookup(r, "/llama", &rt, &other), -ENOENT);
-    assert_int_equal(rt_routes_lookup(r, "evil/", &rt, &other), -ENOENT);
 
     /* the list: plain names at home, qualified ones for evil */
     rt_oai_model *v;
