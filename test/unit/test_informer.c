@@ -37,6 +37,12 @@ static cJSON *obj_new(const char *ns, const char *name, const char *rv)
     return o;
 }
 
+/* Puts the object ns/name at resourceVersion rv into s. */
+static void put(store *s, const char *ns, const char *name, const char *rv)
+{
+    assert_int_equal(store_put(s, obj_new(ns, name, rv), NULL), 0);
+}
+
 static const char *rv_of(const cJSON *o)
 {
     return cJSON_GetStringValue(
@@ -77,6 +83,29 @@ static const informer_change *find(const informer_change *ch, size_t n, const ch
     return NULL;
 }
 
+/* A relist's diff against s: the list as decoded (from items, consumed) and its changes. */
+typedef struct t_diff {
+    store *s;
+    test_list l;
+    informer_change *ch;
+    size_t n;
+} t_diff;
+
+static t_diff diff_of(store *s, cJSON *items)
+{
+    t_diff d = {.s = s, .l = list_of(s, items)};
+    assert_int_equal(informer_diff(s, d.l.v, d.l.n, &d.ch, &d.n), 0);
+    return d;
+}
+
+/* Frees d, and its store. */
+static void diff_free(t_diff *d)
+{
+    informer_changes_free(d->ch, d->n);
+    list_free(d->s, &d->l);
+    store_free(d->s);
+}
+
 static void test_diff_first_list_is_all_adds(void **state)
 {
     (void)state;
@@ -84,29 +113,24 @@ static void test_diff_first_list_is_all_adds(void **state)
     cJSON *items = cJSON_CreateArray();
     cJSON_AddItemToArray(items, obj_new("ns", "a", "1"));
     cJSON_AddItemToArray(items, obj_new(NULL, "node", "2"));
-    informer_change *ch;
-    size_t n;
-    test_list l = list_of(s, items);
-    assert_int_equal(informer_diff(s, l.v, l.n, &ch, &n), 0);
-    assert_int_equal(n, 2);
-    assert_int_equal(ch[0].kind, INFORMER_ADDED);
-    assert_string_equal(ch[0].key, "ns/a");
-    assert_ptr_equal(ch[0].rec, l.v[0].rec);
-    assert_int_equal(ch[1].kind, INFORMER_ADDED);
-    assert_string_equal(ch[1].key, "node");
-    informer_changes_free(ch, n);
-    list_free(s, &l);
-    store_free(s);
+    t_diff d = diff_of(s, items);
+    assert_int_equal(d.n, 2);
+    assert_int_equal(d.ch[0].kind, INFORMER_ADDED);
+    assert_string_equal(d.ch[0].key, "ns/a");
+    assert_ptr_equal(d.ch[0].rec, d.l.v[0].rec);
+    assert_int_equal(d.ch[1].kind, INFORMER_ADDED);
+    assert_string_equal(d.ch[1].key, "node");
+    diff_free(&d);
 }
 
 static void test_diff_relist(void **state)
 {
     (void)state;
     store *s = store_new(NULL);
-    assert_int_equal(store_put(s, obj_new("ns", "same", "10"), NULL), 0);
-    assert_int_equal(store_put(s, obj_new("ns", "changed", "11"), NULL), 0);
-    assert_int_equal(store_put(s, obj_new("ns", "gone", "12"), NULL), 0);
-    assert_int_equal(store_put(s, obj_new("other", "gone", "13"), NULL), 0);
+    put(s, "ns", "same", "10");
+    put(s, "ns", "changed", "11");
+    put(s, "ns", "gone", "12");
+    put(s, "other", "gone", "13");
 
     cJSON *items = cJSON_CreateArray();
     cJSON_AddItemToArray(items, obj_new("ns", "changed", "20"));
@@ -115,36 +139,31 @@ static void test_diff_relist(void **state)
     cJSON_AddItemToArray(items, obj_new("ns", "changed", "99")); /* duplicate: first wins */
     cJSON_AddItemToArray(items, cJSON_Parse("{\"metadata\":{\"namespace\":\"ns\"}}"));
 
-    informer_change *ch;
-    size_t n;
-    test_list l = list_of(s, items);
-    assert_int_equal(informer_diff(s, l.v, l.n, &ch, &n), 0);
-    assert_int_equal(n, 4);
+    t_diff d = diff_of(s, items);
+    assert_int_equal(d.n, 4);
     /* Listed order first, deletions after. */
-    assert_int_equal(ch[0].kind, INFORMER_UPDATED);
-    assert_string_equal(ch[0].key, "ns/changed");
-    assert_string_equal(rv_of(ch[0].rec), "20");
-    assert_int_equal(ch[1].kind, INFORMER_ADDED);
-    assert_string_equal(ch[1].key, "ns/new");
-    assert_int_equal(ch[2].kind, INFORMER_DELETED);
-    assert_int_equal(ch[3].kind, INFORMER_DELETED);
-    const informer_change *g1 = find(ch, n, "ns/gone"), *g2 = find(ch, n, "other/gone");
+    assert_int_equal(d.ch[0].kind, INFORMER_UPDATED);
+    assert_string_equal(d.ch[0].key, "ns/changed");
+    assert_string_equal(rv_of(d.ch[0].rec), "20");
+    assert_int_equal(d.ch[1].kind, INFORMER_ADDED);
+    assert_string_equal(d.ch[1].key, "ns/new");
+    assert_int_equal(d.ch[2].kind, INFORMER_DELETED);
+    assert_int_equal(d.ch[3].kind, INFORMER_DELETED);
+    const informer_change *g1 = find(d.ch, d.n, "ns/gone"), *g2 = find(d.ch, d.n, "other/gone");
     assert_non_null(g1);
     assert_non_null(g2);
     /* A deletion carries the cached object. */
     assert_ptr_equal(g1->rec, store_get(s, "ns/gone"));
-    assert_null(find(ch, n, "ns/same"));
-    informer_changes_free(ch, n);
-    list_free(s, &l);
-    store_free(s);
+    assert_null(find(d.ch, d.n, "ns/same"));
+    diff_free(&d);
 }
 
 static void test_diff_empty_list_deletes_all(void **state)
 {
     (void)state;
     store *s = store_new(NULL);
-    assert_int_equal(store_put(s, obj_new("ns", "a", "1"), NULL), 0);
-    assert_int_equal(store_put(s, obj_new("ns", "b", "2"), NULL), 0);
+    put(s, "ns", "a", "1");
+    put(s, "ns", "b", "2");
     informer_change *ch;
     size_t n;
     /* An empty list (no items, or "items": []). */
@@ -153,12 +172,9 @@ static void test_diff_empty_list_deletes_all(void **state)
     assert_int_equal(ch[0].kind, INFORMER_DELETED);
     assert_int_equal(ch[1].kind, INFORMER_DELETED);
     informer_changes_free(ch, n);
-    test_list l = list_of(s, cJSON_CreateArray());
-    assert_int_equal(informer_diff(s, l.v, l.n, &ch, &n), 0);
-    assert_int_equal(n, 2);
-    informer_changes_free(ch, n);
-    list_free(s, &l);
-    store_free(s);
+    t_diff d = diff_of(s, cJSON_CreateArray());
+    assert_int_equal(d.n, 2);
+    diff_free(&d);
 }
 
 static void test_diff_missing_version_is_an_update(void **state)
@@ -167,15 +183,10 @@ static void test_diff_missing_version_is_an_update(void **state)
     store *s = store_new(NULL);
     assert_int_equal(store_put(s, cJSON_Parse("{\"metadata\":{\"name\":\"a\"}}"), NULL), 0);
     cJSON *items = cJSON_Parse("[{\"metadata\":{\"name\":\"a\"}}]");
-    informer_change *ch;
-    size_t n;
-    test_list l = list_of(s, items);
-    assert_int_equal(informer_diff(s, l.v, l.n, &ch, &n), 0);
-    assert_int_equal(n, 1);
-    assert_int_equal(ch[0].kind, INFORMER_UPDATED);
-    informer_changes_free(ch, n);
-    list_free(s, &l);
-    store_free(s);
+    t_diff d = diff_of(s, items);
+    assert_int_equal(d.n, 1);
+    assert_int_equal(d.ch[0].kind, INFORMER_UPDATED);
+    diff_free(&d);
 }
 
 static void test_diff_large(void **state)
@@ -187,7 +198,7 @@ static void test_diff_large(void **state)
     char name[32];
     for (int i = 0; i < N; i++) {
         snprintf(name, sizeof(name), "o%d", i);
-        assert_int_equal(store_put(s, obj_new("ns", name, "1"), NULL), 0);
+        put(s, "ns", name, "1");
         /* Keep the even ones, half of them changed; drop the odd ones; add as many new. */
         if (i % 2 == 0)
             cJSON_AddItemToArray(items, obj_new("ns", name, i % 4 ? "2" : "1"));
@@ -195,19 +206,14 @@ static void test_diff_large(void **state)
         if (i % 2)
             cJSON_AddItemToArray(items, obj_new("ns", name, "1"));
     }
-    informer_change *ch;
-    size_t n;
-    test_list l = list_of(s, items);
-    assert_int_equal(informer_diff(s, l.v, l.n, &ch, &n), 0);
+    t_diff d = diff_of(s, items);
     size_t count[3] = {0};
-    for (size_t i = 0; i < n; i++)
-        count[ch[i].kind]++;
+    for (size_t i = 0; i < d.n; i++)
+        count[d.ch[i].kind]++;
     assert_int_equal(count[INFORMER_ADDED], N / 2);
     assert_int_equal(count[INFORMER_UPDATED], N / 4);
     assert_int_equal(count[INFORMER_DELETED], N / 2);
-    informer_changes_free(ch, n);
-    list_free(s, &l);
-    store_free(s);
+    diff_free(&d);
 }
 
 static void test_backoff(void **state)
