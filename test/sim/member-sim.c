@@ -62,6 +62,20 @@ static int sim_parse_num(const char *flag, const char *v, const char *what, uint
     return 0;
 }
 
+/* sim_parse_num, within lo..hi. */
+static int sim_parse_range(const char *flag, const char *v, const char *what, uint64_t lo,
+                           uint64_t hi, uint64_t *out)
+{
+    if (sim_parse_num(flag, v, what, out) < 0)
+        return -1;
+    if (*out < lo || *out > hi) {
+        fprintf(stderr, "member-sim: %s wants %llu..%llu\n", flag, (unsigned long long)lo,
+                (unsigned long long)hi);
+        return -1;
+    }
+    return 0;
+}
+
 /* 0, or -1 after saying what was wrong. */
 static int sim_parse_flags(sim_flags *f, int argc, char **argv)
 {
@@ -130,23 +144,15 @@ static int sim_parse_flags(sim_flags *f, int argc, char **argv)
         case F_IP_COUNT: {
             uint64_t v;
             const char *flag = c == F_IP_FIRST ? "--ip-first" : "--ip-count";
-            if (sim_parse_num(flag, optarg, "a number", &v) < 0)
+            if (sim_parse_range(flag, optarg, "a number", 1, 0xffffff, &v) < 0)
                 return -1;
-            if (v < 1 || v > 0xffffff) {
-                fprintf(stderr, "member-sim: %s wants 1..16777215\n", flag);
-                return -1;
-            }
             *(c == F_IP_FIRST ? &f->opt.ip_first : &f->opt.ip_count) = (int)v;
             break;
         }
         case F_IP_BLOCK: {
             uint64_t v;
-            if (sim_parse_num("--ip-block", optarg, "a number", &v) < 0)
+            if (sim_parse_range("--ip-block", optarg, "a number", 1, 254, &v) < 0)
                 return -1;
-            if (v < 1 || v > 254) {
-                fprintf(stderr, "member-sim: --ip-block wants 1..254\n");
-                return -1;
-            }
             block = (int)v;
             break;
         }
@@ -171,12 +177,8 @@ static int sim_parse_flags(sim_flags *f, int argc, char **argv)
         }
         case F_LLAMA_CTX: {
             uint64_t v;
-            if (sim_parse_num("--llama-ctx", optarg, "a number of tokens", &v) < 0)
+            if (sim_parse_range("--llama-ctx", optarg, "a number of tokens", 64, 1048576, &v) < 0)
                 return -1;
-            if (v < 64 || v > 1048576) {
-                fprintf(stderr, "member-sim: --llama-ctx wants 64..1048576\n");
-                return -1;
-            }
             f->opt.llama_ctx = (int)v;
             break;
         }

@@ -131,6 +131,19 @@ static cJSON *sim_oai_head(const sim_oai_req *r, const char *id, long created, c
     return root;
 }
 
+/* The head of an answer to r, its object chat_object for a chat request and object for the
+ * others, with its one choice (index 0) in "choices", returned in *choice for the caller to fill.
+ */
+static cJSON *sim_oai_answer(const sim_oai_req *r, const char *id, long created,
+                             const char *chat_object, const char *object, cJSON **choice)
+{
+    cJSON *root = sim_oai_head(r, id, created, r->kind == SIM_OAI_CHAT ? chat_object : object);
+    *choice = cJSON_CreateObject();
+    cJSON_AddNumberToObject(*choice, "index", 0);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "choices"), *choice);
+    return root;
+}
+
 static char *sim_oai_text(int from, int to)
 {
     size_t cap = (size_t)(to - from) * 12 + 1, len = 0;
@@ -164,11 +177,9 @@ char *sim_oai_response(const sim_oai_req *r, const char *id, long created)
     char *text = sim_oai_text(0, r->tokens);
     if (!text)
         return NULL;
-    bool chat = r->kind == SIM_OAI_CHAT;
-    cJSON *root = sim_oai_head(r, id, created, chat ? "chat.completion" : "text_completion");
-    cJSON *choice = cJSON_CreateObject();
-    cJSON_AddNumberToObject(choice, "index", 0);
-    if (chat) {
+    cJSON *choice;
+    cJSON *root = sim_oai_answer(r, id, created, "chat.completion", "text_completion", &choice);
+    if (r->kind == SIM_OAI_CHAT) {
         cJSON *msg = cJSON_AddObjectToObject(choice, "message");
         cJSON_AddStringToObject(msg, "role", "assistant");
         cJSON_AddStringToObject(msg, "content", text);
@@ -176,7 +187,6 @@ char *sim_oai_response(const sim_oai_req *r, const char *id, long created)
         cJSON_AddStringToObject(choice, "text", text);
     }
     cJSON_AddStringToObject(choice, "finish_reason", "length");
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "choices"), choice);
     sim_oai_usage(root, 1, r->tokens);
     free(text);
     return sim_oai_print(root);
@@ -186,11 +196,10 @@ char *sim_oai_response(const sim_oai_req *r, const char *id, long created)
 static char *sim_oai_event(const sim_oai_req *r, const char *id, long created, const char *text,
                            bool first)
 {
-    bool chat = r->kind == SIM_OAI_CHAT;
-    cJSON *root = sim_oai_head(r, id, created, chat ? "chat.completion.chunk" : "text_completion");
-    cJSON *choice = cJSON_CreateObject();
-    cJSON_AddNumberToObject(choice, "index", 0);
-    if (chat) {
+    cJSON *choice;
+    cJSON *root =
+        sim_oai_answer(r, id, created, "chat.completion.chunk", "text_completion", &choice);
+    if (r->kind == SIM_OAI_CHAT) {
         cJSON *delta = cJSON_AddObjectToObject(choice, "delta");
         if (first)
             cJSON_AddStringToObject(delta, "role", "assistant");
@@ -203,7 +212,6 @@ static char *sim_oai_event(const sim_oai_req *r, const char *id, long created, c
         cJSON_AddNullToObject(choice, "finish_reason");
     else
         cJSON_AddStringToObject(choice, "finish_reason", "length");
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "choices"), choice);
     char *json = sim_oai_print(root);
     char *event = NULL;
     if (json && asprintf(&event, "data: %s\n\n", json) < 0)

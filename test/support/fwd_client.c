@@ -232,3 +232,25 @@ void t_start(t_cli *t, const fwd_request *req)
 {
     assert_int_equal(fwd_start(t->f, req, t_cl(t), t, &t->call), 0);
 }
+
+void t_call(t_cli *t, const fwd_request *req)
+{
+    t_start(t, req);
+    t_run(t);
+}
+
+fwd_request t_req(t_cli *t, const char *method, const char *path, const char *body)
+{
+    return (fwd_request){.method = method,
+                         .path = path,
+                         .targets = &t->tg,
+                         .ntargets = 1,
+                         .body = body,
+                         .body_len = body ? strlen(body) : 0};
+}
+
+void t_get(t_cli *t, const char *path)
+{
+    fwd_request req = t_req(t, "GET", path, NULL);
+    t_call(t, &req);
+}

@@ -79,6 +79,13 @@ void t_teardown(t_cli *t);
 void t_start(t_cli *t, const fwd_request *req);
 /* Runs the loop until something stops it; the test fails after 20 s. */
 void t_run(t_cli *t);
+/* t_start, then t_run. */
+void t_call(t_cli *t, const fwd_request *req);
+/* A request of method to path for t's one target (t->tg) with body, whole (NULL: none); the test
+ * sets any other field. */
+fwd_request t_req(t_cli *t, const char *method, const char *path, const char *body);
+/* A GET of path from t's one target, run (t_call). */
+void t_get(t_cli *t, const char *path);
 /* Pushes the next piece of the request body (t->piece bytes of up_pattern, to t->to_push in all).
  */
 void t_push(t_cli *t);

@@ -59,3 +59,16 @@ void test_loop_run_until(ev_loop *loop, bool (*pred)(void *ud), void *ud, uint64
     if (!w.met)
         fail_msg("the condition did not hold within %llu ms", (unsigned long long)ms);
 }
+
+void test_loop_run_for(ev_loop *loop, uint64_t ms)
+{
+    assert_true(ev_timer_add(loop, ms, test_loop_stop, NULL) > 0);
+    test_loop_run(loop, 20000);
+}
+
+ev_loop *test_loop_new(void)
+{
+    ev_loop *loop = ev_new();
+    assert_non_null(loop);
+    return loop;
+}

@@ -15,6 +15,12 @@ void test_loop_run(ev_loop *loop, uint64_t ms);
 /* Runs the loop until pred(ud) holds (checked every millisecond); the test fails after ms. */
 void test_loop_run_until(ev_loop *loop, bool (*pred)(void *ud), void *ud, uint64_t ms);
 
+/* Runs the loop for ms, then stops it (a deadline of 20 s fails the test). */
+void test_loop_run_for(ev_loop *loop, uint64_t ms);
+
+/* A new loop; the test fails when there is none. */
+ev_loop *test_loop_new(void);
+
 /* A timer callback that stops the loop. */
 void test_loop_stop(ev_loop *loop, void *ud);
 

@@ -34,6 +34,14 @@ int test_closed_port_loopback(void)
     return port;
 }
 
+int test_accept_watch(ev_loop *loop, int lfd, ev_fd_fn fn, void *ud)
+{
+    int c = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (c >= 0)
+        assert_int_equal(ev_fd_set(loop, c, EV_READ, fn, ud), 0);
+    return c;
+}
+
 /* A blocking client connected to 127.0.0.1:port. */
 int test_connect_loopback(int port)
 {

@@ -8,24 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-void *__real_malloc(size_t size);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t size);
-char *__real_strdup(const char *s);
-char *__real_strndup(const char *s, size_t n);
-int __real_vasprintf(char **out, const char *fmt, va_list ap);
-FILE *__real_open_memstream(char **buf, size_t *len);
 char *__real_realpath(const char *path, char *resolved);
-
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t size);
-char *__wrap_strdup(const char *s);
-char *__wrap_strndup(const char *s, size_t n);
-int __wrap_vasprintf(char **out, const char *fmt, va_list ap);
-int __wrap_asprintf(char **out, const char *fmt, ...);
-FILE *__wrap_open_memstream(char **buf, size_t *len);
 char *__wrap_realpath(const char *path, char *resolved);
+int __wrap_asprintf(char **out, const char *fmt, ...);
 
 static unsigned long oom_at, oom_seen;
 static bool oom_persistent, oom_hit, oom_paused;
@@ -62,35 +47,22 @@ static bool oom_fail(void)
     return false;
 }
 
-void *__wrap_malloc(size_t size)
-{
-    return oom_fail() ? NULL : __real_malloc(size);
-}
+/* __wrap_name, failing with fail or else passing its arguments to __real_name. */
+#define OOM_WRAP(type, name, params, args, fail)                                                   \
+    type __real_##name params;                                                                     \
+    type __wrap_##name params;                                                                     \
+    type __wrap_##name params                                                                      \
+    {                                                                                              \
+        return oom_fail() ? fail : __real_##name args;                                             \
+    }
 
-void *__wrap_calloc(size_t n, size_t size)
-{
-    return oom_fail() ? NULL : __real_calloc(n, size);
-}
-
-void *__wrap_realloc(void *p, size_t size)
-{
-    return oom_fail() ? NULL : __real_realloc(p, size);
-}
-
-char *__wrap_strdup(const char *s)
-{
-    return oom_fail() ? NULL : __real_strdup(s);
-}
-
-char *__wrap_strndup(const char *s, size_t n)
-{
-    return oom_fail() ? NULL : __real_strndup(s, n);
-}
-
-int __wrap_vasprintf(char **out, const char *fmt, va_list ap)
-{
-    return oom_fail() ? -1 : __real_vasprintf(out, fmt, ap);
-}
+OOM_WRAP(void *, malloc, (size_t size), (size), NULL)
+OOM_WRAP(void *, calloc, (size_t n, size_t size), (n, size), NULL)
+OOM_WRAP(void *, realloc, (void *p, size_t size), (p, size), NULL)
+OOM_WRAP(char *, strdup, (const char *s), (s), NULL)
+OOM_WRAP(char *, strndup, (const char *s, size_t n), (s, n), NULL)
+OOM_WRAP(int, vasprintf, (char **out, const char *fmt, va_list ap), (out, fmt, ap), -1)
+OOM_WRAP(FILE *, open_memstream, (char **buf, size_t *len), (buf, len), NULL)
 
 int __wrap_asprintf(char **out, const char *fmt, ...)
 {
@@ -99,11 +71,6 @@ int __wrap_asprintf(char **out, const char *fmt, ...)
     int n = __wrap_vasprintf(out, fmt, ap);
     va_end(ap);
     return n;
-}
-
-FILE *__wrap_open_memstream(char **buf, size_t *len)
-{
-    return oom_fail() ? NULL : __real_open_memstream(buf, len);
 }
 
 char *__wrap_realpath(const char *path, char *resolved)

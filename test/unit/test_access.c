@@ -249,35 +249,33 @@ static void test_reviews(void **state)
     check_run(&c, a, "Bearer reader", 3);
     assert_int_equal(f.token_reviews, 1);
 
-    /* Not allowed: 403 after both reviews; unauthenticated: 401 after the TokenReview alone. */
-    f.mode = FAKE_DENY;
-    check_run(&c, a, "Bearer intruder", 2);
-    assert_int_equal(c.codes[0], 403);
-    assert_int_equal(c.codes[1], 403);
-    assert_int_equal(f.token_reviews, 2);
-    assert_int_equal(f.access_reviews, 2);
-    f.mode = FAKE_UNAUTHENTICATED;
-    check_run(&c, a, "Bearer made-up", 1);
-    assert_int_equal(c.codes[0], 401);
-    assert_int_equal(f.token_reviews, 3);
-    assert_int_equal(f.access_reviews, 2);
-    /* No header, or not a bearer token: 401 with no request at all. */
-    check_run(&c, a, NULL, 1);
-    assert_int_equal(c.codes[0], 401);
-    check_run(&c, a, "Basic YTpi", 1);
-    assert_int_equal(c.codes[0], 401);
-    assert_int_equal(f.token_reviews, 3);
-
-    /* The API server failing: 503, not cached, so the token passes once it answers again. */
-    f.mode = FAKE_FAIL;
-    check_run(&c, a, "Bearer later", 2);
-    assert_int_equal(c.codes[0], 503);
-    assert_int_equal(c.codes[1], 503);
-    assert_int_equal(f.token_reviews, 4);
-    f.mode = FAKE_ALLOW;
-    check_run(&c, a, "Bearer later", 1);
-    assert_int_equal(c.codes[0], 200);
-    assert_int_equal(f.token_reviews, 5);
+    /* A step: the fake's mode, a header checked n times, the code each check gets, and the
+     * reviews the fake has had by then (-1: not looked at). */
+    static const struct {
+        fake_mode mode;
+        const char *header;
+        int n, code, token_reviews, access_reviews;
+    } steps[] = {
+        /* Not allowed: 403 after both reviews; unauthenticated: 401 after the TokenReview alone. */
+        {FAKE_DENY, "Bearer intruder", 2, 403, 2, 2},
+        {FAKE_UNAUTHENTICATED, "Bearer made-up", 1, 401, 3, 2},
+        /* No header, or not a bearer token: 401 with no request at all. */
+        {FAKE_UNAUTHENTICATED, NULL, 1, 401, -1, -1},
+        {FAKE_UNAUTHENTICATED, "Basic YTpi", 1, 401, 3, -1},
+        /* The API server failing: 503, not cached, so the token passes once it answers again. */
+        {FAKE_FAIL, "Bearer later", 2, 503, 4, -1},
+        {FAKE_ALLOW, "Bearer later", 1, 200, 5, -1},
+    };
+    for (size_t s = 0; s < sizeof(steps) / sizeof(steps[0]); s++) {
+        f.mode = steps[s].mode;
+        check_run(&c, a, steps[s].header, steps[s].n);
+        for (int i = 0; i < steps[s].n; i++)
+            assert_int_equal(c.codes[i], steps[s].code);
+        if (steps[s].token_reviews >= 0)
+            assert_int_equal(f.token_reviews, steps[s].token_reviews);
+        if (steps[s].access_reviews >= 0)
+            assert_int_equal(f.access_reviews, steps[s].access_reviews);
+    }
     assert_int_equal(f.other, 0);
 
     /* Freed with a review in flight: its callback never runs, nothing leaks. */

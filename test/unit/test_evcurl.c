@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "loop_run.h"
 #include "loopback.h"
 
 #include <arpa/inet.h>
@@ -88,22 +89,23 @@ static void srv_on_read(ev_loop *loop, int fd, int events, void *ud)
     }
 }
 
+/* The first connection slot free; the test fails when none is. */
+static srv_conn *srv_free_conn(srv *s)
+{
+    for (int i = 0; i < T_MAX; i++)
+        if (s->conns[i].fd < 0)
+            return &s->conns[i];
+    fail_msg("too many connections");
+    return NULL;
+}
+
 static void srv_on_accept(ev_loop *loop, int fd, int events, void *ud)
 {
     (void)events;
     srv *s = ud;
-    int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (c < 0)
-        return;
-    for (int i = 0; i < T_MAX; i++) {
-        if (s->conns[i].fd < 0) {
-            s->conns[i].fd = c;
-            s->naccepts++;
-            assert_int_equal(ev_fd_set(loop, c, EV_READ, srv_on_read, &s->conns[i]), 0);
-            return;
-        }
-    }
-    fail_msg("too many connections");
+    srv_conn *k = srv_free_conn(s);
+    k->fd = test_accept_watch(loop, fd, srv_on_read, k);
+    s->naccepts += k->fd >= 0;
 }
 
 static void srv_start(srv *s, ev_loop *loop, bool silent, int stop_at)
@@ -247,6 +249,13 @@ static void t_progress(void *ud)
     }
 }
 
+/* t's evcurl on t's loop, with t_progress. */
+static void t_evcurl(t_state *t)
+{
+    t->ec = evcurl_new(t->loop, t_progress, t);
+    assert_non_null(t->ec);
+}
+
 static void t_guard(ev_loop *loop, void *ud)
 {
     t_state *t = ud;
@@ -299,13 +308,11 @@ static void t_check_freed(t_state *t)
 static void test_transfers_and_free_in_progress(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    assert_non_null(loop);
+    ev_loop *loop = test_loop_new();
     srv s;
     srv_start(&s, loop, false, 0);
     t_state t = {.loop = loop, .port = s.port, .want = 2, .free_at_end = true};
-    t.ec = evcurl_new(loop, t_progress, &t);
-    assert_non_null(t.ec);
+    t_evcurl(&t);
     t_start(&t);
     t_run(&t, 5000);
     assert_false(t.timed_out);
@@ -329,13 +336,11 @@ static void test_transfers_and_free_in_progress(void **state)
 static void test_timeout_and_free_in_flight(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    assert_non_null(loop);
+    ev_loop *loop = test_loop_new();
     srv s;
     srv_start(&s, loop, true, 2);
     t_state t = {.loop = loop, .port = s.port, .want = 2, .timeout_ms = 100};
-    t.ec = evcurl_new(loop, t_progress, &t);
-    assert_non_null(t.ec);
+    t_evcurl(&t);
     t_start(&t);
     t_run(&t, 5000); /* stops when the second request reached the responder */
     assert_false(t.timed_out);
@@ -357,11 +362,9 @@ static void test_timeout_and_free_in_flight(void **state)
 static void test_free_before_run(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    assert_non_null(loop);
+    ev_loop *loop = test_loop_new();
     t_state t = {.loop = loop, .port = 9 /* discard: never reached */};
-    t.ec = evcurl_new(loop, t_progress, &t);
-    assert_non_null(t.ec);
+    t_evcurl(&t);
     t_start(&t);
     assert_int_equal(curl_multi_remove_handle(evcurl_multi(t.ec), t.easy), CURLM_OK);
     curl_easy_cleanup(t.easy);

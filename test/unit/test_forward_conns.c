@@ -25,15 +25,9 @@ static void test_send_deadline(void **state)
     up u;
     t_cli t;
     t_setup(&t, &u, UP_OK, NULL);
-    fwd_request req = {.method = "POST",
-                       .path = "/v1/completions",
-                       .targets = &t.tg,
-                       .ntargets = 1,
-                       .body = "{}",
-                       .body_len = 2,
-                       .send_by_ms = ev_now_ms() - 1};
-    t_start(&t, &req);
-    t_run(&t);
+    fwd_request req = t_req(&t, "POST", "/v1/completions", "{}");
+    req.send_by_ms = ev_now_ms() - 1;
+    t_call(&t, &req);
     assert_int_equal(t.dones, 1);
     assert_int_equal(t.heads, 0);
     assert_int_equal(t.r.outcome, FWD_UPSTREAM_FAILED_BEFORE_RESPONSE);
@@ -45,8 +39,7 @@ static void test_send_deadline(void **state)
     memset(&t.r, 0, sizeof(t.r));
     t.dones = 0;
     req.send_by_ms = ev_now_ms() + 60000;
-    t_start(&t, &req);
-    t_run(&t);
+    t_call(&t, &req);
     assert_int_equal(t.dones, 1);
     assert_int_equal(t.r.outcome, FWD_OK);
     assert_int_equal(t.r.status, 200);
@@ -64,9 +57,7 @@ static void t_cancel_mid_stream(bool by_timer)
     t.cancel_at = 3;
     t.cancel_by_timer = by_timer;
     u.stop_on_close = true;
-    fwd_request req = {.method = "GET", .path = "/stream", .targets = &t.tg, .ntargets = 1};
-    t_start(&t, &req);
-    t_run(&t);
+    t_get(&t, "/stream");
     assert_null(t.call);
     assert_int_equal(t.events, 3);
     assert_int_equal(u.ncloses, 1);
@@ -102,14 +93,9 @@ static void test_free_with_call_in_flight(void **state)
     t_setup(&t, &u, UP_SILENT, NULL);
     u.on_body = t_stop_at_request;
     u.on_body_ud = &t;
-    fwd_request req = {.method = "POST",
-                       .path = "/",
-                       .targets = &t.tg,
-                       .ntargets = 1,
-                       .body = "x",
-                       .body_len = 1,
-                       .more = true,
-                       .content_length = -1};
+    fwd_request req = t_req(&t, "POST", "/", "x");
+    req.more = true;
+    req.content_length = -1;
     t_start(&t, &req);
     assert_int_equal(fwd_body(t.call, "y", 1, true), 0);
     t_run(&t);
@@ -127,16 +113,10 @@ static void test_free_with_call_in_flight(void **state)
 /* n calls in a row to the member, each started from the done() of the one before; each answered. */
 static void calls_in_a_row(t_cli *t, int n)
 {
-    fwd_request req = {.method = "POST",
-                       .path = "/v1/completions",
-                       .targets = &t->tg,
-                       .ntargets = 1,
-                       .body = "abc",
-                       .body_len = 3};
+    fwd_request req = t_req(t, "POST", "/v1/completions", "abc");
     t->req = &req;
     t->again = n - 1;
-    t_start(t, &req);
-    t_run(t);
+    t_call(t, &req);
     t->req = NULL;
     assert_int_equal(t->dones, n);
     assert_int_equal(t->r.outcome, FWD_OK);
@@ -182,16 +162,10 @@ static void test_connection_refused_by_caller(void **state)
     t.confirm = true;
     t.refuse = "the Pod at this address is not the member's";
     fwd_header h[] = {{"Authorization", "Bearer secret"}};
-    fwd_request req = {.method = "POST",
-                       .path = "/v1/completions",
-                       .headers = h,
-                       .nheaders = 1,
-                       .targets = &t.tg,
-                       .ntargets = 1,
-                       .body = "abc",
-                       .body_len = 3};
-    t_start(&t, &req);
-    t_run(&t);
+    fwd_request req = t_req(&t, "POST", "/v1/completions", "abc");
+    req.headers = h;
+    req.nheaders = 1;
+    t_call(&t, &req);
     assert_int_equal(t.dones, 1);
     assert_int_equal(t.connects, 1);
     assert_int_equal(t.r.outcome, FWD_UPSTREAM_FAILED_BEFORE_RESPONSE);
@@ -227,15 +201,9 @@ static void test_late_connection_kept_for_next_call(void **state)
     t_setup(&t, &u, UP_OK, NULL);
     t.confirm = true;
     t.confirm_after_ms = 30;
-    fwd_request req = {.method = "POST",
-                       .path = "/v1/completions",
-                       .targets = &t.tg,
-                       .ntargets = 1,
-                       .body = "abc",
-                       .body_len = 3,
-                       .send_by_ms = ev_now_ms() + 5};
-    t_start(&t, &req);
-    t_run(&t);
+    fwd_request req = t_req(&t, "POST", "/v1/completions", "abc");
+    req.send_by_ms = ev_now_ms() + 5;
+    t_call(&t, &req);
     assert_int_equal(t.dones, 1);
     assert_int_equal(t.r.outcome, FWD_UPSTREAM_FAILED_BEFORE_RESPONSE);
     assert_true(t.r.late);
@@ -245,8 +213,7 @@ static void test_late_connection_kept_for_next_call(void **state)
 
     req.send_by_ms = ev_now_ms() + 10000;
     t.dones = 0;
-    t_start(&t, &req);
-    t_run(&t);
+    t_call(&t, &req);
     assert_int_equal(t.dones, 1);
     assert_int_equal(t.r.outcome, FWD_OK);
     assert_false(t.r.late);
@@ -263,13 +230,12 @@ static void test_start_inside_callback(void **state)
     up u;
     t_cli t;
     t_setup(&t, &u, UP_OK, NULL);
-    fwd_request req = {.method = "GET", .path = "/", .targets = &t.tg, .ntargets = 1};
+    fwd_request req = t_req(&t, "GET", "/", NULL);
     t.req = &req;
     t.again = 1;
     t.again_on_head = true;
     t.want_dones = 2;
-    t_start(&t, &req);
-    t_run(&t);
+    t_call(&t, &req);
     assert_int_equal(t.dones, 2);
     assert_int_equal(t.heads, 2);
     assert_int_equal(t.r.outcome, FWD_OK);

@@ -53,14 +53,10 @@ static void test_second_target_after_reset(void **state)
     t_setup(&t, &u, UP_OK, NULL);
     up_start(&bad, t.loop, UP_RESET_BEFORE);
     fwd_target tg[] = {{"127.0.0.1", bad.port}, {"127.0.0.1", u.port}};
-    fwd_request req = {.method = "POST",
-                       .path = "/v1/completions",
-                       .targets = tg,
-                       .ntargets = 2,
-                       .body = "hello",
-                       .body_len = 5};
-    t_start(&t, &req);
-    t_run(&t);
+    fwd_request req = t_req(&t, "POST", "/v1/completions", "hello");
+    req.targets = tg;
+    req.ntargets = 2;
+    t_call(&t, &req);
     assert_int_equal(t.r.outcome, FWD_OK);
     assert_int_equal(t.r.target, 1);
     assert_int_equal(bad.nrequests, 1);
@@ -91,8 +87,7 @@ static void test_dead_kept_alive_connection(void **state)
                        .body_len = sizeof(body)};
     t.req = &req;
     t.again = 1;
-    t_start(&t, &req);
-    t_run(&t);
+    t_call(&t, &req);
     assert_int_equal(t.dones, 2);
     assert_int_equal(t.r.outcome, FWD_OK);
     assert_int_equal(t.r.target, 0);
@@ -147,8 +142,7 @@ static void test_both_refuse(void **state)
                        {"127.0.0.1", test_closed_port_loopback()},
                        {"127.0.0.1", u.port}}; /* a third is never tried */
     fwd_request req = {.method = "GET", .path = "/", .targets = tg, .ntargets = 3};
-    t_start(&t, &req);
-    t_run(&t);
+    t_call(&t, &req);
     assert_int_equal(t.dones, 1);
     assert_int_equal(t.heads, 0);
     assert_int_equal(t.r.outcome, FWD_UPSTREAM_FAILED_BEFORE_RESPONSE);
@@ -168,8 +162,7 @@ static void test_reset_after_head(void **state)
     t.reset_on_head = true;
     fwd_target tg[] = {{"127.0.0.1", u.port}, {"127.0.0.1", u.port}};
     fwd_request req = {.method = "GET", .path = "/", .targets = tg, .ntargets = 2};
-    t_start(&t, &req);
-    t_run(&t);
+    t_call(&t, &req);
     assert_int_equal(t.heads, 1);
     assert_int_equal(t.r.outcome, FWD_FAILED_AFTER_RESPONSE);
     assert_int_equal(t.r.status, 200);
@@ -184,9 +177,7 @@ static void test_malformed_response_head(void **state)
     up u;
     t_cli t;
     t_setup(&t, &u, UP_BAD_HEAD, NULL);
-    fwd_request req = {.method = "GET", .path = "/", .targets = &t.tg, .ntargets = 1};
-    t_start(&t, &req);
-    t_run(&t);
+    t_get(&t, "/");
     assert_int_equal(t.heads, 0);
     assert_int_equal(t.r.outcome, FWD_UPSTREAM_FAILED_BEFORE_RESPONSE);
     assert_non_null(strstr(t.r.error, "malformed"));
@@ -202,8 +193,7 @@ static void test_silent_before_head(void **state)
     t_setup(&t, &u, UP_SILENT, &cfg);
     fwd_target tg[] = {{"127.0.0.1", u.port}, {"127.0.0.1", u.port}};
     fwd_request req = {.method = "GET", .path = "/", .targets = tg, .ntargets = 2};
-    t_start(&t, &req);
-    t_run(&t);
+    t_call(&t, &req);
     assert_int_equal(t.r.outcome, FWD_UPSTREAM_FAILED_BEFORE_RESPONSE);
     assert_non_null(strstr(t.r.error, "upstream timeout"));
     assert_int_equal(u.nrequests, 1); /* not retried */
@@ -220,9 +210,7 @@ static void test_silent_after_head(void **state)
     t_setup(&t, &u, UP_STREAM, &cfg);
     t.ping_pong = true;
     t.stall_at = 3;
-    fwd_request req = {.method = "GET", .path = "/stream", .targets = &t.tg, .ntargets = 1};
-    t_start(&t, &req);
-    t_run(&t);
+    t_get(&t, "/stream");
     assert_int_equal(t.dones, 1);
     assert_int_equal(t.events, 3);
     assert_int_equal(t.r.outcome, FWD_FAILED_AFTER_RESPONSE);
@@ -241,9 +229,7 @@ static void test_paced_stream_not_timed_out(void **state)
     t_setup(&t, &u, UP_STREAM, &cfg);
     t.ping_pong = true;
     t.pace_ms = 20; /* 50 events: about 1 s */
-    fwd_request req = {.method = "GET", .path = "/stream", .targets = &t.tg, .ntargets = 1};
-    t_start(&t, &req);
-    t_run(&t);
+    t_get(&t, "/stream");
     assert_int_equal(t.r.outcome, FWD_OK);
     assert_int_equal(t.events, UP_EVENTS);
     t_teardown(&t);
@@ -260,9 +246,7 @@ static void test_paused_client_not_timed_out(void **state)
     u.bulk = 256u << 10;
     t.full_always = true;
     t.resume_after_ms = 150;
-    fwd_request req = {.method = "GET", .path = "/big", .targets = &t.tg, .ntargets = 1};
-    t_start(&t, &req);
-    t_run(&t);
+    t_get(&t, "/big");
     assert_int_equal(t.r.outcome, FWD_OK);
     assert_int_equal(t.blen, u.bulk);
     assert_true(t.pauses >= 2);

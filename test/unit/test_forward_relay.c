@@ -26,10 +26,7 @@ static void test_get(void **state)
     up u;
     t_cli t;
     t_setup(&t, &u, UP_OK, NULL);
-    fwd_request req = {
-        .method = "GET", .path = "/v1/models?x=1&y=%20", .targets = &t.tg, .ntargets = 1};
-    t_start(&t, &req);
-    t_run(&t);
+    t_get(&t, "/v1/models?x=1&y=%20");
     assert_int_equal(t.dones, 1);
     assert_int_equal(t.r.outcome, FWD_OK);
     assert_null(t.r.error);
@@ -97,14 +94,9 @@ static void test_post_whole_body(void **state)
     t_cli t;
     t_setup(&t, &u, UP_OK, NULL);
     const char *body = "{\"model\":\"a\",\"prompt\":\"hi\"}";
-    fwd_request req = {.method = "POST",
-                       .path = "/v1/completions",
-                       .targets = &t.tg,
-                       .ntargets = 1,
-                       .body = body,
-                       .body_len = strlen(body),
-                       .more = true,
-                       .content_length = (int64_t)strlen(body)};
+    fwd_request req = t_req(&t, "POST", "/v1/completions", body);
+    req.more = true;
+    req.content_length = (int64_t)strlen(body);
     t_start(&t, &req);
     assert_int_equal(fwd_body(t.call, "", 0, false), 0);
     assert_int_equal(fwd_body(t.call, NULL, 0, true), 0);
@@ -132,12 +124,9 @@ static void test_big_body_streamed_up(void **state)
     t_setup(&t, &u, UP_OK, NULL);
     u.hold = true;
     u.body_pattern = true;
-    fwd_request req = {.method = "POST",
-                       .path = "/v1/embeddings",
-                       .targets = &t.tg,
-                       .ntargets = 1,
-                       .more = true,
-                       .content_length = -1};
+    fwd_request req = t_req(&t, "POST", "/v1/embeddings", NULL);
+    req.more = true;
+    req.content_length = -1;
     t_start(&t, &req);
     t.to_push = 5u << 20;
     t.piece = 48 << 10;
@@ -176,12 +165,9 @@ static void test_body_trickles_up(void **state)
     u.body_pattern = true;
     u.on_body = t_push_when_received;
     u.on_body_ud = &t;
-    fwd_request req = {.method = "POST",
-                       .path = "/v1/embeddings",
-                       .targets = &t.tg,
-                       .ntargets = 1,
-                       .more = true,
-                       .content_length = 20 * 1000};
+    fwd_request req = t_req(&t, "POST", "/v1/embeddings", NULL);
+    req.more = true;
+    req.content_length = 20 * 1000;
     t_start(&t, &req);
     t.to_push = 20 * 1000;
     t.piece = 1000;
@@ -206,14 +192,8 @@ static void test_sse_ping_pong(void **state)
     t_setup(&t, &u, UP_STREAM, NULL);
     t.ping_pong = true;
     const char *body = "{\"model\":\"a\",\"stream\":true}";
-    fwd_request req = {.method = "POST",
-                       .path = "/v1/chat/completions",
-                       .targets = &t.tg,
-                       .ntargets = 1,
-                       .body = body,
-                       .body_len = strlen(body)};
-    t_start(&t, &req);
-    t_run(&t);
+    fwd_request req = t_req(&t, "POST", "/v1/chat/completions", body);
+    t_call(&t, &req);
     assert_int_equal(t.r.outcome, FWD_OK);
     assert_int_equal(t.events, UP_EVENTS);
     assert_int_equal(u.stream_sent, UP_EVENTS + 1);
@@ -232,9 +212,7 @@ static void test_response_backpressure(void **state)
     t_setup(&t, &u, UP_BULK, NULL);
     u.bulk = 3u << 20;
     t.full_always = true;
-    fwd_request req = {.method = "GET", .path = "/big", .targets = &t.tg, .ntargets = 1};
-    t_start(&t, &req);
-    t_run(&t);
+    t_get(&t, "/big");
     assert_int_equal(t.r.outcome, FWD_OK);
     assert_int_equal(t.blen, u.bulk);
     assert_int_equal(t.r.bytes_down, u.bulk);
@@ -265,15 +243,11 @@ static void test_hop_by_hop_and_xff(void **state)
         {"X-Forwarded-For", "10.0.0.2"},
         {"X-Empty", ""},
     };
-    fwd_request req = {.method = "GET",
-                       .path = "/",
-                       .headers = h,
-                       .nheaders = sizeof(h) / sizeof(h[0]),
-                       .client_addr = "192.0.2.7",
-                       .targets = &t.tg,
-                       .ntargets = 1};
-    t_start(&t, &req);
-    t_run(&t);
+    fwd_request req = t_req(&t, "GET", "/", NULL);
+    req.headers = h;
+    req.nheaders = sizeof(h) / sizeof(h[0]);
+    req.client_addr = "192.0.2.7";
+    t_call(&t, &req);
     assert_int_equal(t.r.outcome, FWD_OK);
     const char *gone[] = {"client.example", "\r\nConnection:", "X-Secret", "Keep-Alive",
                           "\r\nTE:",        "Proxy-",          "Upgrade"};
@@ -307,9 +281,7 @@ static void test_interim_response(void **state)
     up u;
     t_cli t;
     t_setup(&t, &u, UP_EARLY_HINTS, NULL);
-    fwd_request req = {.method = "GET", .path = "/", .targets = &t.tg, .ntargets = 1};
-    t_start(&t, &req);
-    t_run(&t);
+    t_get(&t, "/");
     assert_int_equal(t.r.outcome, FWD_OK);
     assert_int_equal(t.heads, 1);
     assert_int_equal(t.status, 201);
@@ -381,14 +353,9 @@ static void test_body_overrun(void **state)
     up u;
     t_cli t;
     t_setup(&t, &u, UP_OK, NULL);
-    fwd_request req = {.method = "POST",
-                       .path = "/",
-                       .targets = &t.tg,
-                       .ntargets = 1,
-                       .body = "ab",
-                       .body_len = 2,
-                       .more = true,
-                       .content_length = 4};
+    fwd_request req = t_req(&t, "POST", "/", "ab");
+    req.more = true;
+    req.content_length = 4;
     t_start(&t, &req);
     assert_int_equal(fwd_body(t.call, "cde", 3, true), -EINVAL);
     t_run(&t);

@@ -63,22 +63,52 @@ static void parse_member(const char *spec, rt_hold_member *m, char *name)
         m->phase = m->ready_pods ? "Ready" : "Stopped";
 }
 
+/* A pool's members and what rt_hold_decide made of it: the verdict letters in member order, S
+ * serve, F wait for the fence's read, W wait, R refused read, D degraded, M member phase. */
+typedef struct {
+    rt_hold_member ms[MAXM];
+    char names[MAXM][16];
+    size_t n;
+    rt_hold_verdict v[MAXM];
+    rt_hold_reject r[MAXM];
+    rt_hold_decision d;
+    char got[MAXM + 1];
+} t_run;
+
+/* x's members from their strings (parse_member), up to MAXM or the first NULL. */
+static void members(t_run *x, const char *const *m)
+{
+    for (x->n = 0; x->n < MAXM && m[x->n]; x->n++)
+        parse_member(m[x->n], &x->ms[x->n], x->names[x->n]);
+}
+
+/* Decides p, a pool of x's members. */
+static void decide(t_run *x, rt_hold_pool *p)
+{
+    p->members = x->ms;
+    p->n_members = x->n;
+    rt_hold_decide(p, x->v, x->r, &x->d);
+    for (size_t i = 0; i < x->n; i++)
+        x->got[i] = x->v[i] == RT_HOLD_SERVE             ? 'S'
+                    : x->v[i] == RT_HOLD_FENCE           ? 'F'
+                    : x->v[i] == RT_HOLD_WAIT            ? 'W'
+                    : x->r[i] == RT_REJECT_FENCE_REFUSED ? 'R'
+                    : x->r[i] == RT_REJECT_DEGRADED      ? 'D'
+                                                         : 'M';
+    x->got[x->n] = '\0';
+}
+
 static void run(const t_case *t, size_t n)
 {
     for (size_t c = 0; c < n; c++) {
-        rt_hold_member ms[MAXM];
-        char names[MAXM][16];
-        size_t k = 0;
-        for (; k < MAXM && t[c].m[k]; k++)
-            parse_member(t[c].m[k], &ms[k], names[k]);
+        t_run x;
+        members(&x, t[c].m);
         rt_hold_pool p = {.phase = t[c].phase,
                           .resident = t[c].resident,
                           .pending = t[c].pending,
                           .requested = t[c].requested,
                           .request_unseen = t[c].unseen,
                           .degraded_spares_resident = t[c].spares,
-                          .members = ms,
-                          .n_members = k,
                           .grace_ms = 5000,
                           .now_ms = T0 + t[c].now_ms,
                           /* the fence open for the resident: its own cases are test_fence's */
@@ -86,22 +116,13 @@ static void run(const t_case *t, size_t n)
                           .fence_read_ms = T0 + t[c].now_ms,
                           .fence_window_ms = 1000,
                           .registered_until_ms = UINT64_MAX};
-        rt_hold_verdict v[MAXM];
-        rt_hold_reject r[MAXM];
-        rt_hold_decision d;
-        rt_hold_decide(&p, v, r, &d);
-        char got[MAXM + 1] = "";
-        for (size_t i = 0; i < k; i++)
-            got[i] = v[i] == RT_HOLD_SERVE        ? 'S'
-                     : v[i] == RT_HOLD_WAIT       ? 'W'
-                     : r[i] == RT_REJECT_DEGRADED ? 'D'
-                                                  : 'M';
-        got[k] = '\0';
+        decide(&x, &p);
         uint64_t wake = t[c].wake ? T0 + t[c].wake : 0;
-        if (strcmp(got, t[c].want) != 0 || d.activate != t[c].activate || d.wake_at_ms != wake)
+        if (strcmp(x.got, t[c].want) != 0 || x.d.activate != t[c].activate ||
+            x.d.wake_at_ms != wake)
             fail_msg("%s: verdicts %s (want %s), activate %td (want %d), wake %llu (want %llu)",
-                     t[c].title, got, t[c].want, d.activate, t[c].activate,
-                     (unsigned long long)d.wake_at_ms, (unsigned long long)wake);
+                     t[c].title, x.got, t[c].want, x.d.activate, t[c].activate,
+                     (unsigned long long)x.d.wake_at_ms, (unsigned long long)wake);
     }
 }
 
@@ -200,17 +221,12 @@ typedef struct {
 static void run_fence(const t_fence *t, size_t n)
 {
     for (size_t c = 0; c < n; c++) {
-        rt_hold_member ms[MAXM];
-        char names[MAXM][16];
-        size_t k = 0;
-        for (; k < MAXM && t[c].m[k]; k++)
-            parse_member(t[c].m[k], &ms[k], names[k]);
+        t_run x;
+        members(&x, t[c].m);
         uint64_t now = T0 + 10000, read_at = t[c].read_age >= 0 ? now - t[c].read_age : 0;
         rt_hold_pool p = {.phase = t[c].phase,
                           .resident = "a",
                           .pending = t[c].pending,
-                          .members = ms,
-                          .n_members = k,
                           .grace_ms = 5000,
                           .now_ms = now,
                           .fence_member = t[c].read_member,
@@ -222,27 +238,15 @@ static void run_fence(const t_fence *t, size_t n)
                           .resident_blocked = t[c].blocked,
                           .fence_refused = t[c].refused,
                           .degraded_spares_resident = t[c].spares};
-        rt_hold_verdict v[MAXM];
-        rt_hold_reject r[MAXM];
-        rt_hold_decision d;
-        rt_hold_decide(&p, v, r, &d);
-        char got[MAXM + 1] = "";
-        for (size_t i = 0; i < k; i++)
-            got[i] = v[i] == RT_HOLD_SERVE             ? 'S'
-                     : v[i] == RT_HOLD_FENCE           ? 'F'
-                     : v[i] == RT_HOLD_WAIT            ? 'W'
-                     : r[i] == RT_REJECT_FENCE_REFUSED ? 'R'
-                     : r[i] == RT_REJECT_DEGRADED      ? 'D'
-                                                       : 'M';
-        got[k] = '\0';
+        decide(&x, &p);
         uint64_t send_by = read_at + 1000;
-        if (strcmp(got, t[c].want) != 0 || d.fence_read != t[c].read ||
-            (t[c].send_by && d.send_by_ms != T0 + (uint64_t)t[c].send_by))
+        if (strcmp(x.got, t[c].want) != 0 || x.d.fence_read != t[c].read ||
+            (t[c].send_by && x.d.send_by_ms != T0 + (uint64_t)t[c].send_by))
             fail_msg("%s: verdicts %s (want %s), read %d (want %d), send by %llu (%llu)",
-                     t[c].title, got, t[c].want, d.fence_read, t[c].read,
-                     (unsigned long long)d.send_by_ms, (unsigned long long)send_by);
+                     t[c].title, x.got, t[c].want, x.d.fence_read, t[c].read,
+                     (unsigned long long)x.d.send_by_ms, (unsigned long long)send_by);
         if (t[c].refused)
-            assert_int_equal(d.activate, -1);
+            assert_int_equal(x.d.activate, -1);
     }
 }
 
@@ -304,26 +308,19 @@ static void test_fence(void **state)
 static void test_fence_keeps_grace(void **state)
 {
     (void)state;
-    char na[16], nb[16];
-    rt_hold_member ms[2];
-    parse_member("a:ur:1@100:0", &ms[0], na);
-    parse_member("b::1@0:0", &ms[1], nb);
+    t_run x;
+    members(&x, (const char *[]){"a:ur:1@100:0", "b::1@0:0", NULL});
     rt_hold_pool p = {.phase = "Ready",
                       .resident = "a",
-                      .members = ms,
-                      .n_members = 2,
                       .grace_ms = 5000,
                       .now_ms = T0 + 1000,
                       .fence_window_ms = 1000,
                       .registered_until_ms = UINT64_MAX};
-    rt_hold_verdict v[2];
-    rt_hold_reject r[2];
-    rt_hold_decision d;
-    rt_hold_decide(&p, v, r, &d);
-    assert_int_equal(v[0], RT_HOLD_FENCE);
-    assert_true(d.fence_read);
-    assert_int_equal(d.activate, -1);
-    assert_int_equal(d.wake_at_ms, T0 + 5000);
+    decide(&x, &p);
+    assert_int_equal(x.v[0], RT_HOLD_FENCE);
+    assert_true(x.d.fence_read);
+    assert_int_equal(x.d.activate, -1);
+    assert_int_equal(x.d.wake_at_ms, T0 + 5000);
 }
 
 /* #26: a swap whose resident's idle probe cannot decide has not begun to drain it (Swapping
@@ -360,38 +357,24 @@ static void test_awaiting_probe(void **state)
     };
     // clang-format on
     for (size_t c = 0; c < sizeof t / sizeof t[0]; c++) {
-        char na[16], nb[16];
-        rt_hold_member ms[2];
-        parse_member(t[c].a, &ms[0], na);
-        parse_member("b:u:1@0:0", &ms[1], nb);
+        t_run x;
+        members(&x, (const char *[]){t[c].a, "b:u:1@0:0", NULL});
         uint64_t now = T0 + 10000;
         rt_hold_pool p = {.phase = t[c].phase,
                           .resident = "a",
                           .pending = "b",
                           .awaiting_probe = t[c].awaiting,
                           .degraded_spares_resident = t[c].spares,
-                          .members = ms,
-                          .n_members = 2,
                           .grace_ms = 5000,
                           .now_ms = now,
                           .fence_member = t[c].read_member,
                           .fence_read_ms = now - 100,
                           .fence_window_ms = 1000,
                           .registered_until_ms = UINT64_MAX};
-        rt_hold_verdict v[2];
-        rt_hold_reject r[2];
-        rt_hold_decision d;
-        rt_hold_decide(&p, v, r, &d);
-        char got[3] = "";
-        for (size_t i = 0; i < 2; i++)
-            got[i] = v[i] == RT_HOLD_SERVE        ? 'S'
-                     : v[i] == RT_HOLD_FENCE      ? 'F'
-                     : v[i] == RT_HOLD_WAIT       ? 'W'
-                     : r[i] == RT_REJECT_DEGRADED ? 'D'
-                                                  : 'M';
-        if (strcmp(got, t[c].want) != 0 || d.fence_read != t[c].read || d.activate != -1)
-            fail_msg("%s: verdicts %s (want %s), read %d, activate %td", t[c].title, got, t[c].want,
-                     d.fence_read, d.activate);
+        decide(&x, &p);
+        if (strcmp(x.got, t[c].want) != 0 || x.d.fence_read != t[c].read || x.d.activate != -1)
+            fail_msg("%s: verdicts %s (want %s), read %d, activate %td", t[c].title, x.got,
+                     t[c].want, x.d.fence_read, x.d.activate);
     }
 }
 
@@ -400,36 +383,28 @@ static void test_awaiting_probe(void **state)
 static void test_dropped(void **state)
 {
     (void)state;
-    char na[16], nb[16], nc[16];
-    rt_hold_member ms[3];
-    parse_member("a:ur:2@0:0", &ms[0], na);
-    parse_member("b::1@0:0", &ms[1], nb);
-    parse_member("c::0@0:0", &ms[2], nc);
+    t_run x;
+    members(&x, (const char *[]){"a:ur:2@0:0", "b::1@0:0", "c::0@0:0", NULL});
     rt_hold_pool p = {.phase = "Ready",
                       .resident = "a",
                       .dropped = true,
-                      .members = ms,
-                      .n_members = 3,
                       .grace_ms = 5000,
                       .now_ms = T0 + 10000,
                       .fence_member = "a",
                       .fence_read_ms = T0 + 10000,
                       .fence_window_ms = 1000,
                       .registered_until_ms = UINT64_MAX};
-    rt_hold_verdict v[3];
-    rt_hold_reject r[3];
-    rt_hold_decision d;
-    rt_hold_decide(&p, v, r, &d);
-    assert_int_equal(v[0], RT_HOLD_SERVE);
-    assert_int_equal(v[1], RT_HOLD_REJECT);
-    assert_int_equal(r[1], RT_REJECT_DROPPED);
-    assert_int_equal(v[2], RT_HOLD_REJECT);
-    assert_int_equal(d.activate, -1);
+    decide(&x, &p);
+    assert_int_equal(x.v[0], RT_HOLD_SERVE);
+    assert_int_equal(x.v[1], RT_HOLD_REJECT);
+    assert_int_equal(x.r[1], RT_REJECT_DROPPED);
+    assert_int_equal(x.v[2], RT_HOLD_REJECT);
+    assert_int_equal(x.d.activate, -1);
 
     p.dropped = false; /* the episode is over: b is asked for again */
-    rt_hold_decide(&p, v, r, &d);
-    assert_int_equal(v[1], RT_HOLD_WAIT);
-    assert_int_equal(d.activate, 1);
+    decide(&x, &p);
+    assert_int_equal(x.v[1], RT_HOLD_WAIT);
+    assert_int_equal(x.d.activate, 1);
 }
 // clang-format off
 
@@ -503,18 +478,13 @@ static void test_fair_across_replicas(void **state)
     };
     // clang-format on
     for (size_t c = 0; c < sizeof t / sizeof t[0]; c++) {
-        rt_hold_member ms[MAXM];
-        char names[MAXM][16];
-        size_t k = 0;
-        for (; k < MAXM && t[c].m[k]; k++)
-            parse_member(t[c].m[k], &ms[k], names[k]);
+        t_run x;
+        members(&x, t[c].m);
         uint64_t now = T0 + 10000;
         rt_hold_pool p = {.phase = t[c].pending ? "Swapping" : "Ready",
                           .resident = "a",
                           .pending = t[c].pending,
                           .requested = t[c].requested,
-                          .members = ms,
-                          .n_members = k,
                           .grace_ms = 5000,
                           .now_ms = now,
                           .fence_member = "a",
@@ -524,15 +494,13 @@ static void test_fair_across_replicas(void **state)
                           .waiting_member = t[c].named,
                           .waiting_since_ms = now - t[c].named_ago,
                           .resident_since_ms = t[c].settled_ago ? now - t[c].settled_ago : 0};
-        rt_hold_verdict v[MAXM];
-        rt_hold_reject r[MAXM];
-        rt_hold_decision d;
-        rt_hold_decide(&p, v, r, &d);
+        decide(&x, &p);
         uint64_t wake = t[c].wake_in ? now + t[c].wake_in : 0;
-        if (d.activate != t[c].activate || d.advertise != t[c].advertise || d.wake_at_ms != wake)
+        if (x.d.activate != t[c].activate || x.d.advertise != t[c].advertise ||
+            x.d.wake_at_ms != wake)
             fail_msg("%s: activate %td (want %d), advertise %td (want %d), wake %llu (want %llu)",
-                     t[c].title, d.activate, t[c].activate, d.advertise, t[c].advertise,
-                     (unsigned long long)d.wake_at_ms, (unsigned long long)wake);
+                     t[c].title, x.d.activate, t[c].activate, x.d.advertise, t[c].advertise,
+                     (unsigned long long)x.d.wake_at_ms, (unsigned long long)wake);
     }
 }
 

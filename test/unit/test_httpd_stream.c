@@ -5,10 +5,7 @@
  * high-water mark and drain, a small answer sent whole, a client leaving mid-stream, and httpd_stop
  * with waiting requests; work registered with a request is cancelled exactly once when the request
  * ends unanswered (the client leaves, the server stops), never once it is answered. */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -26,109 +23,10 @@
 #include "test_main.h"
 
 #include "loop_run.h"
-#include "loopback.h"
+#include "nb_client.h"
 
 #include "httpd/httpd.h"
 #include "loop/ev.h"
-
-/* ---- a non-blocking client on the loop ---- */
-
-typedef struct client client;
-struct client {
-    ev_loop *loop;
-    int fd;
-    char *out; /* the request, sent as the socket takes it */
-    size_t out_len, out_off;
-    bool blocked; /* a send met a full socket */
-    char *in;     /* everything received */
-    size_t in_len, in_cap;
-    bool closed;
-    void (*on_data)(client *c); /* after each read */
-    void (*on_blocked)(client *c);
-    void *ud;
-};
-
-static void client_on_io(ev_loop *loop, int fd, int events, void *ud);
-
-static void client_watch(client *c)
-{
-    int ev = EV_READ | (c->out_off < c->out_len ? EV_WRITE : 0);
-    assert_int_equal(ev_fd_set(c->loop, c->fd, ev, client_on_io, c), 0);
-}
-
-static void client_on_io(ev_loop *loop, int fd, int events, void *ud)
-{
-    client *c = ud;
-    if (events & EV_WRITE) {
-        while (c->out_off < c->out_len) {
-            ssize_t n = send(fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
-            if (n > 0) {
-                c->out_off += (size_t)n;
-                continue;
-            }
-            if (n < 0 && errno == EAGAIN) {
-                c->blocked = true;
-                if (c->on_blocked)
-                    c->on_blocked(c);
-            } else {
-                c->out_off = c->out_len; /* the server closed its side: stop sending */
-            }
-            break;
-        }
-        if (c->out_off == c->out_len)
-            client_watch(c);
-    }
-    if (!(events & EV_READ))
-        return;
-    if (c->in_cap - c->in_len < 65536) {
-        c->in_cap = c->in_cap * 2 + 65536;
-        c->in = realloc(c->in, c->in_cap + 1);
-        assert_non_null(c->in);
-    }
-    ssize_t n = read(fd, c->in + c->in_len, c->in_cap - c->in_len);
-    if (n > 0) {
-        c->in_len += (size_t)n;
-        c->in[c->in_len] = 0;
-        if (c->on_data)
-            c->on_data(c);
-        return;
-    }
-    if (n < 0 && errno == EAGAIN)
-        return;
-    c->closed = true;
-    ev_fd_clear(loop, fd);
-    ev_stop(loop);
-}
-
-/* Connects and starts sending req (head) followed by body_len bytes of the pattern. */
-static void client_start(client *c, ev_loop *loop, int port, const char *head, size_t body_len)
-{
-    *c = (client){.loop = loop};
-    c->fd = test_connect_loopback(port);
-    int sndbuf = 65536; /* small, so a server that stops reading blocks the client soon */
-    assert_int_equal(setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)), 0);
-    assert_int_equal(fcntl(c->fd, F_SETFL, O_NONBLOCK), 0);
-    size_t hl = strlen(head);
-    c->out_len = hl + body_len;
-    c->out = malloc(c->out_len + 1);
-    assert_non_null(c->out);
-    memcpy(c->out, head, hl);
-    for (size_t i = 0; i < body_len; i++)
-        c->out[hl + i] = (char)(i * 7 + i / 251);
-    client_watch(c);
-}
-
-static void client_free(client *c)
-{
-    if (c->fd >= 0) {
-        ev_fd_clear(c->loop, c->fd);
-        close(c->fd);
-    }
-    free(c->out);
-    free(c->in);
-    c->fd = -1;
-    c->out = c->in = NULL;
-}
 
 static httpd *start(ev_loop *loop, httpd_request_fn fn, void *ud)
 {
@@ -146,6 +44,17 @@ static void reply_text(httpd_req *r, unsigned code, const char *text)
     httpd_req_reply(r, &out);
 }
 
+/* Frees c, stops h and frees the loop, each when set. */
+static void finish(ev_loop *loop, httpd *h, nb_client *c)
+{
+    if (c)
+        nb_client_free(c);
+    if (h)
+        httpd_stop(h);
+    if (loop)
+        ev_free(loop);
+}
+
 /* ---- uploads ---- */
 
 typedef struct upload {
@@ -158,7 +67,7 @@ typedef struct upload {
     bool ended;        /* the end call came */
     bool hold_first;   /* pause at the first chunk until the client's send blocks */
     bool blocked_seen; /* it did */
-    client *c;
+    nb_client *c;
     char headers_seen[256];
     char addr[64];
 } upload;
@@ -177,7 +86,7 @@ static void upload_on_body(void *ud, const char *data, size_t len, bool end)
     assert_false(u->paused);
     assert_false(u->ended);
     for (size_t i = 0; i < len; i++, u->got++)
-        if (data[i] != (char)(u->got * 7 + u->got / 251))
+        if (data[i] != nb_client_pattern(u->got))
             fail_msg("byte %zu out of order", u->got);
     if (end) {
         u->ended = true;
@@ -187,19 +96,18 @@ static void upload_on_body(void *ud, const char *data, size_t len, bool end)
         return;
     }
     u->chunks++;
-    if (u->chunks == 1 && u->hold_first) { /* until the client blocks: the server stops reading */
+    /* hold_first: the first chunk is held until the client blocks (the server stops reading) */
+    bool hold = u->chunks == 1 && u->hold_first;
+    if (hold || u->chunks % 16 == 0) {
         u->paused = true;
         u->pauses++;
         httpd_req_body_pause(u->r);
-    } else if (u->chunks % 16 == 0) {
-        u->paused = true;
-        u->pauses++;
-        httpd_req_body_pause(u->r);
-        assert_true(ev_timer_add(u->loop, 1, upload_on_resume, u) > 0);
+        if (!hold)
+            assert_true(ev_timer_add(u->loop, 1, upload_on_resume, u) > 0);
     }
 }
 
-static void upload_on_blocked(client *c)
+static void upload_on_blocked(nb_client *c)
 {
     upload *u = c->ud;
     if (u->chunks == 1 && u->paused && !u->blocked_seen) {
@@ -230,23 +138,21 @@ static void upload_on_request(void *ud, httpd_req *r)
 static void test_upload_paused(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    assert_non_null(loop);
+    ev_loop *loop = test_loop_new();
     upload u = {.loop = loop, .hold_first = true};
     httpd *h = start(loop, upload_on_request, &u);
-    client c;
+    nb_client c;
     size_t total = 5u << 20;
     char head[256];
     snprintf(head, sizeof(head),
              "POST /up HTTP/1.1\r\nHost: x\r\nX-Test: one\r\nContent-Length: %zu\r\n"
              "Connection: close\r\n\r\n",
              total);
-    client_start(&c, loop, httpd_port(h), head, total);
+    nb_client_start(&c, loop, httpd_port(h), head, total);
     c.ud = &u;
     c.on_blocked = upload_on_blocked;
     u.c = &c;
-    test_loop_run(loop, 20000);
-    assert_true(c.closed);
+    nb_client_run(&c);
     assert_true(u.ended);
     assert_true(u.blocked_seen);
     assert_int_equal(u.got, total);
@@ -258,37 +164,21 @@ static void test_upload_paused(void **state)
     assert_non_null(strstr(u.headers_seen, "X-Test=one;"));
     assert_non_null(strstr(u.headers_seen, "Host=x;"));
     assert_string_equal(u.addr, "127.0.0.1");
-    client_free(&c);
+    nb_client_free(&c);
 
     /* A chunked upload, paused along the way as well. */
     u = (upload){.loop = loop};
-    size_t n = 200000, sent = 0;
-    char *req = malloc(n * 2 + 1024);
-    assert_non_null(req);
-    size_t len = (size_t)sprintf(req, "POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
-                                      "chunked\r\nConnection: close\r\n\r\n");
-    while (sent < n) {
-        size_t k = n - sent < 3001 ? n - sent : 3001;
-        len += (size_t)sprintf(req + len, "%zx\r\n", k);
-        for (size_t i = 0; i < k; i++, sent++)
-            req[len++] = (char)(sent * 7 + sent / 251);
-        len += (size_t)sprintf(req + len, "\r\n");
-    }
-    len += (size_t)sprintf(req + len, "0\r\n\r\n");
-    req[len] = 0;
-    client_start(&c, loop, httpd_port(h), "", 0);
-    free(c.out);
-    c.out = req;
-    c.out_len = len;
-    client_watch(&c);
+    size_t n = 200000;
+    nb_client_start_chunked(&c, loop, httpd_port(h),
+                            "POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                            "Connection: close\r\n\r\n",
+                            n, 3001);
     test_loop_run(loop, 20000);
     assert_true(u.ended);
     assert_int_equal(u.got, n);
     assert_true(u.pauses > 0);
     assert_non_null(strstr(c.in, " 200 "));
-    client_free(&c);
-    httpd_stop(h);
-    ev_free(loop);
+    finish(loop, h, &c);
 }
 
 /* ---- answers before or during the body ---- */
@@ -339,36 +229,29 @@ static void early_on_request(void *ud, httpd_req *r)
 static void test_early_answer(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    assert_non_null(loop);
+    ev_loop *loop = test_loop_new();
     early e = {.loop = loop};
     httpd *h = start(loop, early_on_request, &e);
-    client c;
+    nb_client c;
     /* The client announces 100 MiB and sends only the headers and a little: the answer comes
      * anyway and the connection closes, rather than wait for a body nobody reads. */
     const char *head = "POST /v1/x HTTP/1.1\r\nHost: x\r\nContent-Length: 104857600\r\n\r\n";
     for (int mode = 0; mode < 2; mode++) {
         e = (early){.loop = loop, .mode = mode};
-        client_start(&c, loop, httpd_port(h), head, 1000);
-        test_loop_run(loop, 20000);
-        assert_true(c.closed);
+        nb_client_start(&c, loop, httpd_port(h), head, 1000);
+        nb_client_run(&c);
         assert_non_null(strstr(c.in, mode == 0 ? "HTTP/1.1 413 " : "HTTP/1.1 404 "));
         assert_int_equal(e.got, 0);
-        client_free(&c);
+        nb_client_free(&c);
     }
     /* Answered at the first chunk of a 300 KB body: the rest is read and dropped, then the
      * answer goes out, on a connection that stays usable (a second request on it is served). */
     e = (early){.loop = loop, .mode = 2};
-    client_start(&c, loop, httpd_port(h),
-                 "POST /v1/x HTTP/1.1\r\nHost: x\r\nContent-Length: 300000\r\n\r\n", 300000);
+    nb_client_start(&c, loop, httpd_port(h),
+                    "POST /v1/x HTTP/1.1\r\nHost: x\r\nContent-Length: 300000\r\n\r\n", 300000);
     const char *second = "GET /two HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-    size_t sl = strlen(second);
-    c.out = realloc(c.out, c.out_len + sl);
-    assert_non_null(c.out);
-    memcpy(c.out + c.out_len, second, sl);
-    c.out_len += sl;
-    test_loop_run(loop, 20000);
-    assert_true(c.closed);
+    nb_client_append(&c, second, strlen(second));
+    nb_client_run(&c);
     assert_true(e.got > 0);
     assert_false(e.ended);
     const char *first = strstr(c.in, "HTTP/1.1 404 ");
@@ -376,9 +259,7 @@ static void test_early_answer(void **state)
     assert_non_null(strstr(first, "no such model\n"));
     assert_non_null(strstr(first + 1, "HTTP/1.1 404 ")); /* the second, on the same connection */
     assert_non_null(strstr(first, "no such model either\n"));
-    client_free(&c);
-    httpd_stop(h);
-    ev_free(loop);
+    finish(loop, h, &c);
 }
 
 /* ---- streamed replies ---- */
@@ -395,6 +276,7 @@ typedef struct streamer {
     int closes; /* cancels of its work */
     uint64_t tick;
     bool gone;
+    bool held; /* a request held for its answer */
 } streamer;
 
 static double cpu_s(const struct rusage *ru)
@@ -435,7 +317,7 @@ static void stream_after_idle(ev_loop *loop, void *ud)
 }
 
 /* The client saw token i: only then is token i+1 written. */
-static void stream_on_data(client *c)
+static void stream_on_data(nb_client *c)
 {
     streamer *s = c->ud;
     char want[64];
@@ -456,17 +338,14 @@ static void stream_on_data(client *c)
 static void test_stream_pingpong(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    assert_non_null(loop);
+    ev_loop *loop = test_loop_new();
     streamer s = {.loop = loop, .tokens = 100};
     httpd *h = start(loop, stream_on_request, &s);
-    client c;
-    client_start(&c, loop, httpd_port(h), "GET /s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-                 0);
+    nb_client c;
+    nb_client_get(&c, loop, httpd_port(h), "/s");
     c.ud = &s;
     c.on_data = stream_on_data;
-    test_loop_run(loop, 20000);
-    assert_true(c.closed);
+    nb_client_run(&c);
     assert_int_equal(s.next, 100);
     assert_non_null(strstr(c.in, "HTTP/1.1 200 "));
     assert_non_null(strstr(c.in, "Transfer-Encoding: chunked"));
@@ -478,9 +357,7 @@ static void test_stream_pingpong(void **state)
     assert_true(s.idle_done);
     print_message("idle stream: %.3f s CPU in %.3f s\n", s.idle_cpu_s, s.idle_wall_s);
     assert_true(s.idle_cpu_s < s.idle_wall_s / 4);
-    client_free(&c);
-    httpd_stop(h);
-    ev_free(loop);
+    finish(loop, h, &c);
 }
 
 typedef struct bulk {
@@ -493,13 +370,29 @@ typedef struct bulk {
     bool fixed; /* with a Content-Length */
 } bulk;
 
+/* Byte i of a bulk answer. */
+static char bulk_byte(size_t i)
+{
+    return (char)(i * 13 + 1);
+}
+
+/* c received a body of total bulk bytes, after the head. */
+static void check_bulk_body(const nb_client *c, size_t total)
+{
+    const char *body = nb_client_body(c);
+    assert_int_equal((size_t)(c->in + c->in_len - body), total);
+    for (size_t i = 0; i < total; i++)
+        if (body[i] != bulk_byte(i))
+            fail_msg("byte %zu wrong", i);
+}
+
 static void bulk_fill(bulk *b)
 {
     char block[65536];
     while (b->written < b->total && !b->waiting) {
         size_t n = b->total - b->written < sizeof(block) ? b->total - b->written : sizeof(block);
         for (size_t i = 0; i < n; i++)
-            block[i] = (char)((b->written + i) * 13 + 1);
+            block[i] = bulk_byte(b->written + i);
         int rc = httpd_req_stream_write(b->r, block, n);
         assert_true(rc == 0 || rc == 1);
         b->written += n;
@@ -536,34 +429,24 @@ static void bulk_on_request(void *ud, httpd_req *r)
 static void test_stream_backpressure(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    assert_non_null(loop);
+    ev_loop *loop = test_loop_new();
     for (int fixed = 0; fixed < 2; fixed++) {
         bulk b = {.loop = loop, .total = 8u << 20, .fixed = fixed};
         httpd *h = start(loop, bulk_on_request, &b);
-        client c;
-        client_start(&c, loop, httpd_port(h),
-                     "GET /bulk HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 0);
-        test_loop_run(loop, 20000);
-        assert_true(c.closed);
+        nb_client c;
+        nb_client_get(&c, loop, httpd_port(h), "/bulk");
+        nb_client_run(&c);
         assert_int_equal(b.written, b.total);
         assert_true(b.highs > 0);
         assert_int_equal(b.drains, b.highs);
-        char *body = strstr(c.in, "\r\n\r\n");
-        assert_non_null(body);
-        body += 4;
         if (fixed) {
             assert_non_null(strstr(c.in, "Content-Length: 8388608"));
-            assert_int_equal((size_t)(c.in + c.in_len - body), b.total);
-            for (size_t i = 0; i < b.total; i++)
-                if (body[i] != (char)(i * 13 + 1))
-                    fail_msg("byte %zu wrong", i);
+            check_bulk_body(&c, b.total);
         } else {
             assert_non_null(strstr(c.in, "Transfer-Encoding: chunked"));
-            assert_true((size_t)(c.in + c.in_len - body) > b.total);
+            assert_true((size_t)(c.in + c.in_len - nb_client_body(&c)) > b.total);
         }
-        client_free(&c);
-        httpd_stop(h);
+        finish(NULL, h, &c);
     }
     ev_free(loop);
 }
@@ -573,32 +456,22 @@ static void test_stream_backpressure(void **state)
 static void test_stream_whole(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    assert_non_null(loop);
+    ev_loop *loop = test_loop_new();
     size_t totals[] = {0, 300, 20000};
     for (size_t t = 0; t < sizeof(totals) / sizeof(totals[0]); t++) {
         bulk b = {.loop = loop, .total = totals[t], .fixed = true};
         httpd *h = start(loop, bulk_on_request, &b);
-        client c;
-        client_start(&c, loop, httpd_port(h),
-                     "GET /small HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 0);
-        test_loop_run(loop, 20000);
-        assert_true(c.closed);
+        nb_client c;
+        nb_client_get(&c, loop, httpd_port(h), "/small");
+        nb_client_run(&c);
         assert_int_equal(b.written, b.total);
         char want[64];
         snprintf(want, sizeof(want), "Content-Length: %zu\r\n", b.total);
         assert_non_null(strstr(c.in, "HTTP/1.1 200 "));
         assert_non_null(strstr(c.in, want));
         assert_null(strstr(c.in, "Transfer-Encoding"));
-        char *body = strstr(c.in, "\r\n\r\n");
-        assert_non_null(body);
-        body += 4;
-        assert_int_equal((size_t)(c.in + c.in_len - body), b.total);
-        for (size_t i = 0; i < b.total; i++)
-            if (body[i] != (char)(i * 13 + 1))
-                fail_msg("byte %zu wrong", i);
-        client_free(&c);
-        httpd_stop(h);
+        check_bulk_body(&c, b.total);
+        finish(NULL, h, &c);
     }
     ev_free(loop);
 }
@@ -620,22 +493,15 @@ static void empty_on_request(void *ud, httpd_req *r)
 static void test_stream_empty_header(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    assert_non_null(loop);
+    ev_loop *loop = test_loop_new();
     httpd *h = start(loop, empty_on_request, NULL);
-    client c;
-    client_start(&c, loop, httpd_port(h), "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-                 0);
-    test_loop_run(loop, 20000);
-    assert_true(c.closed);
+    nb_client c;
+    nb_client_get(&c, loop, httpd_port(h), "/");
+    nb_client_run(&c);
     assert_non_null(strstr(c.in, "HTTP/1.1 200 "));
     assert_non_null(strstr(c.in, "Content-Type: application/json\r\n"));
-    char *body = strstr(c.in, "\r\n\r\n");
-    assert_non_null(body);
-    assert_string_equal(body + 4, "{}");
-    client_free(&c);
-    httpd_stop(h);
-    ev_free(loop);
+    assert_string_equal(nb_client_body(&c), "{}");
+    finish(loop, h, &c);
 }
 
 /* ---- the client leaves; the server stops ---- */
@@ -668,7 +534,7 @@ static void gone_on_request(void *ud, httpd_req *r)
     s->r = r;
     assert_non_null(httpd_req_work(r, gone_on_close, s));
     if (s->tokens == 2) {
-        s->next = 1; /* the client may leave now */
+        s->held = true; /* the client may leave now */
         return;
     }
     assert_int_equal(httpd_req_stream_begin(r, 200, NULL, 0), 0);
@@ -678,61 +544,37 @@ static void gone_on_request(void *ud, httpd_req *r)
         assert_int_equal(httpd_req_stream_write(r, "data: more\n\n", 12), 0);
 }
 
-static void gone_leave(client *c)
-{
-    ev_fd_clear(c->loop, c->fd);
-    close(c->fd);
-    c->fd = -1;
-}
-
 /* The client reads the first bytes and leaves. */
-static void gone_on_data(client *c)
+static void gone_on_data(nb_client *c)
 {
     if (strstr(c->in, "data: more"))
-        gone_leave(c);
-}
-
-/* The client leaves once the server holds its request. */
-static void gone_poll(ev_loop *loop, void *ud)
-{
-    client *c = ud;
-    streamer *s = c->ud;
-    if (s->next)
-        gone_leave(c);
-    else
-        assert_true(ev_timer_add(loop, 1, gone_poll, c) > 0);
+        nb_client_leave(c);
 }
 
 static void test_client_gone(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    assert_non_null(loop);
+    ev_loop *loop = test_loop_new();
     streamer s;
     httpd *h = start(loop, gone_on_request, &s);
     for (int mode = 0; mode < 3; mode++) {
         s = (streamer){.loop = loop, .tokens = mode};
-        client c;
-        client_start(&c, loop, httpd_port(h),
-                     "GET /s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 0);
-        c.ud = &s;
+        nb_client c;
+        nb_client_get(&c, loop, httpd_port(h), "/s");
         if (mode < 2)
             c.on_data = gone_on_data;
         else
-            assert_true(ev_timer_add(loop, 1, gone_poll, &c) > 0);
+            nb_client_leave_when(&c, &s.held);
         /* Modes 1 and 2 write nothing after the client left: the watched socket tells. */
         test_loop_run(loop, 20000);
         assert_true(s.gone);
         assert_int_equal(s.closes, 1);
         /* Nothing more is called: a run later, still once. */
-        uint64_t t = ev_timer_add(loop, 50, test_loop_stop, NULL);
-        assert_true(t > 0);
-        test_loop_run(loop, 20000);
+        test_loop_run_for(loop, 50);
         assert_int_equal(s.closes, 1);
-        client_free(&c);
+        nb_client_free(&c);
     }
-    httpd_stop(h);
-    ev_free(loop);
+    finish(loop, h, NULL);
 }
 
 typedef struct two {
@@ -777,14 +619,13 @@ static void two_on_request(void *ud, httpd_req *r)
 static void test_stop_waiting(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    assert_non_null(loop);
+    ev_loop *loop = test_loop_new();
     two t = {.loop = loop};
     httpd *h = start(loop, two_on_request, &t);
-    client up, st;
-    client_start(&up, loop, httpd_port(h),
-                 "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n", 1000000);
-    client_start(&st, loop, httpd_port(h), "GET /s HTTP/1.1\r\nHost: x\r\n\r\n", 0);
+    nb_client up, st;
+    nb_client_start(&up, loop, httpd_port(h),
+                    "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n", 1000000);
+    nb_client_start(&st, loop, httpd_port(h), "GET /s HTTP/1.1\r\nHost: x\r\n\r\n", 0);
     test_loop_run(loop, 20000);
     assert_non_null(t.paused);
     assert_non_null(t.streaming);
@@ -795,9 +636,8 @@ static void test_stop_waiting(void **state)
         test_loop_run(loop, 20000);
     assert_true(up.closed);
     assert_true(st.closed);
-    client_free(&up);
-    client_free(&st);
-    ev_free(loop);
+    nb_client_free(&up);
+    finish(loop, NULL, &st);
 }
 
 /* ---- work registered with a request ---- */
@@ -867,39 +707,22 @@ static void work_on_request(void *ud, httpd_req *r)
         ev_stop(w->loop);
 }
 
-/* The client leaves once its request is held. */
-static void work_poll(ev_loop *loop, void *ud)
-{
-    client *c = ud;
-    work *w = c->ud;
-    if (w->registered)
-        gone_leave(c);
-    else
-        assert_true(ev_timer_add(loop, 1, work_poll, c) > 0);
-}
-
 static void test_work_cancelled(void **state)
 {
     (void)state;
     for (int mode = 0; mode < 3; mode++) {
-        ev_loop *loop = ev_new();
-        assert_non_null(loop);
+        ev_loop *loop = test_loop_new();
         work w = {.loop = loop, .mode = mode};
         httpd *h = start(loop, work_on_request, &w);
-        client c;
-        client_start(&c, loop, httpd_port(h),
-                     "GET /w HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 0);
-        c.ud = &w;
+        nb_client c;
+        nb_client_get(&c, loop, httpd_port(h), "/w");
         if (mode == 0)
-            assert_true(ev_timer_add(loop, 1, work_poll, &c) > 0);
-        test_loop_run(
-            loop,
-            20000); /* mode 0: a cancel stops it; 1: the client reads the answer; 2: registered */
+            nb_client_leave_when(&c, &w.registered);
+        /* Mode 0: a cancel stops it; 1: the client reads the answer; 2: registered. */
+        test_loop_run(loop, 20000);
         if (mode == 0) {
             /* Left: the watched socket tells, the cancels run once (a run later, still once). */
-            uint64_t t = ev_timer_add(loop, 50, test_loop_stop, NULL);
-            assert_true(t > 0);
-            test_loop_run(loop, 20000);
+            test_loop_run_for(loop, 50);
         }
         if (mode == 1) {
             assert_true(c.closed);
@@ -915,8 +738,7 @@ static void test_work_cancelled(void **state)
         if (mode != 2)
             httpd_stop(h);
         assert_int_equal(w.cancels[2], want); /* the stop runs nothing again */
-        client_free(&c);
-        ev_free(loop);
+        finish(loop, NULL, &c);
     }
 }
 
@@ -957,25 +779,18 @@ static void test_no_drain_after_cancel(void **state)
 {
     (void)state;
     for (int i = 0; i < 5; i++) {
-        ev_loop *loop = ev_new();
-        assert_non_null(loop);
+        ev_loop *loop = test_loop_new();
         drainer d = {.loop = loop};
         httpd *h = start(loop, drainer_on_request, &d);
-        client c;
-        client_start(&c, loop, httpd_port(h), "GET /d HTTP/1.1\r\nHost: x\r\n\r\n", 0);
-        assert_int_equal(send(c.fd, c.out, c.out_len, 0), (ssize_t)c.out_len);
-        c.out_off = c.out_len;
-        assert_int_equal(shutdown(c.fd, SHUT_WR), 0);
-        client_watch(&c);
+        nb_client c;
+        nb_client_start(&c, loop, httpd_port(h), "GET /d HTTP/1.1\r\nHost: x\r\n\r\n", 0);
+        nb_client_half_close(&c);
         while (!d.cancelled)
             test_loop_run(loop, 20000);
-        uint64_t t = ev_timer_add(loop, 20, test_loop_stop, NULL);
-        assert_true(t > 0);
-        test_loop_run(loop, 20000);
+        test_loop_run_for(loop, 20);
         assert_int_equal(d.drains_after, 0);
         httpd_stop(h);
-        client_free(&c);
-        ev_free(loop);
+        finish(loop, NULL, &c);
     }
 }
 

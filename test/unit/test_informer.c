@@ -37,6 +37,12 @@ static cJSON *obj_new(const char *ns, const char *name, const char *rv)
     return o;
 }
 
+/* Puts the object ns/name at resourceVersion rv into s. */
+static void put(store *s, const char *ns, const char *name, const char *rv)
+{
+    assert_int_equal(store_put(s, obj_new(ns, name, rv), NULL), 0);
+}
+
 static const char *rv_of(const cJSON *o)
 {
     return cJSON_GetStringValue(
@@ -77,6 +83,29 @@ static const informer_change *find(const informer_change *ch, size_t n, const ch
     return NULL;
 }
 
+/* A relist's diff against s: the list as decoded (from items, consumed) and its changes. */
+typedef struct t_diff {
+    store *s;
+    test_list l;
+    informer_change *ch;
+    size_t n;
+} t_diff;
+
+static t_diff diff_of(store *s, cJSON *items)
+{
+    t_diff d = {.s = s, .l = list_of(s, items)};
+    assert_int_equal(informer_diff(s, d.l.v, d.l.n, &d.ch, &d.n), 0);
+    return d;
+}
+
+/* Frees d, and its store. */
+static void diff_free(t_diff *d)
+{
+    informer_changes_free(d->ch, d->n);
+    list_free(d->s, &d->l);
+    store_free(d->s);
+}
+
 static void test_diff_first_list_is_all_adds(void **state)
 {
     (void)state;
@@ -84,29 +113,24 @@ static void test_diff_first_list_is_all_adds(void **state)
     cJSON *items = cJSON_CreateArray();
     cJSON_AddItemToArray(items, obj_new("ns", "a", "1"));
     cJSON_AddItemToArray(items, obj_new(NULL, "node", "2"));
-    informer_change *ch;
-    size_t n;
-    test_list l = list_of(s, items);
-    assert_int_equal(informer_diff(s, l.v, l.n, &ch, &n), 0);
-    assert_int_equal(n, 2);
-    assert_int_equal(ch[0].kind, INFORMER_ADDED);
-    assert_string_equal(ch[0].key, "ns/a");
-    assert_ptr_equal(ch[0].rec, l.v[0].rec);
-    assert_int_equal(ch[1].kind, INFORMER_ADDED);
-    assert_string_equal(ch[1].key, "node");
-    informer_changes_free(ch, n);
-    list_free(s, &l);
-    store_free(s);
+    t_diff d = diff_of(s, items);
+    assert_int_equal(d.n, 2);
+    assert_int_equal(d.ch[0].kind, INFORMER_ADDED);
+    assert_string_equal(d.ch[0].key, "ns/a");
+    assert_ptr_equal(d.ch[0].rec, d.l.v[0].rec);
+    assert_int_equal(d.ch[1].kind, INFORMER_ADDED);
+    assert_string_equal(d.ch[1].key, "node");
+    diff_free(&d);
 }
 
 static void test_diff_relist(void **state)
 {
     (void)state;
     store *s = store_new(NULL);
-    assert_int_equal(store_put(s, obj_new("ns", "same", "10"), NULL), 0);
-    assert_int_equal(store_put(s, obj_new("ns", "changed", "11"), NULL), 0);
-    assert_int_equal(store_put(s, obj_new("ns", "gone", "12"), NULL), 0);
-    assert_int_equal(store_put(s, obj_new("other", "gone", "13"), NULL), 0);
+    put(s, "ns", "same", "10");
+    put(s, "ns", "changed", "11");
+    put(s, "ns", "gone", "12");
+    put(s, "other", "gone", "13");
 
     cJSON *items = cJSON_CreateArray();
     cJSON_AddItemToArray(items, obj_new("ns", "changed", "20"));
@@ -115,36 +139,31 @@ static void test_diff_relist(void **state)
     cJSON_AddItemToArray(items, obj_new("ns", "changed", "99")); /* duplicate: first wins */
     cJSON_AddItemToArray(items, cJSON_Parse("{\"metadata\":{\"namespace\":\"ns\"}}"));
 
-    informer_change *ch;
-    size_t n;
-    test_list l = list_of(s, items);
-    assert_int_equal(informer_diff(s, l.v, l.n, &ch, &n), 0);
-    assert_int_equal(n, 4);
+    t_diff d = diff_of(s, items);
+    assert_int_equal(d.n, 4);
     /* Listed order first, deletions after. */
-    assert_int_equal(ch[0].kind, INFORMER_UPDATED);
-    assert_string_equal(ch[0].key, "ns/changed");
-    assert_string_equal(rv_of(ch[0].rec), "20");
-    assert_int_equal(ch[1].kind, INFORMER_ADDED);
-    assert_string_equal(ch[1].key, "ns/new");
-    assert_int_equal(ch[2].kind, INFORMER_DELETED);
-    assert_int_equal(ch[3].kind, INFORMER_DELETED);
-    const informer_change *g1 = find(ch, n, "ns/gone"), *g2 = find(ch, n, "other/gone");
+    assert_int_equal(d.ch[0].kind, INFORMER_UPDATED);
+    assert_string_equal(d.ch[0].key, "ns/changed");
+    assert_string_equal(rv_of(d.ch[0].rec), "20");
+    assert_int_equal(d.ch[1].kind, INFORMER_ADDED);
+    assert_string_equal(d.ch[1].key, "ns/new");
+    assert_int_equal(d.ch[2].kind, INFORMER_DELETED);
+    assert_int_equal(d.ch[3].kind, INFORMER_DELETED);
+    const informer_change *g1 = find(d.ch, d.n, "ns/gone"), *g2 = find(d.ch, d.n, "other/gone");
     assert_non_null(g1);
     assert_non_null(g2);
     /* A deletion carries the cached object. */
     assert_ptr_equal(g1->rec, store_get(s, "ns/gone"));
-    assert_null(find(ch, n, "ns/same"));
-    informer_changes_free(ch, n);
-    list_free(s, &l);
-    store_free(s);
+    assert_null(find(d.ch, d.n, "ns/same"));
+    diff_free(&d);
 }
 
 static void test_diff_empty_list_deletes_all(void **state)
 {
     (void)state;
     store *s = store_new(NULL);
-    assert_int_equal(store_put(s, obj_new("ns", "a", "1"), NULL), 0);
-    assert_int_equal(store_put(s, obj_new("ns", "b", "2"), NULL), 0);
+    put(s, "ns", "a", "1");
+    put(s, "ns", "b", "2");
     informer_change *ch;
     size_t n;
     /* An empty list (no items, or "items": []). */
@@ -153,12 +172,9 @@ static void test_diff_empty_list_deletes_all(void **state)
     assert_int_equal(ch[0].kind, INFORMER_DELETED);
     assert_int_equal(ch[1].kind, INFORMER_DELETED);
     informer_changes_free(ch, n);
-    test_list l = list_of(s, cJSON_CreateArray());
-    assert_int_equal(informer_diff(s, l.v, l.n, &ch, &n), 0);
-    assert_int_equal(n, 2);
-    informer_changes_free(ch, n);
-    list_free(s, &l);
-    store_free(s);
+    t_diff d = diff_of(s, cJSON_CreateArray());
+    assert_int_equal(d.n, 2);
+    diff_free(&d);
 }
 
 static void test_diff_missing_version_is_an_update(void **state)
@@ -167,15 +183,10 @@ static void test_diff_missing_version_is_an_update(void **state)
     store *s = store_new(NULL);
     assert_int_equal(store_put(s, cJSON_Parse("{\"metadata\":{\"name\":\"a\"}}"), NULL), 0);
     cJSON *items = cJSON_Parse("[{\"metadata\":{\"name\":\"a\"}}]");
-    informer_change *ch;
-    size_t n;
-    test_list l = list_of(s, items);
-    assert_int_equal(informer_diff(s, l.v, l.n, &ch, &n), 0);
-    assert_int_equal(n, 1);
-    assert_int_equal(ch[0].kind, INFORMER_UPDATED);
-    informer_changes_free(ch, n);
-    list_free(s, &l);
-    store_free(s);
+    t_diff d = diff_of(s, items);
+    assert_int_equal(d.n, 1);
+    assert_int_equal(d.ch[0].kind, INFORMER_UPDATED);
+    diff_free(&d);
 }
 
 static void test_diff_large(void **state)
@@ -187,7 +198,7 @@ static void test_diff_large(void **state)
     char name[32];
     for (int i = 0; i < N; i++) {
         snprintf(name, sizeof(name), "o%d", i);
-        assert_int_equal(store_put(s, obj_new("ns", name, "1"), NULL), 0);
+        put(s, "ns", name, "1");
         /* Keep the even ones, half of them changed; drop the odd ones; add as many new. */
         if (i % 2 == 0)
             cJSON_AddItemToArray(items, obj_new("ns", name, i % 4 ? "2" : "1"));
@@ -195,19 +206,14 @@ static void test_diff_large(void **state)
         if (i % 2)
             cJSON_AddItemToArray(items, obj_new("ns", name, "1"));
     }
-    informer_change *ch;
-    size_t n;
-    test_list l = list_of(s, items);
-    assert_int_equal(informer_diff(s, l.v, l.n, &ch, &n), 0);
+    t_diff d = diff_of(s, items);
     size_t count[3] = {0};
-    for (size_t i = 0; i < n; i++)
-        count[ch[i].kind]++;
+    for (size_t i = 0; i < d.n; i++)
+        count[d.ch[i].kind]++;
     assert_int_equal(count[INFORMER_ADDED], N / 2);
     assert_int_equal(count[INFORMER_UPDATED], N / 4);
     assert_int_equal(count[INFORMER_DELETED], N / 2);
-    informer_changes_free(ch, n);
-    list_free(s, &l);
-    store_free(s);
+    diff_free(&d);
 }
 
 static void test_backoff(void **state)
@@ -282,6 +288,8 @@ static void test_names_and_waiting(void **state)
 
 typedef struct ti {
     ev_loop *loop;
+    srv s;              /* ti_serve's */
+    srv_reply reply[6]; /* what s answers from */
     kube_client *client;
     informer *inf;
     int adds, updates, deletes, listed;
@@ -328,13 +336,36 @@ static void ti_error(void *ud, const kube_error *err)
     t->error_codes[t->nerrors++] = err->http_code;
 }
 
-/* An informer of pods (whole JSON records) through a client of the responder on port. */
-static void ti_start(ti *t, ev_loop *loop, int port)
+/* A new loop with t->s answering from t->reply, one a request line's substring of match (NULL
+ * ends); each reply's pieces are set afterwards (ti_piece). The loop will stop once every reply was
+ * asked for. */
+static void ti_serve(ti *t, const char *const *match)
+{
+    t->loop = ev_new();
+    assert_non_null(t->loop);
+    int n = 0;
+    for (; match[n]; n++) {
+        assert_true(n < (int)(sizeof(t->reply) / sizeof(*t->reply)));
+        t->reply[n] = (srv_reply){.match = match[n]};
+    }
+    srv_start(&t->s, t->loop, t->reply, (size_t)n);
+    t->s.stop_at = n;
+}
+
+/* Piece j of reply i: str, malloc'd, freed with t->s. */
+static void ti_piece(ti *t, int i, int j, char *str)
+{
+    t->reply[i].pieces[j] = srv_own(&t->s, str);
+}
+
+/* An informer of pods (whole JSON records) through a client of t->s; runs until t->s has seen
+ * the requests it waits for (stop_at). */
+static void ti_run(ti *t)
 {
     kube_config cfg = {0};
     kube_error err = {0};
-    assert_true(asprintf(&cfg.server, "http://127.0.0.1:%d", port) > 0);
-    t->loop = loop;
+    ev_loop *loop = t->loop;
+    assert_true(asprintf(&cfg.server, "http://127.0.0.1:%d", t->s.port) > 0);
     t->client = kube_client_new(loop, &cfg, &err);
     kube_config_clear(&cfg);
     assert_non_null(t->client);
@@ -349,20 +380,15 @@ static void ti_start(ti *t, ev_loop *loop, int port)
     t->inf = informer_new(loop, t->client, &ic, &h);
     assert_non_null(t->inf);
     assert_int_equal(informer_start(t->inf), 0);
-}
-
-/* Runs until the responder has seen the requests it waits for (srv.stop_at). */
-static void ti_run(ti *t)
-{
     test_loop_run(t->loop, 20000);
 }
 
-static void ti_finish(ti *t, srv *s, ev_loop *loop)
+static void ti_finish(ti *t)
 {
     informer_free(t->inf);
     kube_client_free(t->client);
-    srv_stop(s);
-    ev_free(loop);
+    srv_stop(&t->s);
+    ev_free(t->loop);
 }
 
 /* A pod list at resourceVersion rv with the named pods (resourceVersion 1 each). */
@@ -420,38 +446,33 @@ static bool ti_request_has(const srv *s, int i, const char *what)
     return true;
 }
 
+#define TI_LIST "GET /api/v1/pods?limit=500 "
+#define TI_WATCH(rv) "watch=1&resourceVersion=" rv "&"
+
 /* A watch that ends normally (the server's timeoutSeconds) resumes from the last resourceVersion,
  * a bookmark's included; one cut mid-stream resumes from the last event's, after the backoff,
  * without a relist. */
 static void test_watch_resumes_from_last_version(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    srv s;
-    srv_reply replies[] = {
-        {.match = "GET /api/v1/pods?limit=500 "},
-        {.match = "watch=1&resourceVersion=10&"},
-        {.match = "watch=1&resourceVersion=12&", .then = SRV_RESET},
-        {.match = "watch=1&resourceVersion=13&", .delay_ms = 60000},
-    };
-    srv_start(&s, loop, replies, 4);
-    s.stop_at = 4;
-    replies[0].pieces[0] = srv_own(&s, ti_list("10", "a"));
-    replies[1].pieces[0] = ti_watch_head;
-    replies[1].pieces[1] = srv_own(&s, ti_event("ADDED", "b", "11"));
-    replies[1].pieces[2] = srv_own(&s, ti_event("BOOKMARK", NULL, "12"));
-    replies[1].pieces[3] = "0\r\n\r\n";
-    replies[2].pieces[0] = ti_watch_head;
-    replies[2].pieces[1] = srv_own(&s, ti_event("MODIFIED", "a", "13"));
-    replies[3].pieces[0] = ti_watch_head;
     ti t = {0};
-    ti_start(&t, loop, s.port);
+    ti_serve(&t, (const char *[]){TI_LIST, TI_WATCH("10"), TI_WATCH("12"), TI_WATCH("13"), NULL});
+    t.reply[2].then = SRV_RESET;
+    t.reply[3].delay_ms = 60000;
+    ti_piece(&t, 0, 0, ti_list("10", "a"));
+    t.reply[1].pieces[0] = ti_watch_head;
+    ti_piece(&t, 1, 1, ti_event("ADDED", "b", "11"));
+    ti_piece(&t, 1, 2, ti_event("BOOKMARK", NULL, "12"));
+    t.reply[1].pieces[3] = "0\r\n\r\n";
+    t.reply[2].pieces[0] = ti_watch_head;
+    ti_piece(&t, 2, 1, ti_event("MODIFIED", "a", "13"));
+    t.reply[3].pieces[0] = ti_watch_head;
     ti_run(&t);
-    ti_request_has(&s, 0, "GET /api/v1/pods?limit=500 ");
-    ti_request_has(&s, 1, "watch=1&resourceVersion=10&allowWatchBookmarks=true&");
-    ti_request_has(&s, 2, "watch=1&resourceVersion=12&"); /* the bookmark's */
-    ti_request_has(&s, 3, "watch=1&resourceVersion=13&"); /* the last event's, after the cut */
-    assert_int_equal(t.listed, 1);                        /* never listed again */
+    ti_request_has(&t.s, 0, "GET /api/v1/pods?limit=500 ");
+    ti_request_has(&t.s, 1, "watch=1&resourceVersion=10&allowWatchBookmarks=true&");
+    ti_request_has(&t.s, 2, "watch=1&resourceVersion=12&"); /* the bookmark's */
+    ti_request_has(&t.s, 3, "watch=1&resourceVersion=13&"); /* the last event's, after the cut */
+    assert_int_equal(t.listed, 1);                          /* never listed again */
     assert_int_equal(t.adds, 2);
     assert_int_equal(t.updates, 1);
     assert_int_equal(t.nerrors, 1); /* the cut */
@@ -460,7 +481,7 @@ static void test_watch_resumes_from_last_version(void **state)
     informer_stats st;
     informer_stats_get(t.inf, &st);
     assert_int_equal(st.relists, 0);
-    ti_finish(&t, &s, loop);
+    ti_finish(&t);
 }
 
 /* 410 Gone, as an ERROR event in the stream and as the answer to a watch: the informer lists
@@ -469,39 +490,29 @@ static void test_watch_resumes_from_last_version(void **state)
 static void test_relist_on_410(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    srv s;
-    srv_reply replies[] = {
-        {.match = "GET /api/v1/pods?limit=500 "},
-        {.match = "watch=1&resourceVersion=10&"},
-        {.match = "GET /api/v1/pods?limit=500 "},
-        {.match = "watch=1&resourceVersion=20&"},
-        {.match = "GET /api/v1/pods?limit=500 "},
-        {.match = "watch=1&resourceVersion=30&", .delay_ms = 60000},
-    };
-    srv_start(&s, loop, replies, 6);
-    s.stop_at = 6;
-    replies[0].pieces[0] = srv_own(&s, ti_list("10", "a b"));
-    replies[1].pieces[0] = ti_watch_head;
+    ti t = {0};
+    ti_serve(&t, (const char *[]){TI_LIST, TI_WATCH("10"), TI_LIST, TI_WATCH("20"), TI_LIST,
+                                  TI_WATCH("30"), NULL});
+    t.reply[5].delay_ms = 60000;
+    ti_piece(&t, 0, 0, ti_list("10", "a b"));
+    t.reply[1].pieces[0] = ti_watch_head;
     static const char gone[] =
         "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,\"reason\":"
         "\"Expired\",\"message\":\"too old resource version: 10 (15)\"}}\n";
-    replies[1].pieces[1] = srv_own(&s, srv_chunk(gone, strlen(gone)));
-    replies[2].pieces[0] = srv_own(&s, ti_list("20", "a"));
-    replies[3].pieces[0] =
-        srv_own(&s, srv_http("410 Gone", "",
-                             "{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\","
-                             "\"message\":\"too old resource version: 20 (25)\"}"));
-    replies[4].pieces[0] = srv_own(&s, ti_list("30", "a c"));
-    replies[5].pieces[0] = ti_watch_head;
-    ti t = {0};
-    ti_start(&t, loop, s.port);
+    ti_piece(&t, 1, 1, srv_chunk(gone, strlen(gone)));
+    ti_piece(&t, 2, 0, ti_list("20", "a"));
+    ti_piece(&t, 3, 0,
+             srv_http("410 Gone", "",
+                      "{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\","
+                      "\"message\":\"too old resource version: 20 (25)\"}"));
+    ti_piece(&t, 4, 0, ti_list("30", "a c"));
+    t.reply[5].pieces[0] = ti_watch_head;
     ti_run(&t);
-    ti_request_has(&s, 1, "watch=1&resourceVersion=10&");
-    ti_request_has(&s, 2, "GET /api/v1/pods?limit=500 "); /* relist after the ERROR event */
-    ti_request_has(&s, 3, "watch=1&resourceVersion=20&");
-    ti_request_has(&s, 4, "GET /api/v1/pods?limit=500 "); /* relist after the 410 answer */
-    ti_request_has(&s, 5, "watch=1&resourceVersion=30&");
+    ti_request_has(&t.s, 1, "watch=1&resourceVersion=10&");
+    ti_request_has(&t.s, 2, "GET /api/v1/pods?limit=500 "); /* relist after the ERROR event */
+    ti_request_has(&t.s, 3, "watch=1&resourceVersion=20&");
+    ti_request_has(&t.s, 4, "GET /api/v1/pods?limit=500 "); /* relist after the 410 answer */
+    ti_request_has(&t.s, 5, "watch=1&resourceVersion=30&");
     assert_int_equal(t.listed, 3);
     assert_int_equal(t.nerrors, 2);
     assert_int_equal(t.error_codes[0], 410);
@@ -518,7 +529,7 @@ static void test_relist_on_410(void **state)
     informer_stats stats;
     informer_stats_get(t.inf, &stats);
     assert_int_equal(stats.relists, 2);
-    ti_finish(&t, &s, loop);
+    ti_finish(&t);
 }
 
 /* The wait an error message announces ("... (next try in N ms)"). */
@@ -536,25 +547,16 @@ static long ti_next_try_ms(const char *msg)
 static void test_watch_429_honours_retry_after(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    srv s;
-    srv_reply replies[] = {
-        {.match = "GET /api/v1/pods?limit=500 "},
-        {.match = "watch=1&resourceVersion=10&"},
-        {.match = "watch=1&resourceVersion=10&"},
-        {.match = "watch=1&resourceVersion=10&", .delay_ms = 60000},
-    };
-    srv_start(&s, loop, replies, 4);
-    s.stop_at = 4;
-    replies[0].pieces[0] = srv_own(&s, ti_list("10", "a"));
-    replies[1].pieces[0] =
-        srv_own(&s, srv_http("429 Too Many Requests", "Retry-After: 2\r\n",
-                             "{\"kind\":\"Status\",\"code\":429,\"reason\":\"TooManyRequests\","
-                             "\"message\":\"too many requests, please try again later\"}"));
-    replies[2].pieces[0] = srv_own(&s, srv_http("503 Service Unavailable", "", "unavailable"));
-    replies[3].pieces[0] = ti_watch_head;
     ti t = {0};
-    ti_start(&t, loop, s.port);
+    ti_serve(&t, (const char *[]){TI_LIST, TI_WATCH("10"), TI_WATCH("10"), TI_WATCH("10"), NULL});
+    t.reply[3].delay_ms = 60000;
+    ti_piece(&t, 0, 0, ti_list("10", "a"));
+    ti_piece(&t, 1, 0,
+             srv_http("429 Too Many Requests", "Retry-After: 2\r\n",
+                      "{\"kind\":\"Status\",\"code\":429,\"reason\":\"TooManyRequests\","
+                      "\"message\":\"too many requests, please try again later\"}"));
+    ti_piece(&t, 2, 0, srv_http("503 Service Unavailable", "", "unavailable"));
+    t.reply[3].pieces[0] = ti_watch_head;
     ti_run(&t);
     assert_int_equal(t.nerrors, 2);
     assert_int_equal(t.error_codes[0], 429);
@@ -563,7 +565,7 @@ static void test_watch_429_honours_retry_after(void **state)
     long second = ti_next_try_ms(t.errors[1]);
     assert_true(second >= 1600 && second <= 3200);
     assert_int_equal(t.listed, 1); /* resumed, never relisted */
-    ti_finish(&t, &s, loop);
+    ti_finish(&t);
 }
 
 TEST_MAIN(cmocka_unit_test(test_diff_first_list_is_all_adds), cmocka_unit_test(test_diff_relist),

@@ -30,7 +30,8 @@
 typedef struct {
     ev_loop *loop;
     kube_client *client;
-    srv *srv; /* tc_open's */
+    srv s;              /* tc_serve's */
+    srv_reply reply[4]; /* what s answers from */
     int done;
     kube_error err;
     long code;
@@ -69,22 +70,38 @@ static void tc_clear(tc *t)
     free(t->body);
 }
 
-/* A new loop with s answering from replies on it (they may be filled in afterwards, before the
- * loop runs), and t's client of s. */
-static kube_client *tc_open(tc *t, srv *s, srv_reply *replies, size_t n)
+/* One scripted answer: the request line's substring that picks it, and the whole answer (status,
+ * header lines, body); no status: no piece yet. Pieces, delays and what follows the answer may be
+ * set in t->reply afterwards, before the loop runs. */
+typedef struct {
+    const char *match, *status, *headers, *body;
+} tc_answer;
+
+/* A new loop with t->s answering from answers on it, and t's client of t->s. */
+static kube_client *tc_serve_n(tc *t, const tc_answer *answers, size_t n)
 {
+    assert_true(n <= sizeof(t->reply) / sizeof(*t->reply));
     ev_loop *loop = ev_new();
     assert_non_null(loop);
-    srv_start(s, loop, replies, n);
-    t->srv = s;
-    return tc_client(t, loop, s->port);
+    srv_start(&t->s, loop, t->reply, n);
+    for (size_t i = 0; i < n; i++) {
+        t->reply[i] = (srv_reply){.match = answers[i].match};
+        if (answers[i].status)
+            t->reply[i].pieces[0] =
+                srv_own(&t->s, srv_http(answers[i].status, answers[i].headers, answers[i].body));
+    }
+    return tc_client(t, loop, t->s.port);
 }
 
-/* Frees what tc_open made, and what t recorded. */
+#define tc_serve(t, ...)                                                                           \
+    tc_serve_n((t), (const tc_answer[]){__VA_ARGS__},                                              \
+               sizeof((const tc_answer[]){__VA_ARGS__}) / sizeof(tc_answer))
+
+/* Frees what tc_serve made, and what t recorded. */
 static void tc_close(tc *t)
 {
     kube_client_free(t->client);
-    srv_stop(t->srv);
+    srv_stop(&t->s);
     tc_clear(t);
     ev_free(t->loop);
 }
@@ -123,10 +140,7 @@ static void test_get_ok(void **state)
 {
     (void)state;
     tc t = {0};
-    srv s;
-    srv_reply replies[] = {{.match = "/pods/p?"}};
-    tc_open(&t, &s, replies, 1);
-    replies[0].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{\"kind\":\"Pod\"}"));
+    tc_serve(&t, {"/pods/p?", "200 OK", "", "{\"kind\":\"Pod\"}"});
     kube_query q[] = {{"labelSelector", "app in (a,b)&x=y"}, {"limit", "5"}, {NULL, NULL}};
     kube_request req = tc_get("/api/v1/namespaces/default/pods/p");
     req.query = q;
@@ -136,8 +150,8 @@ static void test_get_ok(void **state)
     assert_int_equal(t.code, 200);
     assert_string_equal(t.body, "{\"kind\":\"Pod\"}");
     assert_int_equal(t.in_scratch, 0); /* not asked for: parsed in the heap */
-    assert_int_equal(s.nrequests, 1);
-    const char *r = s.requests[0];
+    assert_int_equal(t.s.nrequests, 1);
+    const char *r = t.s.requests[0];
     assert_non_null(strstr(r, "GET /api/v1/namespaces/default/pods/p?labelSelector=app%20in%20%28a%"
                               "2Cb%29%26x%3Dy&limit=5 HTTP/1.1\r\n"));
     assert_non_null(strstr(r, "\r\nAuthorization: Bearer test-token\r\n"));
@@ -166,11 +180,8 @@ static void test_body_and_keepalive(void **state)
 {
     (void)state;
     tc t = {.follow = "/b"};
-    srv s;
-    srv_reply replies[] = {{.match = "POST /a"}, {.match = "PATCH /b"}};
-    kube_client *c = tc_open(&t, &s, replies, 2);
-    replies[0].pieces[0] = srv_own(&s, srv_http("201 Created", "", "{}"));
-    replies[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{\"ok\":true}"));
+    kube_client *c = tc_serve(&t, {"POST /a", "201 Created", "", "{}"},
+                              {"PATCH /b", "200 OK", "", "{\"ok\":true}"});
     kube_request req = {.method = KUBE_POST, .path = "/a", .body = "{\"kind\":\"Event\"}"};
     kube_error err = {0};
     assert_non_null(kube_call_start(c, &req, tc_done_then_follow, &t, &err));
@@ -178,31 +189,34 @@ static void test_body_and_keepalive(void **state)
     assert_int_equal(t.done, 2);
     assert_int_equal(t.err.kind, KUBE_OK);
     assert_string_equal(t.body, "{\"ok\":true}");
-    assert_int_equal(s.nrequests, 2);
-    assert_non_null(strstr(s.requests[0], "\r\nContent-Type: application/json\r\n"));
-    assert_non_null(strstr(s.requests[0], "\r\n\r\n{\"kind\":\"Event\"}"));
-    assert_non_null(strstr(s.requests[1], "\r\nContent-Type: application/merge-patch+json\r\n"));
-    assert_non_null(strstr(s.requests[1], "\r\n\r\n{\"spec\":{\"replicas\":0}}"));
-    assert_int_equal(s.naccepts, 1); /* kept alive and reused */
+    assert_int_equal(t.s.nrequests, 2);
+    assert_non_null(strstr(t.s.requests[0], "\r\nContent-Type: application/json\r\n"));
+    assert_non_null(strstr(t.s.requests[0], "\r\n\r\n{\"kind\":\"Event\"}"));
+    assert_non_null(strstr(t.s.requests[1], "\r\nContent-Type: application/merge-patch+json\r\n"));
+    assert_non_null(strstr(t.s.requests[1], "\r\n\r\n{\"spec\":{\"replicas\":0}}"));
+    assert_int_equal(t.s.naccepts, 1); /* kept alive and reused */
     tc_close(&t);
+}
+
+/* Runs req to its end, which must be an answer of success after nrequests requests. */
+static void tc_call_ok(tc *t, const kube_request *req, int nrequests)
+{
+    tc_call(t, req);
+    assert_int_equal(t->done, 1);
+    assert_int_equal(t->err.kind, KUBE_OK);
+    assert_int_equal(t->s.nrequests, nrequests);
 }
 
 static void test_retry_503_retry_after(void **state)
 {
     (void)state;
     tc t = {0};
-    srv s;
-    srv_reply replies[] = {{.match = "/x"}, {.match = "/x"}};
-    tc_open(&t, &s, replies, 2);
-    replies[0].pieces[0] = srv_own(
-        &s, srv_http("503 Service Unavailable", "Retry-After: 1\r\n",
-                     "{\"kind\":\"Status\",\"reason\":\"ServiceUnavailable\",\"code\":503}"));
-    replies[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{}"));
+    tc_serve(&t,
+             {"/x", "503 Service Unavailable", "Retry-After: 1\r\n",
+              "{\"kind\":\"Status\",\"reason\":\"ServiceUnavailable\",\"code\":503}"},
+             {"/x", "200 OK", "", "{}"});
     kube_request req = tc_get("/x");
-    tc_call(&t, &req);
-    assert_int_equal(t.done, 1);
-    assert_int_equal(t.err.kind, KUBE_OK);
-    assert_int_equal(s.nrequests, 2);
+    tc_call_ok(&t, &req, 2);
     tc_close(&t);
 }
 
@@ -210,18 +224,11 @@ static void test_retry_429(void **state)
 {
     (void)state;
     tc t = {0};
-    srv s;
-    srv_reply replies[] = {{.match = "/x"}, {.match = "/x"}, {.match = "/x"}};
-    tc_open(&t, &s, replies, 3);
-    replies[0].pieces[0] = srv_own(&s, srv_http("429 Too Many Requests", "", "slow down"));
-    replies[1].pieces[0] = replies[0].pieces[0];
-    replies[2].pieces[0] = srv_own(&s, srv_http("200 OK", "", "[1]"));
+    tc_serve(&t, {"/x", "429 Too Many Requests", "", "slow down"},
+             {"/x", "429 Too Many Requests", "", "slow down"}, {"/x", "200 OK", "", "[1]"});
     kube_request req = tc_get("/x");
-    tc_call(&t, &req);
-    assert_int_equal(t.done, 1);
-    assert_int_equal(t.err.kind, KUBE_OK);
+    tc_call_ok(&t, &req, 3);
     assert_string_equal(t.body, "[1]");
-    assert_int_equal(s.nrequests, 3);
     tc_close(&t);
 }
 
@@ -229,15 +236,12 @@ static void test_no_retry_404_and_retries_exhausted(void **state)
 {
     (void)state;
     tc t = {0};
-    srv s;
-    srv_reply replies[] = {{.match = "/missing"}, {.match = "/boom"}, {.match = "/boom"}};
-    tc_open(&t, &s, replies, 3);
-    replies[0].pieces[0] =
-        srv_own(&s, srv_http("404 Not Found", "",
-                             "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"pods "
-                             "\\\"p\\\" not found\",\"reason\":\"NotFound\",\"code\":404}"));
-    replies[1].pieces[0] = srv_own(&s, srv_http("500 Internal Server Error", "", "boom"));
-    replies[2].pieces[0] = replies[1].pieces[0];
+    tc_serve(&t,
+             {"/missing", "404 Not Found", "",
+              "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"pods "
+              "\\\"p\\\" not found\",\"reason\":\"NotFound\",\"code\":404}"},
+             {"/boom", "500 Internal Server Error", "", "boom"},
+             {"/boom", "500 Internal Server Error", "", "boom"});
     kube_request req = tc_get("/missing");
     tc_call(&t, &req);
     assert_int_equal(t.done, 1);
@@ -245,7 +249,7 @@ static void test_no_retry_404_and_retries_exhausted(void **state)
     assert_string_equal(t.err.message, "pods \"p\" not found");
     assert_int_equal(t.code, 404);
     assert_non_null(t.body); /* the Status itself is handed over too */
-    assert_int_equal(s.nrequests, 1);
+    assert_int_equal(t.s.nrequests, 1);
 
     req = tc_get("/boom");
     req.max_retries = 1;
@@ -254,7 +258,7 @@ static void test_no_retry_404_and_retries_exhausted(void **state)
     assert_int_equal(t.err.kind, KUBE_ERR_HTTP);
     assert_int_equal(t.err.http_code, 500);
     assert_string_equal(t.err.message, "HTTP 500: boom");
-    assert_int_equal(s.nrequests, 3);
+    assert_int_equal(t.s.nrequests, 3);
     tc_close(&t);
 }
 
@@ -262,19 +266,13 @@ static void test_connection_reset(void **state)
 {
     (void)state;
     tc t = {0};
-    srv s;
-    srv_reply replies[] = {{.match = "/x", .then = SRV_RESET}, {.match = "/x"}};
-    tc_open(&t, &s, replies, 2);
-    replies[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{}"));
+    tc_serve(&t, {.match = "/x"}, {"/x", "200 OK", "", "{}"});
+    t.reply[0].then = SRV_RESET;
     kube_request req = tc_get("/x");
-    tc_call(&t, &req);
-    assert_int_equal(t.done, 1);
-    assert_int_equal(t.err.kind, KUBE_OK);
-    assert_int_equal(s.nrequests, 2);
-    assert_int_equal(s.naccepts, 2);
+    tc_call_ok(&t, &req, 2);
+    assert_int_equal(t.s.naccepts, 2);
     tc_close(&t);
 }
-
 static void test_transport_error(void **state)
 {
     (void)state;
@@ -358,16 +356,20 @@ static const char tc_events[] =
     "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"7\"}}}\n"
     "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\"}}\n";
 
+/* t's answer i: tc_events in a chunked body cut at odd places (tc_chunked), then its end. */
+static void tc_events_cut(tc *t, int i)
+{
+    static const size_t chunk_cuts[] = {1, 30, 31, 60, 130, 200};
+    static const size_t piece_cuts[] = {2, 3, 40, 41, 90, 150, 151, 230};
+    tc_chunked(&t->s, &t->reply[i], tc_events, chunk_cuts, 6, piece_cuts, 8, true);
+}
+
 static void test_watch_chunked(void **state)
 {
     (void)state;
     tc t = {0};
-    srv s;
-    srv_reply replies[] = {{.match = "/api/v1/pods?watch=1"}};
-    kube_client *c = tc_open(&t, &s, replies, 1);
-    size_t chunk_cuts[] = {1, 30, 31, 60, 130, 200};
-    size_t piece_cuts[] = {2, 3, 40, 41, 90, 150, 151, 230};
-    tc_chunked(&s, &replies[0], tc_events, chunk_cuts, 6, piece_cuts, 8, true);
+    kube_client *c = tc_serve(&t, {.match = "/api/v1/pods?watch=1"});
+    tc_events_cut(&t, 0);
     kube_query q[] = {{"resourceVersion", "5"}, {"allowWatchBookmarks", "true"}, {NULL, NULL}};
     kube_error err = {0};
     assert_non_null(kube_watch_start(c, "/api/v1/pods", q, tc_event, tc_end, &t, &err));
@@ -381,8 +383,8 @@ static void test_watch_chunked(void **state)
     assert_string_equal(t.types[3], "ERROR");
     assert_int_equal(t.ends, 1);
     assert_int_equal(t.end_err.kind, KUBE_OK);
-    assert_non_null(strstr(s.requests[0], "GET /api/v1/pods?watch=1&resourceVersion=5&"
-                                          "allowWatchBookmarks=true&timeoutSeconds=300 "));
+    assert_non_null(strstr(t.s.requests[0], "GET /api/v1/pods?watch=1&resourceVersion=5&"
+                                            "allowWatchBookmarks=true&timeoutSeconds=300 "));
     tc_close(&t);
 }
 
@@ -392,15 +394,12 @@ static void test_scratch_answers(void **state)
 {
     (void)state;
     tc t = {0};
-    srv s;
-    srv_reply replies[] = {{.match = "/api/v1/pods?limit"}, {.match = "/api/v1/pods?watch=1"}};
-    kube_client *c = tc_open(&t, &s, replies, 2);
-    replies[0].pieces[0] =
-        srv_own(&s, srv_http("200 OK", "",
-                             "{\"kind\":\"PodList\",\"items\":[{\"metadata\":{\"name\":\"a\"}}]}"));
-    size_t chunk_cuts[] = {1, 30, 31, 60, 130, 200};
-    size_t piece_cuts[] = {2, 3, 40, 41, 90, 150, 151, 230};
-    tc_chunked(&s, &replies[1], tc_events, chunk_cuts, 6, piece_cuts, 8, true);
+    kube_client *c =
+        tc_serve(&t,
+                 {"/api/v1/pods?limit", "200 OK", "",
+                  "{\"kind\":\"PodList\",\"items\":[{\"metadata\":{\"name\":\"a\"}}]}"},
+                 {.match = "/api/v1/pods?watch=1"});
+    tc_events_cut(&t, 1);
     kube_query q[] = {{"limit", "500"}, {NULL, NULL}};
     kube_request req = tc_get("/api/v1/pods");
     req.query = q;
@@ -431,15 +430,14 @@ static void test_watch_http_error_and_garbage(void **state)
 {
     (void)state;
     tc t = {0};
-    srv s;
-    srv_reply replies[] = {{.match = "/gone"}, {.match = "/garbage", .then = SRV_CLOSE}};
-    kube_client *c = tc_open(&t, &s, replies, 2);
-    replies[0].pieces[0] =
-        srv_own(&s, srv_http("410 Gone", "",
-                             "{\"kind\":\"Status\",\"message\":\"too old resource version\","
-                             "\"reason\":\"Expired\",\"code\":410}"));
+    kube_client *c = tc_serve(&t,
+                              {"/gone", "410 Gone", "",
+                               "{\"kind\":\"Status\",\"message\":\"too old resource version\","
+                               "\"reason\":\"Expired\",\"code\":410}"},
+                              {.match = "/garbage"});
+    t.reply[1].then = SRV_CLOSE;
     static const char garbage[] = "{\"type\":\"ADDED\",\"object\":{}}\nthis is not json\n";
-    tc_chunked(&s, &replies[1], garbage, NULL, 0, NULL, 0, false);
+    tc_chunked(&t.s, &t.reply[1], garbage, NULL, 0, NULL, 0, false);
     kube_query q[] = {{"timeoutSeconds", "60"}, {NULL, NULL}};
     kube_error err = {0};
     assert_non_null(kube_watch_start(c, "/gone", q, tc_event, tc_end, &t, &err));
@@ -450,7 +448,7 @@ static void test_watch_http_error_and_garbage(void **state)
     assert_int_equal(t.end_err.http_code, 410);
     assert_true(kube_error_is(&t.end_err, "Expired"));
     assert_string_equal(t.end_err.message, "too old resource version");
-    assert_non_null(strstr(s.requests[0], "watch=1&timeoutSeconds=60 "));
+    assert_non_null(strstr(t.s.requests[0], "watch=1&timeoutSeconds=60 "));
 
     assert_non_null(kube_watch_start(c, "/garbage", NULL, tc_event, tc_end, &t, &err));
     tc_run(&t);
@@ -486,18 +484,12 @@ static void test_cancel_inside_callbacks(void **state)
 {
     (void)state;
     tc t = {.follow = "/next"};
-    srv s;
-    srv_reply replies[] = {
-        {.match = "/w?"},
-        {.match = "/slow", .delay_ms = 2000},
-        {.match = "/next"},
-    };
-    kube_client *c = tc_open(&t, &s, replies, 3);
+    kube_client *c = tc_serve(&t, {.match = "/w?"}, {"/slow", "200 OK", "", "{}"},
+                              {"/next", "200 OK", "", "{\"next\":1}"});
+    t.reply[1].delay_ms = 2000;
     static const char two[] = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\"}}}\n"
                               "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"b\"}}}\n";
-    tc_chunked(&s, &replies[0], two, NULL, 0, NULL, 0, false); /* both in one chunk, then idle */
-    replies[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{}"));
-    replies[2].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{\"next\":1}"));
+    tc_chunked(&t.s, &t.reply[0], two, NULL, 0, NULL, 0, false); /* both in one chunk, then idle */
     kube_error err = {0};
     kube_request slow = tc_get("/slow");
     t.other = kube_call_start(c, &slow, tc_never, &t, &err);
@@ -536,11 +528,7 @@ static void test_done_cancels_sibling(void **state)
 {
     (void)state;
     tc t = {0};
-    srv s;
-    srv_reply replies[] = {{.match = "/one"}, {.match = "/two"}};
-    kube_client *c = tc_open(&t, &s, replies, 2);
-    replies[0].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{}"));
-    replies[1].pieces[0] = replies[0].pieces[0];
+    kube_client *c = tc_serve(&t, {"/one", "200 OK", "", "{}"}, {"/two", "200 OK", "", "{}"});
     tc_pair p = {.loop = t.loop};
     kube_error err = {0};
     kube_request r1 = tc_get("/one"), r2 = tc_get("/two");
@@ -581,11 +569,9 @@ static void test_free_in_flight(void **state)
 {
     (void)state;
     tc t = {0};
-    srv s;
-    srv_reply replies[] = {{.match = "/w?"}, {.match = "/slow", .delay_ms = 5000}};
-    kube_client *c = tc_open(&t, &s, replies, 2);
-    tc_chunked(&s, &replies[0], "{\"type\":\"ADDED\",\"object\":{}}\n", NULL, 0, NULL, 0, false);
-    replies[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{}"));
+    kube_client *c = tc_serve(&t, {.match = "/w?"}, {"/slow", "200 OK", "", "{}"});
+    t.reply[1].delay_ms = 5000;
+    tc_chunked(&t.s, &t.reply[0], "{\"type\":\"ADDED\",\"object\":{}}\n", NULL, 0, NULL, 0, false);
     kube_error err = {0};
     kube_request slow = tc_get("/slow");
     assert_non_null(kube_call_start(c, &slow, tc_never, &t, &err));
@@ -593,7 +579,7 @@ static void test_free_in_flight(void **state)
     tc_run(&t);
     assert_int_equal(t.events, 1);
     kube_client_free(c);
-    srv_stop(&s);
+    srv_stop(&t.s);
     /* The fds the client used are closed; new ones reuse their numbers and must register
      * cleanly, which fails if the loop still thought it watched them. */
     int fds[8];
@@ -640,20 +626,14 @@ static void test_429_retry_after_honoured(void **state)
 {
     (void)state;
     tc t = {0};
-    srv s;
-    srv_reply replies[] = {{.match = "/x"}, {.match = "/x"}};
-    kube_client *c = tc_open(&t, &s, replies, 2);
-    replies[0].pieces[0] =
-        srv_own(&s, srv_http("429 Too Many Requests", "Retry-After: 1\r\n",
-                             "{\"kind\":\"Status\",\"reason\":\"TooManyRequests\",\"code\":429}"));
-    replies[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{}"));
+    kube_client *c = tc_serve(&t,
+                              {"/x", "429 Too Many Requests", "Retry-After: 1\r\n",
+                               "{\"kind\":\"Status\",\"reason\":\"TooManyRequests\",\"code\":429}"},
+                              {"/x", "200 OK", "", "{}"});
     tc_retries r = {0};
     kube_client_on_retry(c, tc_on_retry, &r);
     kube_request req = tc_get("/x");
-    tc_call(&t, &req);
-    assert_int_equal(t.done, 1);
-    assert_int_equal(t.err.kind, KUBE_OK);
-    assert_int_equal(s.nrequests, 2);
+    tc_call_ok(&t, &req, 2);
     assert_int_equal(r.n, 1);
     assert_int_equal(r.retry[0], 1);
     assert_int_equal(r.code[0], 429);
@@ -668,14 +648,10 @@ static void test_5xx_backoff_grows(void **state)
 {
     (void)state;
     tc t = {0};
-    srv s;
-    srv_reply replies[] = {{.match = "/x"}, {.match = "/x"}, {.match = "/x"}, {.match = "/x"}};
-    kube_client *c = tc_open(&t, &s, replies, 4);
-    replies[0].pieces[0] = srv_own(&s, srv_http("500 Internal Server Error", "", "boom"));
-    replies[1].pieces[0] = srv_own(&s, srv_http("502 Bad Gateway", "", "proxy"));
-    replies[2].pieces[0] = srv_own(&s, srv_http("503 Service Unavailable", "", "later"));
-    replies[3].pieces[0] =
-        srv_own(&s, srv_http("503 Service Unavailable", "Retry-After: 7\r\n", "still later"));
+    kube_client *c = tc_serve(
+        &t, {"/x", "500 Internal Server Error", "", "boom"}, {"/x", "502 Bad Gateway", "", "proxy"},
+        {"/x", "503 Service Unavailable", "", "later"},
+        {"/x", "503 Service Unavailable", "Retry-After: 7\r\n", "still later"});
     tc_retries r = {0};
     kube_client_on_retry(c, tc_on_retry, &r);
     kube_request req = tc_get("/x");
@@ -692,7 +668,7 @@ static void test_5xx_backoff_grows(void **state)
     assert_int_equal(t.done, 1);
     assert_int_equal(t.err.http_code, 503);
     assert_int_equal(t.err.retry_after_s, 7);
-    assert_int_equal(s.nrequests, 4);
+    assert_int_equal(t.s.nrequests, 4);
     tc_close(&t);
 }
 
@@ -702,25 +678,20 @@ static void test_timeout_retried(void **state)
 {
     (void)state;
     tc t = {0};
-    srv s;
-    srv_reply replies[] = {{.match = "/x", .delay_ms = 5000}, {.match = "/x"}};
-    kube_client *c = tc_open(&t, &s, replies, 2);
-    replies[0].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{\"late\":true}"));
-    replies[1].pieces[0] = srv_own(&s, srv_http("200 OK", "", "{\"in\":\"time\"}"));
+    kube_client *c = tc_serve(&t, {"/x", "200 OK", "", "{\"late\":true}"},
+                              {"/x", "200 OK", "", "{\"in\":\"time\"}"});
+    t.reply[0].delay_ms = 5000;
     tc_retries r = {0};
     kube_client_on_retry(c, tc_on_retry, &r);
     kube_request req = tc_get("/x");
     req.timeout_ms = 300;
-    tc_call(&t, &req);
-    assert_int_equal(t.done, 1);
-    assert_int_equal(t.err.kind, KUBE_OK);
+    tc_call_ok(&t, &req, 2);
     assert_string_equal(t.body, "{\"in\":\"time\"}");
     assert_int_equal(r.n, 1);
     assert_int_equal(r.kind[0], KUBE_ERR_TRANSPORT);
     assert_int_equal(r.code[0], 0);
     assert_non_null(strstr(r.message[0], "timed out"));
     assert_true(r.delay[0] >= 100 && r.delay[0] <= 200);
-    assert_int_equal(s.nrequests, 2);
     tc_close(&t);
 }
 
@@ -730,12 +701,9 @@ static void test_watch_429_retry_after_in_error(void **state)
 {
     (void)state;
     tc t = {0};
-    srv s;
-    srv_reply replies[] = {{.match = "/w?"}};
-    kube_client *c = tc_open(&t, &s, replies, 1);
-    replies[0].pieces[0] =
-        srv_own(&s, srv_http("429 Too Many Requests", "Retry-After: 4\r\n",
-                             "{\"kind\":\"Status\",\"reason\":\"TooManyRequests\",\"code\":429}"));
+    kube_client *c =
+        tc_serve(&t, {"/w?", "429 Too Many Requests", "Retry-After: 4\r\n",
+                      "{\"kind\":\"Status\",\"reason\":\"TooManyRequests\",\"code\":429}"});
     tc_retries r = {0};
     kube_client_on_retry(c, tc_on_retry, &r);
     kube_error err = {0};
@@ -745,7 +713,7 @@ static void test_watch_429_retry_after_in_error(void **state)
     assert_int_equal(t.end_err.http_code, 429);
     assert_int_equal(t.end_err.retry_after_s, 4);
     assert_int_equal(r.n, 0);
-    assert_int_equal(s.nrequests, 1);
+    assert_int_equal(t.s.nrequests, 1);
     tc_close(&t);
 }
 

@@ -61,6 +61,17 @@ static void test_parse_fails(const char *yaml, const char *want)
     kube_error_clear(&err);
 }
 
+/* got is the fixtures' folder (made absolute) followed by "/" and rel. */
+static void assert_fixture_path(const char *got, const char *rel)
+{
+    char *dir = realpath(FIXTURES, NULL);
+    assert_non_null(dir);
+    char want[4096];
+    snprintf(want, sizeof(want), "%s/%s", dir, rel);
+    free(dir);
+    assert_string_equal(got, want);
+}
+
 static void test_token_and_ca_data(void **state)
 {
     (void)state;
@@ -91,15 +102,9 @@ static void test_token_file_and_ca_file(void **state)
     assert_string_equal(cfg.server, "https://[::1]:6443");
     assert_string_equal(cfg.namespace_, "default");
     /* Relative paths are anchored at the kubeconfig's folder and made absolute. */
-    char *dir = realpath(FIXTURES, NULL);
-    assert_non_null(dir);
-    char want[4096];
-    snprintf(want, sizeof(want), "%s/ca.crt", dir);
-    assert_string_equal(cfg.ca_file, want);
-    snprintf(want, sizeof(want), "%s/token", dir);
-    assert_string_equal(cfg.token_file, want);
+    assert_fixture_path(cfg.ca_file, "ca.crt");
+    assert_fixture_path(cfg.token_file, "token");
     assert_string_equal(cfg.token, "fixture-token");
-    free(dir);
     kube_config_clear(&cfg);
 }
 
@@ -108,15 +113,10 @@ static void test_cert_files(void **state)
     (void)state;
     kube_config cfg = {0};
     test_load(&cfg, "cert-files");
-    char *dir = realpath(FIXTURES, NULL);
-    char want[4096];
-    snprintf(want, sizeof(want), "%s/client.crt", dir);
-    assert_string_equal(cfg.cert_file, want);
-    snprintf(want, sizeof(want), "%s/./client.key", dir);
-    assert_string_equal(cfg.key_file, want);
+    assert_fixture_path(cfg.cert_file, "client.crt");
+    assert_fixture_path(cfg.key_file, "./client.key");
     assert_null(cfg.token);
     assert_null(cfg.cert_data);
-    free(dir);
     kube_config_clear(&cfg);
 }
 

@@ -101,12 +101,8 @@ static void srv_on_accept(ev_loop *loop, int fd, int events, void *ud)
 {
     (void)events;
     srv *s = ud;
-    int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (c < 0)
-        return;
     assert_true(s->fd < 0); /* one request at a time: the leader never has two in flight */
-    s->fd = c;
-    assert_int_equal(ev_fd_set(loop, c, EV_READ, srv_on_read, s), 0);
+    s->fd = test_accept_watch(loop, fd, srv_on_read, s);
 }
 
 static void srv_start(srv *s, ev_loop *loop)
@@ -137,6 +133,8 @@ static uint64_t fake_clock(void)
 
 typedef struct {
     ev_loop *loop;
+    srv s;
+    kube_client *client;
     leader *l;
     int started;
 } tl;
@@ -169,15 +167,18 @@ static void tl_run(tl *t)
     test_loop_run(t->loop, 10000);
 }
 
-static leader *tl_new(tl *t, ev_loop *loop, kube_client **client, int port)
+/* A new loop with t->s on it, and the leader under test, through a client of t->s. */
+static leader *tl_new(tl *t)
 {
+    *t = (tl){.loop = test_loop_new()};
+    srv_start(&t->s, t->loop);
     kube_config cfg = {0};
     kube_error err = {0};
-    assert_true(asprintf(&cfg.server, "http://127.0.0.1:%d", port) > 0);
+    assert_true(asprintf(&cfg.server, "http://127.0.0.1:%d", t->s.port) > 0);
     cfg.token = strdup("test-token");
-    *client = kube_client_new(loop, &cfg, &err);
+    t->client = kube_client_new(t->loop, &cfg, &err);
     kube_config_clear(&cfg);
-    assert_non_null(*client);
+    assert_non_null(t->client);
     leader_config lc = {.namespace_ = "ns",
                         .name = "lock",
                         .identity = "me",
@@ -187,21 +188,24 @@ static leader *tl_new(tl *t, ev_loop *loop, kube_client **client, int port)
                         .clock_ms = fake_clock};
     leader_callbacks cb = {.started = tl_started, .lost = tl_lost, .ud = t};
     char why[160];
-    *t = (tl){.loop = loop};
-    t->l = leader_new(loop, *client, &lc, &cb, why, sizeof(why));
+    t->l = leader_new(t->loop, t->client, &lc, &cb, why, sizeof(why));
     assert_non_null(t->l);
     return t->l;
+}
+
+static void tl_free(tl *t)
+{
+    leader_free(t->l);
+    kube_client_free(t->client);
+    srv_stop(&t->s);
+    ev_free(t->loop);
 }
 
 static void test_may_write_by_the_clock(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    srv s;
-    srv_start(&s, loop);
-    kube_client *client;
     tl t;
-    leader *l = tl_new(&t, loop, &client, s.port);
+    leader *l = tl_new(&t);
     assert_false(leader_may_write(l)); /* not leading yet */
 
     fake_now = 1000;
@@ -219,25 +223,18 @@ static void test_may_write_by_the_clock(void **state)
     assert_false(leader_may_write(l));
     assert_true(leader_is_leading(l));
 
-    leader_free(l);
-    kube_client_free(client);
-    srv_stop(&s);
-    ev_free(loop);
+    tl_free(&t);
 }
 
 static void test_problem_reported_until_success(void **state)
 {
     (void)state;
-    ev_loop *loop = ev_new();
-    srv s;
-    srv_start(&s, loop);
-    s.forbid = true;
-    kube_client *client;
     tl t;
-    leader *l = tl_new(&t, loop, &client, s.port);
+    leader *l = tl_new(&t);
+    t.s.forbid = true;
     fake_now = 1000;
     leader_start(l);
-    ev_timer_add(loop, 5, tl_poll_problem, &t);
+    ev_timer_add(t.loop, 5, tl_poll_problem, &t);
     tl_run(&t);
     const char *p = leader_problem(l);
     assert_non_null(p);
@@ -247,16 +244,13 @@ static void test_problem_reported_until_success(void **state)
     assert_false(leader_may_write(l));
 
     /* Rights granted: the next attempt creates the Lease and the problem is over. */
-    s.forbid = false;
+    t.s.forbid = false;
     tl_run(&t);
     assert_int_equal(t.started, 1);
     assert_null(leader_problem(l));
     assert_true(leader_may_write(l));
 
-    leader_free(l);
-    kube_client_free(client);
-    srv_stop(&s);
-    ev_free(loop);
+    tl_free(&t);
 }
 
 TEST_MAIN(cmocka_unit_test(test_may_write_by_the_clock),

@@ -103,6 +103,26 @@ static const char *str_at(const cJSON *j, const char *path)
     return cJSON_IsString(v) ? v->valuestring : cJSON_IsNull(v) ? "null" : NULL;
 }
 
+/* The whole answer to body, a request of kind: named id, created at Unix time 1. */
+static cJSON *answer_of(sim_oai_kind kind, const char *body, const char *id)
+{
+    sim_oai_req r = parse_ok(kind, body);
+    cJSON *j = parse_json(sim_oai_response(&r, id, 1));
+    sim_oai_req_clear(&r);
+    return j;
+}
+
+/* The JSON of the SSE event ev ("data: {...}\n\n", freed). */
+static cJSON *event_json(char *ev)
+{
+    assert_non_null(ev);
+    ev[strlen(ev) - 2] = 0;
+    cJSON *j = cJSON_Parse(ev + 6);
+    free(ev);
+    assert_non_null(j);
+    return j;
+}
+
 static void test_answers(void **state)
 {
     (void)state;
@@ -124,10 +144,7 @@ static void test_answers(void **state)
         assert_non_null(ev);
         assert_memory_equal(ev, "data: {", 7);
         assert_string_equal(ev + strlen(ev) - 2, "\n\n");
-        ev[strlen(ev) - 2] = 0;
-        j = cJSON_Parse(ev + 6);
-        free(ev);
-        assert_non_null(j);
+        j = event_json(ev);
         assert_string_equal(str_at(j, "object"), "chat.completion.chunk");
         char want[16];
         snprintf(want, sizeof(want), "tok%d ", i);
@@ -139,30 +156,22 @@ static void test_answers(void **state)
             assert_null(str_at(j, "choices.0.delta.role"));
         cJSON_Delete(j);
     }
-    char *ev = sim_oai_chunk_last(&r, "id1", 42);
-    assert_non_null(ev);
-    ev[strlen(ev) - 2] = 0;
-    j = cJSON_Parse(ev + 6);
-    free(ev);
+    j = event_json(sim_oai_chunk_last(&r, "id1", 42));
     assert_string_equal(str_at(j, "choices.0.finish_reason"), "length");
     assert_null(str_at(j, "choices.0.delta.content"));
     cJSON_Delete(j);
     sim_oai_req_clear(&r);
 
-    r = parse_ok(SIM_OAI_COMPLETIONS, "{\"model\":\"c\",\"max_tokens\":2}");
-    j = parse_json(sim_oai_response(&r, "id2", 1));
+    j = answer_of(SIM_OAI_COMPLETIONS, "{\"model\":\"c\",\"max_tokens\":2}", "id2");
     assert_string_equal(str_at(j, "object"), "text_completion");
     assert_string_equal(str_at(j, "choices.0.text"), "tok0 tok1 ");
     cJSON_Delete(j);
-    sim_oai_req_clear(&r);
 
-    r = parse_ok(SIM_OAI_EMBEDDINGS, "{\"model\":\"e\",\"input\":\"x\"}");
-    j = parse_json(sim_oai_response(&r, "id3", 1));
+    j = answer_of(SIM_OAI_EMBEDDINGS, "{\"model\":\"e\",\"input\":\"x\"}", "id3");
     assert_string_equal(str_at(j, "object"), "list");
     assert_string_equal(str_at(j, "data.0.object"), "embedding");
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "data")), 1);
     cJSON_Delete(j);
-    sim_oai_req_clear(&r);
 
     /* vLLM's 404 is flat, not wrapped in "error". */
     j = parse_json(sim_oai_model_not_found("x"));

@@ -101,6 +101,15 @@ static void ctx_fini(ctx *c)
     ev_free(c->loop);
 }
 
+/* Adds the keys (space-separated) in turn; each must be taken. */
+static void add_keys(ctx *c, const char *keys)
+{
+    char copy[128];
+    snprintf(copy, sizeof(copy), "%s", keys);
+    for (char *save = NULL, *k = strtok_r(copy, " ", &save); k; k = strtok_r(NULL, " ", &save))
+        assert_int_equal(wq_add(c->q, k), 0);
+}
+
 static void assert_log(const ctx *c, const char *const *want, size_t n)
 {
     assert_int_equal(c->nlog, n);
@@ -137,10 +146,7 @@ static void test_dedup(void **state)
     (void)state;
     ctx c;
     ctx_init(&c, NULL, succeed_now);
-    assert_int_equal(wq_add(c.q, "a"), 0);
-    assert_int_equal(wq_add(c.q, "b"), 0);
-    assert_int_equal(wq_add(c.q, "a"), 0);
-    assert_int_equal(wq_add(c.q, "a"), 0);
+    add_keys(&c, "a b a a");
     assert_int_equal(wq_len(c.q), 2);
     ctx_run(&c);
     const char *want[] = {"a", "b"};
@@ -228,10 +234,7 @@ static void test_slow_key_holds_only_itself(void **state)
     ctx c;
     wq_config cfg = {.concurrency = 2};
     ctx_init(&c, &cfg, hold_slow);
-    assert_int_equal(wq_add(c.q, "slow"), 0);
-    assert_int_equal(wq_add(c.q, "a"), 0);
-    assert_int_equal(wq_add(c.q, "b"), 0);
-    assert_int_equal(wq_add(c.q, "c"), 0);
+    add_keys(&c, "slow a b c");
     assert_true(ev_timer_add(c.loop, 1, release_slow, &c) != 0);
     assert_int_equal(ev_run(c.loop), 0);
     /* a, b and c went through the other slot while slow was in flight. */
@@ -381,9 +384,7 @@ static void test_shutdown_waits_for_in_flight(void **state)
     ctx c;
     wq_config cfg = {.concurrency = 2};
     ctx_init(&c, &cfg, shutdown_on_second);
-    assert_int_equal(wq_add(c.q, "a"), 0);
-    assert_int_equal(wq_add(c.q, "b"), 0);
-    assert_int_equal(wq_add(c.q, "c"), 0);
+    add_keys(&c, "a b c");
     assert_int_equal(wq_add_after(c.q, "d", 60 * 60 * 1000), 0);
     assert_int_equal(ev_run(c.loop), 0); /* on_drained stops it */
     const char *want[] = {"a", "b", "done a", "done b", "drained"};
@@ -419,8 +420,7 @@ static void test_shutdown_from_callback(void **state)
     (void)state;
     ctx c;
     ctx_init(&c, NULL, finish_then_shutdown);
-    assert_int_equal(wq_add(c.q, "a"), 0);
-    assert_int_equal(wq_add(c.q, "b"), 0);
+    add_keys(&c, "a b");
     assert_int_equal(ev_run(c.loop), 0);
     const char *want[] = {"a", "drained"};
     assert_log(&c, want, 2);
