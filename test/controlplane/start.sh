@@ -79,9 +79,20 @@ _cp_pki() {
 		openssl pkey -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>>"$pki/openssl.log"
 }
 
-# _cp_kubeconfig FILE SERVER PKI USER: file-path form (certificate-authority, client-certificate, client-key).
+# _cp_kubeconfig FILE SERVER PKI USER [embedded]: file-path form (certificate-authority, client-certificate,
+# client-key); with "embedded", the same identity in the embedded form (*-data, base64), so a client's
+# parser can be tested on both.
 _cp_kubeconfig() {
-	local file=$1 server=$2 pki=$3 user=$4
+	local file=$1 server=$2 pki=$3 user=$4 ca crt key
+	if [ "${5:-}" = embedded ]; then
+		ca="certificate-authority-data: $(base64 -w0 <"$pki/ca.crt")"
+		crt="client-certificate-data: $(base64 -w0 <"$pki/$user.crt")"
+		key="client-key-data: $(base64 -w0 <"$pki/$user.key")"
+	else
+		ca="certificate-authority: $pki/ca.crt"
+		crt="client-certificate: $pki/$user.crt"
+		key="client-key: $pki/$user.key"
+	fi
 	cat >"$file" <<EOF
 apiVersion: v1
 kind: Config
@@ -89,37 +100,12 @@ clusters:
 - name: modelpool-e2e
   cluster:
     server: $server
-    certificate-authority: $pki/ca.crt
+    $ca
 users:
 - name: $user
   user:
-    client-certificate: $pki/$user.crt
-    client-key: $pki/$user.key
-contexts:
-- name: $user@modelpool-e2e
-  context:
-    cluster: modelpool-e2e
-    user: $user
-current-context: $user@modelpool-e2e
-EOF
-}
-
-# The same identity in the embedded form (*-data, base64), so a client's parser can be tested on both.
-_cp_kubeconfig_embedded() {
-	local file=$1 server=$2 pki=$3 user=$4
-	cat >"$file" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: modelpool-e2e
-  cluster:
-    server: $server
-    certificate-authority-data: $(base64 -w0 <"$pki/ca.crt")
-users:
-- name: $user
-  user:
-    client-certificate-data: $(base64 -w0 <"$pki/$user.crt")
-    client-key-data: $(base64 -w0 <"$pki/$user.key")
+    $crt
+    $key
 contexts:
 - name: $user@modelpool-e2e
   context:
@@ -228,7 +214,7 @@ cp_start() {
 
 	_cp_kubeconfig "$state/admin.kubeconfig" "$apiserver_url" "$pki" admin
 	_cp_kubeconfig "$state/operator.kubeconfig" "$apiserver_url" "$pki" operator
-	_cp_kubeconfig_embedded "$state/operator-embedded.kubeconfig" "$apiserver_url" "$pki" operator
+	_cp_kubeconfig "$state/operator-embedded.kubeconfig" "$apiserver_url" "$pki" operator embedded
 	_cp_kubeconfig "$state/router.kubeconfig" "$apiserver_url" "$pki" router
 	{
 		printf 'export KUBECONFIG=%q\n' "$state/admin.kubeconfig"

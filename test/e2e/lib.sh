@@ -14,6 +14,15 @@ expect_eq() {
 	[ "$2" == "$3" ] || fail "$1: expected '$2', got '$3'"
 }
 
+# expect_like WHAT VALUE PATTERN: VALUE must match the shell pattern PATTERN (as a case pattern: * and ?
+# are wildcards, the rest literal); else the test fails with "WHAT: VALUE".
+expect_like() {
+	case $2 in
+	$3) ;;
+	*) fail "$1: $2" ;;
+	esac
+}
+
 # expect_fail PATTERN CMD...: CMD must fail and its output (stdout+stderr) must match the grep -E PATTERN.
 expect_fail() {
 	local pattern=$1 out
@@ -262,6 +271,16 @@ stop_router() {
 # free_port: a loopback port that is free now.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
+# unused_port: a TCP port that nothing on this machine uses in any state (/proc/net/tcp, tcp6), below the
+# ephemeral range (as test/controlplane/start.sh picks its ports): for a server that binds every interface.
+unused_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 12000))
+		grep -qi ":$(printf %04X "$p") " /proc/net/tcp /proc/net/tcp6 2>/dev/null || { echo "$p"; return; }
+	done
+}
+
 # start_toxiproxy: the fault proxy ($MP_TOXIPROXY, which run-one.sh finds) on a free loopback port; its
 # control API in MP_TOXI_API (exported), its pid in MP_TOXI_PID and toxiproxy.pid, its log toxiproxy.log.
 start_toxiproxy() {
@@ -298,22 +317,30 @@ stop_slot_check() {
 	expect_eq "slot-check exit status (0: no violation seen)" 0 "$rc"
 }
 
-# sim_overlap NS MEMBER...: reads the simulator's Pod lines (sim.log, in the order things happened) and
-# fails, printing the line number and the Pods, at the first moment two Pods of these members held the GPU
-# at once (ip= set: from Running until Gone, terminating or not); succeeds when that never happened.
-sim_overlap() {
-	local ns=$1
-	shift
-	awk -v ns="$ns" -v members="$*" '
+# sim_log_overlap WHAT KIND HOLD NS MEMBER...: reads the simulator's KIND lines of these members (sim.log, in
+# the order things happened: "sim NS/MEMBER KIND=ID ..."), where the awk statement HOLD sets hold[id] while
+# ID holds the slot and deletes it after; fails, printing the line number and the IDs, at the first moment
+# two held it at once ("two WHAT:"); succeeds when that never happened.
+sim_log_overlap() {
+	local what=$1 kind=$2 hold=$3 ns=$4
+	shift 4
+	awk -v ns="$ns" -v members="$*" -v kind="$kind" -v what="$what" '
 		BEGIN { n = split(members, ms, " "); for (i = 1; i <= n; i++) want[ns "/" ms[i]] = 1 }
-		$1 == "sim" && ($2 in want) && $3 ~ /^pod=/ {
-			pod = substr($3, 5); ip = substr($5, 4)
-			if (ip != "-") hold[pod] = 1; else delete hold[pod]
+		$1 == "sim" && ($2 in want) && index($3, kind "=") == 1 {
+			id = substr($3, length(kind) + 2)
+			'"$hold"'
 			c = 0; s = ""
 			for (p in hold) { c++; s = s " " p }
-			if (c > 1) { print "sim.log line " NR ": two Pods held the GPU:" s; bad = 1; exit }
+			if (c > 1) { print "sim.log line " NR ": two " what ":" s; bad = 1; exit }
 		}
 		END { exit bad }' "$MP_STATE_DIR/sim.log"
+}
+
+# sim_overlap NS MEMBER...: fails, printing the line number and the Pods, at the first moment two Pods of
+# these members held the GPU at once (ip= set: from Running until Gone, terminating or not); succeeds when
+# that never happened.
+sim_overlap() {
+	sim_log_overlap "Pods held the GPU" pod 'if (substr($5, 4) != "-") hold[id] = 1; else delete hold[id]' "$@"
 }
 
 # sim_deleted_busy NS MEMBER: the Pods of MEMBER the simulator saw deleted while the member was annotated
@@ -419,6 +446,14 @@ condition_message() {
 	pool_get "$1" "{.status.conditions[?(@.type==\"$2\")].message}" "${3:-default}"
 }
 
+# expect_condition_message POOL TYPE NS WHAT PATTERN: the message of the pool's condition TYPE matches the
+# shell pattern PATTERN (expect_like); else the test fails with "WHAT: MESSAGE".
+expect_condition_message() {
+	local msg
+	msg=$(condition_message "$1" "$2" "$3")
+	expect_like "$4" "$msg" "$5"
+}
+
 # pool_events POOL [NS]: the pool's Events as "Type/Reason" lines, oldest first.
 pool_events() {
 	kubectl_admin -n "${2:-default}" get events --field-selector "involvedObject.kind=ModelPool,involvedObject.name=$1" \
@@ -467,14 +502,8 @@ create_members() {
 		kubectl_admin -n "$ns" apply -f - >/dev/null <<-YAML
 			apiVersion: inference.llmkube.dev/v1alpha1
 			kind: InferenceService
-			metadata:
-			  name: $name
-			spec:
-			  modelRef: $name
-			  runtime: llamacpp
-			  replicas: 0
-			  endpoint:
-			    port: 8080
+			metadata: {name: $name}
+			spec: {modelRef: $name, runtime: llamacpp, replicas: 0, endpoint: {port: 8080}}
 		YAML
 	done
 }

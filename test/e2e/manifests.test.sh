@@ -59,10 +59,37 @@ uses_all() {
 		can "$verb" "$res" $sub $scope
 	done <<<"$2"
 }
+# uses "GROUP/RESOURCE VERB..."...: a "group/resource verb" line for each verb, in the order given (as
+# granted prints them and uses_all reads them).
+uses() {
+	local item verb
+	for item; do
+		for verb in ${item#* }; do echo "${item%% *} $verb"; done
+	done
+}
 # forbidden CMD...: the identity's real request must be refused by RBAC (not fail for another reason).
 forbidden() { expect_fail 'Forbidden|forbidden' "kubectl_$who" "$@"; }
+# config_objects K / config_namespaces K: the objects of config/K as rendered ($MP_STATE_DIR/K.yaml), as
+# sorted "Kind/name" words on one line / the namespaces they name, each once, on one line.
+config_objects() {
+	kubectl_admin create --dry-run=client -f "$MP_STATE_DIR/$1.yaml" -o 'jsonpath={.kind}/{.metadata.name}{"\n"}' |
+		LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//'
+}
+config_namespaces() {
+	kubectl_admin create --dry-run=client -f "$MP_STATE_DIR/$1.yaml" -o 'jsonpath={.metadata.namespace}{"\n"}' |
+		grep -v '^$' | sort -u | tr '\n' ' ' | sed 's/ $//'
+}
 # dget KIND NAME JSONPATH: one field of an object in modelpool-system.
 dget() { kubectl_admin -n "$sys" get "$1" "$2" -o "jsonpath=$3"; }
+# ports_of DEPLOYMENT / probes_of DEPLOYMENT: its container's ports ("name:port ...") / its liveness and
+# readiness probes ("path:port path:port").
+ports_of() {
+	dget deployment "$1" "{range .spec.template.spec.containers[0].ports[*]}{.name}:{.containerPort} {end}" | sed 's/ $//'
+}
+probes_of() {
+	local p='{.spec.template.spec.containers[0]'
+	dget deployment "$1" "$p.livenessProbe.httpGet.path}:$p.livenessProbe.httpGet.port} $p.readinessProbe.httpGet.path}:$p.readinessProbe.httpGet.port}"
+}
 
 log "the kustomizations render, and config/default holds exactly the expected objects"
 for k in crd rbac manager default router; do
@@ -70,12 +97,9 @@ for k in crd rbac manager default router; do
 done
 expect_eq "objects in config/default" \
 	"ClusterRole/modelpool-operator ClusterRole/modelpool-operator-metrics-reader ClusterRoleBinding/modelpool-operator CustomResourceDefinition/modelpools.inference.llmkube.dev Deployment/modelpool-operator Namespace/modelpool-system Role/modelpool-operator-fence-acks Role/modelpool-operator-leader-election RoleBinding/modelpool-operator-fence-acks RoleBinding/modelpool-operator-leader-election Service/modelpool-operator-metrics-service ServiceAccount/modelpool-operator" \
-	"$(kubectl_admin create --dry-run=client -f "$MP_STATE_DIR/default.yaml" -o 'jsonpath={.kind}/{.metadata.name}{"\n"}' |
-		LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//')"
+	"$(config_objects default)"
 # Namespaced objects all land in modelpool-system; the CRD and cluster RBAC carry no namespace.
-expect_eq "namespaces in config/default" "$sys" \
-	"$(kubectl_admin create --dry-run=client -f "$MP_STATE_DIR/default.yaml" -o 'jsonpath={.metadata.namespace}{"\n"}' |
-		grep -v '^$' | sort -u | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "namespaces in config/default" "$sys" "$(config_namespaces default)"
 # config/crd is the top-level CRD, whole (the CRD file is the one copy; kustomize only drops comments).
 expect_eq "config/crd == crd/modelpools.inference.llmkube.dev.yaml" \
 	"$(kubectl_admin create --dry-run=client -o json -f "$top/crd/modelpools.inference.llmkube.dev.yaml")" \
@@ -140,10 +164,8 @@ expect_eq "terminationGracePeriodSeconds" 30 "$(dget $d modelpool-operator '{.sp
 expect_eq "image" "modelpool-operator:latest/IfNotPresent" "$(dget $d modelpool-operator "$c.image}/$c.imagePullPolicy}")"
 expect_eq "args" "--leader-elect --metrics-bind-address=:8443 --metrics-secure=true --health-probe-bind-address=:8081" \
 	"$(dget $d modelpool-operator "$c.args[*]}")"
-expect_eq "ports" "https:8443 health:8081" \
-	"$(dget $d modelpool-operator "{range .spec.template.spec.containers[0].ports[*]}{.name}:{.containerPort} {end}" | sed 's/ $//')"
-expect_eq "probes" "/healthz:health /readyz:health" \
-	"$(dget $d modelpool-operator "$c.livenessProbe.httpGet.path}:$c.livenessProbe.httpGet.port} $c.readinessProbe.httpGet.path}:$c.readinessProbe.httpGet.port}")"
+expect_eq "ports" "https:8443 health:8081" "$(ports_of modelpool-operator)"
+expect_eq "probes" "/healthz:health /readyz:health" "$(probes_of modelpool-operator)"
 expect_eq "resources" "10m/16Mi//64Mi" \
 	"$(dget $d modelpool-operator "$c.resources.requests.cpu}/$c.resources.requests.memory}/$c.resources.limits.cpu}/$c.resources.limits.memory}")"
 expect_eq "pod securityContext" "true/65532/RuntimeDefault" \
@@ -189,24 +211,12 @@ g=inference.llmkube.dev
 # list of a pool's Pods right before a scale-up, merge patches of pool status and member replicas, the JSON
 # patch that clears a request made through a pool, Events (create), the Lease (get, create, update), and the
 # reviews of secure metrics. A verb granted beyond these, or one of these not granted, fails here.
-operator_uses='/events create
-/pods list
-/pods watch
-authentication.k8s.io/tokenreviews create
-authorization.k8s.io/subjectaccessreviews create
-inference.llmkube.dev/inferenceservices list
-inference.llmkube.dev/inferenceservices patch
-inference.llmkube.dev/inferenceservices watch
-inference.llmkube.dev/modelpools list
-inference.llmkube.dev/modelpools patch
-inference.llmkube.dev/modelpools watch
-inference.llmkube.dev/modelpools/status patch'
-lease_uses='coordination.k8s.io/leases create
-coordination.k8s.io/leases get
-coordination.k8s.io/leases update'
+operator_uses=$(uses '/events create' '/pods list watch' 'authentication.k8s.io/tokenreviews create' \
+	'authorization.k8s.io/subjectaccessreviews create' "$g/inferenceservices list patch watch" \
+	"$g/modelpools list patch watch" "$g/modelpools/status patch")
+lease_uses=$(uses 'coordination.k8s.io/leases create get update')
 # The router replicas' Leases (--fence-acks): watched, and listed once more before a swap's fence ends early.
-router_lease_uses='coordination.k8s.io/leases list
-coordination.k8s.io/leases watch'
+router_lease_uses=$(uses 'coordination.k8s.io/leases list watch')
 expect_eq "the operator's ClusterRole grants" "$operator_uses" "$(granted clusterrole/modelpool-operator)"
 expect_eq "the operator's leader-election Role grants" "$lease_uses" "$(granted -n "$sys" role/modelpool-operator-leader-election)"
 expect_eq "the operator's fence-acks Role grants" "$router_lease_uses" "$(granted -n "$sys" role/modelpool-operator-fence-acks)"
@@ -360,11 +370,8 @@ log "config/router: its own overlay, exactly the expected objects, all in $sys, 
 # objects), and deleting the router must not take the operator's namespace along.
 expect_eq "objects in config/router" \
 	"ClusterRole/modelpool-router ClusterRoleBinding/modelpool-router Deployment/modelpool-router PodDisruptionBudget/modelpool-router Role/modelpool-router-registration RoleBinding/modelpool-router-registration Service/modelpool-router Service/modelpool-router-metrics-service ServiceAccount/modelpool-router" \
-	"$(kubectl_admin create --dry-run=client -f "$MP_STATE_DIR/router.yaml" -o 'jsonpath={.kind}/{.metadata.name}{"\n"}' |
-		LC_ALL=C sort | tr '\n' ' ' | sed 's/ $//')"
-expect_eq "namespaces in config/router" "$sys" \
-	"$(kubectl_admin create --dry-run=client -f "$MP_STATE_DIR/router.yaml" -o 'jsonpath={.metadata.namespace}{"\n"}' |
-		grep -v '^$' | sort -u | tr '\n' ' ' | sed 's/ $//')"
+	"$(config_objects router)"
+expect_eq "namespaces in config/router" "$sys" "$(config_namespaces router)"
 
 log "config/router: server dry run passes with no warning, then the real apply; applying again changes nothing"
 out=$(kubectl_admin apply -k "$top/config/router" --dry-run=server 2>&1) || fail "server dry run of config/router failed:"$'\n'"$out"
@@ -393,10 +400,8 @@ expect_eq "image (the operator's)" "modelpool-operator:latest/IfNotPresent" "$(d
 expect_eq "command" "/usr/local/bin/modelpool-router" "$(dget $d $r "$c.command[*]}")"
 expect_eq "args" "--bind-address=:8080 --metrics-bind-address=:8443 --metrics-secure=true --health-probe-bind-address=:8081 --max-connections-per-client=256 --header-timeout=10s --router-lease-namespace=modelpool-system" \
 	"$(dget $d $r "$c.args[*]}")"
-expect_eq "ports" "http:8080 https:8443 health:8081" \
-	"$(dget $d $r "{range .spec.template.spec.containers[0].ports[*]}{.name}:{.containerPort} {end}" | sed 's/ $//')"
-expect_eq "probes" "/healthz:health /readyz:health" \
-	"$(dget $d $r "$c.livenessProbe.httpGet.path}:$c.livenessProbe.httpGet.port} $c.readinessProbe.httpGet.path}:$c.readinessProbe.httpGet.port}")"
+expect_eq "ports" "http:8080 https:8443 health:8081" "$(ports_of $r)"
+expect_eq "probes" "/healthz:health /readyz:health" "$(probes_of $r)"
 expect_eq "env" "POD_NAME=metadata.name POD_NAMESPACE=metadata.namespace POD_IP=status.podIP" \
 	"$(dget $d $r "{range .spec.template.spec.containers[0].env[*]}{.name}={.valueFrom.fieldRef.fieldPath} {end}" | sed 's/ $//')"
 # The same lock-down as the operator's container, field for field.
@@ -431,25 +436,13 @@ wait_for 60 kubectl_router auth can-i patch modelpools.$g -A
 # watches of pools, members and Pods, the drain fence's get of a pool, the get of a member Pod before a new
 # connection to it carries a request, the merge patch of a pool's request
 # annotation, and the reviews of secure metrics.
-router_uses='/pods get
-/pods list
-/pods watch
-authentication.k8s.io/tokenreviews create
-authorization.k8s.io/subjectaccessreviews create
-inference.llmkube.dev/inferenceservices list
-inference.llmkube.dev/inferenceservices watch
-inference.llmkube.dev/modelpools get
-inference.llmkube.dev/modelpools list
-inference.llmkube.dev/modelpools patch
-inference.llmkube.dev/modelpools watch'
+router_uses=$(uses '/pods get list watch' 'authentication.k8s.io/tokenreviews create' \
+	'authorization.k8s.io/subjectaccessreviews create' "$g/inferenceservices list watch" "$g/modelpools get list patch watch")
 expect_eq "the router's ClusterRole grants" "$router_uses" "$(granted clusterrole/modelpool-router)"
 uses_all -A "$router_uses"
 # Its registration: a Lease of its own in the operator's namespace (created, read after a conflict, renewed
 # with the acknowledgements, deleted at shutdown), nowhere else, and never listed.
-registration_uses='coordination.k8s.io/leases create
-coordination.k8s.io/leases delete
-coordination.k8s.io/leases get
-coordination.k8s.io/leases patch'
+registration_uses=$(uses 'coordination.k8s.io/leases create delete get patch')
 expect_eq "the router's registration Role grants" "$registration_uses" "$(granted -n "$sys" role/modelpool-router-registration)"
 uses_all "-n $sys" "$registration_uses"
 

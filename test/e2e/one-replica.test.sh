@@ -80,16 +80,7 @@ kubectl_admin -n "$ns" scale isvc m-c --replicas=2 >/dev/null
 two_pods() { [ "$(pods_of m-c | wc -w)" -eq 2 ]; }
 wait_for 30 two_pods
 watcher=$(watch_conditions cold)
-kubectl_admin -n "$ns" create -f - >/dev/null <<-YAML
-	apiVersion: inference.llmkube.dev/v1alpha1
-	kind: ModelPool
-	metadata:
-	  name: cold
-	spec:
-	  members:
-	    - inferenceServiceRef: {name: m-c}
-	    - inferenceServiceRef: {name: m-d}
-YAML
+create_pool "$ns" cold "" m-c m-d
 wait_for 30 replicas_are m-c 1 "$ns"
 wait_for 30 pods_are m-c "$first"
 wait_for 60 pool_is cold Ready m-c "$ns"

@@ -12,18 +12,7 @@ create_members "$ns" m-a m-b m-e m-f
 # needed; a llamacpp member takes any name (as llama-server does).
 kubectl_admin -n "$ns" patch inferenceservice m-e --type=merge -p '{"spec":{"runtime":"vllm"}}' >/dev/null
 create_pool "$ns" pool m-a m-a m-b
-kubectl_admin -n "$ns" apply -f - >/dev/null <<-YAML
-	apiVersion: inference.llmkube.dev/v1alpha1
-	kind: ModelPool
-	metadata:
-	  name: slow
-	spec:
-	  default: m-f
-	  swapBudget: 2s
-	  members:
-	    - inferenceServiceRef: {name: m-e}
-	    - inferenceServiceRef: {name: m-f}
-YAML
+MP_POOL_BUDGET=2s create_pool "$ns" slow m-f m-e m-f
 wait_for 60 pool_is pool Ready m-a "$ns"
 wait_for 60 pool_is slow Ready m-f "$ns"
 router_up --home-namespace "$ns" --resident-grace 500ms

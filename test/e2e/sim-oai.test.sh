@@ -31,13 +31,6 @@ running_pod() {
 		-o 'jsonpath={range .items[*]}{.metadata.name}{" "}{.status.phase}{" "}{.status.podIP}{"\n"}{end}' |
 		awk '$2 == "Running" {print $1, $3; n++} END {exit n == 1 ? 0 : 1}'
 }
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 12000))
-		grep -qi ":$(printf %04X "$p") " /proc/net/tcp /proc/net/tcp6 2>/dev/null || { echo "$p"; return; }
-	done
-}
 # post URL BODY [curl args...]: prints the response body; headers go to $MP_STATE_DIR/h, the code to .../code.
 post() {
 	local url=$1 body=$2
@@ -52,8 +45,8 @@ json() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.arg
 
 apply_crd "$top/test/crds/inferenceservices.inference.llmkube.dev.yaml"
 kubectl_admin create namespace "$ns" >/dev/null
-pa=$(free_port)
-pb=$(free_port)
+pa=$(unused_port)
+pb=$(unused_port)
 k apply -f - >/dev/null <<EOF
 apiVersion: inference.llmkube.dev/v1alpha1
 kind: InferenceService

@@ -50,14 +50,6 @@ refused() {
 	curl -sS --max-time 5 -o /dev/null "$1" 2>/dev/null || rc=$?
 	[ "$rc" -eq 7 ]
 }
-# A TCP port that nothing on this machine uses, below the ephemeral range (as test/controlplane/start.sh).
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 12000))
-		grep -qi ":$(printf %04X "$p") " /proc/net/tcp /proc/net/tcp6 2>/dev/null || { echo "$p"; return; }
-	done
-}
 
 start() {
 	"$sim" --kubeconfig "$KUBECONFIG" --ip-block "$MP_SIM_IP_BLOCK" --namespace "$ns" --finalizer --load-ms 200 -v \
@@ -83,9 +75,9 @@ done
 
 apply_crd "$top/test/crds/inferenceservices.inference.llmkube.dev.yaml"
 kubectl_admin create namespace "$ns" >/dev/null
-pa=$(free_port)
-pb=$(free_port)
-pc=$(free_port)
+pa=$(unused_port)
+pb=$(unused_port)
+pc=$(unused_port)
 k apply -f - >/dev/null <<EOF
 apiVersion: inference.llmkube.dev/v1alpha1
 kind: InferenceService

@@ -6,16 +6,8 @@
 # diff per object; fix the chart (charts/modelpool-operator/templates) or config/ until both say the same.
 # Usage: MP_SOURCE_DIR=<repo> bash test/helm/drift.sh
 set -euo pipefail
-export MP_SOURCE_DIR=${MP_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-MP_STATE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/mp-helm-drift.XXXXXX")
-export MP_STATE_DIR
-trap 'rm -rf "$MP_STATE_DIR"' EXIT
-# shellcheck source=../e2e/lib.sh
-source "$MP_SOURCE_DIR/test/e2e/lib.sh"
-# shellcheck source=lib.sh
-source "$MP_SOURCE_DIR/test/helm/lib.sh"
-helm_setup
-s=$MP_STATE_DIR
+# shellcheck source=standalone.sh
+source "$(dirname "${BASH_SOURCE[0]}")/standalone.sh" drift
 
 log "config/default (kubectl kustomize) against the chart's defaults (helm template --include-crds)"
 kubectl kustomize "$MP_SOURCE_DIR/config/default" >"$s/kustomize.yaml" || fail "kubectl kustomize config/default"

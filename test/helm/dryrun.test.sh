@@ -29,15 +29,12 @@ dry_run() {
 log "defaults"
 dry_run default
 log "each example of the chart README's values table"
-check docs "$chart/values.yaml" "$chart/README.md" >"$s/examples.txt"
-n=0
-while IFS= read -r line; do
-	mapfile -d '' args < <(set_json_args "$line")
-	n=$((n + 1))
-	echo "  $line" >&2
-	dry_run "example-$n" "${args[@]}"
-done <"$s/examples.txt"
-[ "$n" -gt 20 ] || fail "only $n examples"
+dry_run_example() { # N LINE ARGS...
+	echo "  $2" >&2
+	dry_run "example-$1" "${@:3}"
+}
+each_example dry_run_example
+[ "$examples" -gt 20 ] || fail "only $examples examples"
 # The dry run created nothing.
 expect_fail NotFound kubectl_admin get crd modelpools.inference.llmkube.dev
 expect_fail NotFound kubectl_admin -n "$sys" get deployment modelpool-operator

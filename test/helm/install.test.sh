@@ -14,16 +14,9 @@ g=inference.llmkube.dev
 
 # Two loopback ports nobody uses: the chart's ports, so the operator's servers never collide with a
 # parallel test's (the rendered flags bind every interface).
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 12000))
-		grep -qi ":$(printf %04X "$p") " /proc/net/tcp /proc/net/tcp6 2>/dev/null || { echo "$p"; return; }
-	done
-}
-mport=$(free_port)
-hport=$(free_port)
-while [ "$hport" == "$mport" ]; do hport=$(free_port); done
+mport=$(unused_port)
+hport=$(unused_port)
+while [ "$hport" == "$mport" ]; do hport=$(unused_port); done
 
 # rendered_env DEPLOYMENT_JSON: the container's env as NAME=VALUE lines.
 rendered_env() {

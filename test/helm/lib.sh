@@ -32,3 +32,18 @@ set_json_args() {
 	IFS=$'\t' read -r -a items <<<"$1"
 	for item in "${items[@]}"; do printf '%s\0%s\0' --set-json "$item"; done
 }
+
+# each_example CMD...: for each example of the chart README's values table (chart_check.py docs, kept in
+# $MP_STATE_DIR/examples.txt), in order, runs CMD... N LINE ARGS..., N counting from 1, LINE the example
+# and ARGS its --set-json arguments; then sets examples to how many there were.
+each_example() {
+	local line n=0
+	local -a args
+	check docs "$chart/values.yaml" "$chart/README.md" >"$MP_STATE_DIR/examples.txt"
+	while IFS= read -r line; do
+		mapfile -d '' args < <(set_json_args "$line")
+		n=$((n + 1))
+		"$@" "$n" "$line" "${args[@]}"
+	done <"$MP_STATE_DIR/examples.txt"
+	examples=$n
+}

@@ -5,16 +5,8 @@
 # wrong values are refused by name; the chart's CRD and appVersion are the repository's.
 # Usage: MP_SOURCE_DIR=<repo> MP_BUILD_DIR=<build> bash test/helm/lint.sh
 set -euo pipefail
-export MP_SOURCE_DIR=${MP_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-MP_STATE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/mp-helm-lint.XXXXXX")
-export MP_STATE_DIR
-trap 'rm -rf "$MP_STATE_DIR"' EXIT
-# shellcheck source=../e2e/lib.sh
-source "$MP_SOURCE_DIR/test/e2e/lib.sh"
-# shellcheck source=lib.sh
-source "$MP_SOURCE_DIR/test/helm/lib.sh"
-helm_setup
-s=$MP_STATE_DIR
+# shellcheck source=standalone.sh
+source "$(dirname "${BASH_SOURCE[0]}")/standalone.sh" lint
 
 log "helm $("$MP_HELM" version --short): lint --strict is clean"
 out=$(helm lint --strict "$chart" 2>&1) || fail "helm lint --strict:"$'\n'"$out"
@@ -40,17 +32,15 @@ expect_eq "args" '["--leader-elect", "--metrics-bind-address=:8443", "--metrics-
 	"$(check get "$s/default.yaml" $d $c.args)"
 
 log "the chart README's values table matches values.yaml; each example renders and changes the render"
-check docs "$chart/values.yaml" "$chart/README.md" >"$s/examples.txt"
-n=0
-while IFS= read -r line; do
-	mapfile -d '' args < <(set_json_args "$line")
-	n=$((n + 1))
-	render "$s/example-$n.yaml" "${args[@]}"
-	cmp -s "$s/default.yaml" "$s/example-$n.yaml" && fail "example '$line' renders the same objects as the defaults"
-	echo "$line" >"$s/example-$n.txt"
-done <"$s/examples.txt"
-[ "$n" -gt 20 ] || fail "only $n examples in the chart README's values table"
-echo "$n examples rendered" >&2
+# render_example N LINE ARGS...: example N rendered, unlike the defaults, and LINE kept beside it.
+render_example() {
+	render "$s/example-$1.yaml" "${@:3}"
+	cmp -s "$s/default.yaml" "$s/example-$1.yaml" && fail "example '$2' renders the same objects as the defaults"
+	echo "$2" >"$s/example-$1.txt"
+}
+each_example render_example
+[ "$examples" -gt 20 ] || fail "only $examples examples in the chart README's values table"
+echo "$examples examples rendered" >&2
 
 # example KEY: the render of the chart README example that sets KEY first.
 example() {

@@ -28,23 +28,12 @@ pod_url() {
 # slots_busy URL: the server's /slots has a slot with is_processing true (the operator's idle probe).
 slots_busy() { curl -fsS "$1/slots" | jq -e 'any(.[]; .is_processing == true)' >/dev/null; }
 
-# llama_overlap NS MEMBER...: reads the simulator's process lines (sim.log, in the order things happened)
-# and fails, printing the line number and the processes, at the first moment two llama-server processes
-# of these members ran at once (from started to exited); succeeds when that never happened.
+# llama_overlap NS MEMBER...: reads the simulator's process lines (sim.log) and fails, printing the line
+# number and the processes, at the first moment two llama-server processes of these members ran at once
+# (from started to exited); succeeds when that never happened (sim_log_overlap in test/e2e/lib.sh).
 llama_overlap() {
-	local ns=$1
-	shift
-	awk -v ns="$ns" -v members="$*" '
-		BEGIN { n = split(members, ms, " "); for (i = 1; i <= n; i++) want[ns "/" ms[i]] = 1 }
-		$1 == "sim" && ($2 in want) && $3 ~ /^llama=/ {
-			pod = substr($3, 7)
-			if ($4 == "state=started") alive[pod] = 1
-			if ($4 == "state=exited") delete alive[pod]
-			c = 0; s = ""
-			for (p in alive) { c++; s = s " " p }
-			if (c > 1) { print "sim.log line " NR ": two llama-server processes ran:" s; bad = 1; exit }
-		}
-		END { exit bad }' "$MP_STATE_DIR/sim.log"
+	sim_log_overlap "llama-server processes ran" llama \
+		'if ($4 == "state=started") hold[id] = 1; if ($4 == "state=exited") delete hold[id]' "$@"
 }
 
 # llama_line STATE MEMBER [NS]: the sim.log line number of the last process line of MEMBER in STATE

@@ -13,7 +13,8 @@ import argparse
 import os
 import selectors
 import signal
-import socket
+
+import proxy_pair
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--upstream", required=True, help="host:port")
@@ -22,33 +23,20 @@ args = ap.parse_args()
 uhost, uport = args.upstream.rsplit(":", 1)
 
 sel = selectors.DefaultSelector()
-lsock = socket.socket()
-lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-lsock.bind(("127.0.0.1", 0))
-lsock.listen(128)
-lsock.setblocking(False)
+lsock = proxy_pair.listener(("127.0.0.1", 0), 128)
 sel.register(lsock, selectors.EVENT_READ, None)
 with open(args.port_file + ".tmp", "w") as f:
     f.write(str(lsock.getsockname()[1]))
 os.rename(args.port_file + ".tmp", args.port_file)
 
 
-class Pair:
+class Pair(proxy_pair.Pair):
     def __init__(self, c, s):
-        self.c, self.s = c, s
+        super().__init__(sel, c, s)
         self.frozen = False
-        self.closed = False
 
     def close(self):
-        if self.closed:
-            return
-        self.closed = True
-        for k in (self.c, self.s):
-            try:
-                sel.unregister(k)
-            except (KeyError, ValueError):
-                pass
-            k.close()
+        super().close()
         pairs.discard(self)
 
     def watch(self):
@@ -90,10 +78,8 @@ while True:
                 c, _ = lsock.accept()
             except BlockingIOError:
                 continue
-            try:
-                s = socket.create_connection((uhost, int(uport)))
-            except OSError:
-                c.close()
+            s = proxy_pair.upstream_for(c, uhost, uport)
+            if s is None:
                 continue
             p = Pair(c, s)
             pairs.add(p)

@@ -19,6 +19,8 @@ import selectors
 import socket
 import struct
 
+import proxy_pair
+
 ap = argparse.ArgumentParser()
 ap.add_argument("--listen", required=True, help="ip:port")
 ap.add_argument("--upstream", required=True, help="ip:port")
@@ -28,11 +30,7 @@ uhost, uport = args.upstream.rsplit(":", 1)
 laddr = (lhost, int(lport))
 
 sel = selectors.DefaultSelector()
-lsock = socket.socket()
-lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-lsock.bind(laddr)
-lsock.listen(0)  # one connection fits
-lsock.setblocking(False)
+lsock = proxy_pair.listener(laddr, 0)  # one connection fits
 fillers = {}  # our own connections that fill the backlog, by their end as /proc/net/tcp writes it
 
 
@@ -60,23 +58,6 @@ def syn_sent():
     return out
 
 
-class Pair:
-    def __init__(self, c, s):
-        self.c, self.s = c, s
-        self.closed = False
-
-    def close(self):
-        if self.closed:
-            return
-        self.closed = True
-        for k in (self.c, self.s):
-            try:
-                sel.unregister(k)
-            except (KeyError, ValueError):
-                pass
-            k.close()
-
-
 def accept_all():
     while True:
         try:
@@ -88,14 +69,12 @@ def accept_all():
             f.close()
             c.close()
             continue
-        try:
-            s = socket.create_connection((uhost, int(uport)))
-        except OSError:
-            c.close()
+        s = proxy_pair.upstream_for(c, uhost, uport)
+        if s is None:
             continue
         c.setblocking(False)
         s.setblocking(False)
-        p = Pair(c, s)
+        p = proxy_pair.Pair(sel, c, s)
         sel.register(c, selectors.EVENT_READ, (p, c, s))
         sel.register(s, selectors.EVENT_READ, (p, s, c))
 
