@@ -93,14 +93,13 @@ static int snap_member(const pool_sources *src, const char *ns, const char *self
         return -ENOMEM;
     const api_isvc *isvc = store_get(src->isvcs, key);
     if (isvc) {
-        *m = (plan_member){.name = m->name,
-                           .exists = true,
-                           .replicas = isvc->replicas,
-                           .phase = isvc->phase,
-                           .runtime = isvc->runtime,
-                           .idle_endpoint = isvc->idle_endpoint,
-                           .endpoint_port = isvc->endpoint_port,
-                           .container_port = isvc->container_port};
+        m->exists = true;
+        m->replicas = isvc->replicas;
+        m->phase = isvc->phase;
+        m->runtime = isvc->runtime;
+        m->idle_endpoint = isvc->idle_endpoint;
+        m->endpoint_port = isvc->endpoint_port;
+        m->container_port = isvc->container_port;
     } else {
         m->absence_unconfirmed = !src->absence_confirmed;
     }
